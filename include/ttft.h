@@ -1,0 +1,558 @@
+/*
+ * ttft.h — libttft: what a streaming LLM user feels, as honest percentiles.
+ *
+ * This header is the API reference. Every function states its parameters,
+ * units, return value, thread-safety and what it does with NULL.
+ *
+ * Vocabulary (docs/metrics.md has the full definitions and edge cases):
+ *   TTFT   time to first token      = t_first - t_begin
+ *   ITL    inter-token latency      = t_k - t_{k-1}, one per emission after the first
+ *   TPOT   time per output token    = (t_last - t_first) / (N - 1), at stream end, N >= 2
+ *   E2E    end-to-end               = t_end - t_begin
+ *   stall  an ITL gap above the stall budget of the sequence's class
+ *
+ * Units: every time in this API is an unsigned 64-bit count of nanoseconds
+ * on one monotonic clock (CLOCK_MONOTONIC's epoch and rate). Seconds appear
+ * only in the Prometheus/OpenMetrics output. t_ns == TTFT_NOW (0) means
+ * "read the library's clock".
+ *
+ * Threading, in one paragraph: the hooks (ttft_begin*, ttft_mark,
+ * ttft_token_emitted, ttft_stream_end) are thread-safe, lock-free and never
+ * allocate; any thread may call them. Hooks for one sequence are expected in
+ * order (the caller hands a sequence from thread to thread with the usual
+ * synchronisation), except that ttft_stream_end may race ttft_token_emitted
+ * or ttft_mark from another thread (a client cancel against the decode loop):
+ * exactly one outcome wins and nothing is corrupted or counted twice.
+ * Snapshots and queries run concurrently with the hooks and never stop them.
+ * Registry setup (ttft_class_add) may run concurrently with hooks too.
+ * ttft_registry_free must not race anything on the same registry.
+ *
+ * Errors: functions that can fail return a negative TTFT_E* code (or NULL /
+ * 0 where documented). The library never prints, aborts, exits, or sets errno.
+ */
+#ifndef TTFT_H
+#define TTFT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ------------------------------------------------------------------ export */
+#if defined(_WIN32) && defined(TTFT_SHARED)
+#  if defined(TTFT_BUILDING)
+#    define TTFT_API __declspec(dllexport)
+#  else
+#    define TTFT_API __declspec(dllimport)
+#  endif
+#elif defined(__GNUC__) && __GNUC__ >= 4
+#  define TTFT_API __attribute__((visibility("default")))
+#else
+#  define TTFT_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ----------------------------------------------------------------- version */
+#define TTFT_VERSION_MAJOR 1
+#define TTFT_VERSION_MINOR 0
+#define TTFT_VERSION_PATCH 0
+/* MAJOR*10000 + MINOR*100 + PATCH, e.g. 10000 for 1.0.0 */
+#define TTFT_VERSION_NUMBER \
+  (TTFT_VERSION_MAJOR * 10000 + TTFT_VERSION_MINOR * 100 + TTFT_VERSION_PATCH)
+#define TTFT__STR2(x) #x
+#define TTFT__STR(x) TTFT__STR2(x)
+#define TTFT_VERSION_STRING \
+  TTFT__STR(TTFT_VERSION_MAJOR) "." TTFT__STR(TTFT_VERSION_MINOR) "." TTFT__STR(TTFT_VERSION_PATCH)
+
+/* TTFT_VERSION_NUMBER of the library actually linked (may differ from the
+ * header's). Thread-safe, never fails. */
+TTFT_API unsigned ttft_version_number(void);
+/* "MAJOR.MINOR.PATCH" of the linked library; a static string. */
+TTFT_API const char *ttft_version_string(void);
+
+/* ------------------------------------------------------------------ errors */
+/* One list, X-macro style: XX(NAME, value, message). */
+#define TTFT_ERRNO_MAP(XX)                                                     \
+  XX(EINVAL,   -1, "invalid argument")                                         \
+  XX(ESTALE,   -2, "stale or unknown sequence handle (stream already ended?)") \
+  XX(EFULL,    -3, "no free sequence slot or class slot")                      \
+  XX(ENOMEM,   -4, "out of memory")                                            \
+  XX(ERANGE,   -5, "value out of range or buffer too small")                   \
+  XX(ECORRUPT, -6, "malformed, truncated or corrupted encoding")               \
+  XX(EEXIST,   -7, "name already exists")                                      \
+  XX(EIO,      -8, "socket or I/O error")                                      \
+  XX(ENOTSUP,  -9, "not supported by this build")
+
+typedef enum ttft_errno {
+  TTFT_OK = 0,
+#define TTFT__ERR_ENUM(name, val, msg) TTFT_##name = (val),
+  TTFT_ERRNO_MAP(TTFT__ERR_ENUM)
+#undef TTFT__ERR_ENUM
+  TTFT_E__LAST = -10
+} ttft_errno;
+
+/* A static English message for err (0 or a TTFT_E* code); "unknown error"
+ * for anything else. Never NULL. Thread-safe. */
+TTFT_API const char *ttft_strerror(int err);
+/* The symbolic name, e.g. "TTFT_ESTALE" ("TTFT_OK" for 0, "TTFT_UNKNOWN"
+ * otherwise). Never NULL. Thread-safe. */
+TTFT_API const char *ttft_err_name(int err);
+
+/* ------------------------------------------------------------------- types */
+typedef struct ttft_registry ttft_registry; /* opaque; one per process/engine */
+typedef struct ttft_snapshot ttft_snapshot; /* opaque; an immutable copy      */
+
+/* A sequence handle: slot index + 1 in the low 32 bits, the slot's
+ * generation in the high 32 bits. 0 is never a valid handle. A handle whose
+ * stream has ended is rejected with TTFT_ESTALE, even after its slot serves
+ * a new sequence. */
+typedef uint64_t ttft_seq;
+
+#define TTFT_NOW ((uint64_t)0) /* "read the library's clock" */
+
+typedef enum ttft_metric {
+  TTFT_METRIC_TTFT = 0,          /* t_first - t_begin, ns                     */
+  TTFT_METRIC_TPOT = 1,          /* (t_last - t_first)/(N-1), ns, N >= 2      */
+  TTFT_METRIC_ITL = 2,           /* gap between emissions, ns                 */
+  TTFT_METRIC_E2E = 3,           /* t_end - t_begin, ns, every ended stream   */
+  TTFT_METRIC_QUEUE = 4,         /* t_sched - t_begin, ns (SCHEDULED mark)    */
+  TTFT_METRIC_PREFILL = 5,       /* t_first - t_sched, ns                     */
+  TTFT_METRIC_DECODE = 6,        /* t_last - t_first, ns, streams with tokens */
+  TTFT_METRIC_OUTPUT_TOKENS = 7, /* N per ended stream, tokens (0 allowed)    */
+  TTFT_METRIC_SEQ_ITL_P95 = 8,   /* each sequence's own p95 gap, ns           */
+  TTFT_METRIC_SEQ_ITL_MAX = 9,   /* each sequence's worst gap (exact), ns     */
+  TTFT_METRIC_ABANDONED_WAIT = 10, /* how long CANCELLED-before-first-token
+                                      streams waited (t_end - t_begin), ns   */
+  TTFT_METRIC_COUNT_ = 11        /* number of metrics; not a metric          */
+} ttft_metric;
+
+typedef enum ttft_status {
+  TTFT_COMPLETED = 0, /* the stream finished normally                */
+  TTFT_CANCELLED = 1, /* the client went away / aborted              */
+  TTFT_ERROR = 2,     /* the server failed the request               */
+  TTFT_STATUS_COUNT_ = 3
+} ttft_status;
+
+typedef enum ttft_phase {
+  TTFT_PHASE_SCHEDULED = 0, /* first admission by the scheduler (prefill starts).
+                               Later SCHEDULED marks (re-admission) are ignored. */
+  TTFT_PHASE_PREEMPTED = 1, /* evicted from the batch; counted per class       */
+  TTFT_PHASE_COUNT_ = 2
+} ttft_phase;
+
+typedef enum ttft_counter {
+  TTFT_COUNTER_BEGUN = 0,         /* accepted begins                            */
+  TTFT_COUNTER_COMPLETED = 1,     /* streams ended COMPLETED                    */
+  TTFT_COUNTER_CANCELLED = 2,     /* streams ended CANCELLED                    */
+  TTFT_COUNTER_ERRORS = 3,        /* streams ended ERROR                        */
+  TTFT_COUNTER_DROPPED = 4,       /* begins refused (no free slot)              */
+  TTFT_COUNTER_TOKENS = 5,        /* output tokens accepted (sum of n_tokens)   */
+  TTFT_COUNTER_STALLS = 6,        /* ITL gaps above the stall budget            */
+  TTFT_COUNTER_STALLED_SEQS = 7,  /* sequences with at least one stall          */
+  TTFT_COUNTER_ABANDONED = 8,     /* CANCELLED with zero tokens emitted         */
+  TTFT_COUNTER_SLO_MET = 9,       /* ended streams that were "good" (SLO met)   */
+  TTFT_COUNTER_CLOCK_CLAMPED = 10,/* timestamps earlier than the previous event */
+  TTFT_COUNTER_PREEMPTIONS = 11,  /* PREEMPTED marks                            */
+  TTFT_COUNTER_NO_TPOT = 12,      /* ended streams with N < 2 (no TPOT exists)  */
+  TTFT_COUNTER_COUNT_ = 13
+} ttft_counter;
+
+typedef enum ttft_format {
+  TTFT_FORMAT_TEXT = 0,        /* a table for a terminal                       */
+  TTFT_FORMAT_JSON = 1,        /* docs/json.md documents the schema            */
+  TTFT_FORMAT_PROMETHEUS = 2,  /* text exposition format 0.0.4                 */
+  TTFT_FORMAT_OPENMETRICS = 3, /* OpenMetrics 1.0 text                         */
+  TTFT_FORMAT_COUNT_ = 4
+} ttft_format;
+
+typedef enum ttft_clock {
+  TTFT_CLOCK_MONOTONIC = 0, /* clock_gettime(CLOCK_MONOTONIC)                      */
+  TTFT_CLOCK_TSC = 1,       /* calibrated invariant TSC on CLOCK_MONOTONIC's epoch
+                               and rate; falls back to MONOTONIC when the CPU has
+                               no invariant TSC                                   */
+  TTFT_CLOCK_COUNT_ = 2
+} ttft_clock;
+
+/* Gauges are read at snapshot time. */
+typedef enum ttft_gauge {
+  TTFT_GAUGE_INFLIGHT = 0,    /* sequences begun and not yet ended              */
+  TTFT_GAUGE_LIVE_STALLS = 1, /* in-flight sequences stalled right now          */
+  TTFT_GAUGE_COUNT_ = 2
+} ttft_gauge;
+
+/* TTFT splits: TTFT recorded a second time under a split key. */
+typedef enum ttft_split {
+  TTFT_SPLIT_PREFIX_CACHE = 0, /* index 0 = miss, 1 = hit (unknown: not recorded) */
+  TTFT_SPLIT_PROMPT_BAND = 1,  /* index = prompt-length band, see ttft_config     */
+  TTFT_SPLIT_COUNT_ = 2
+} ttft_split;
+
+#define TTFT_MAX_BANDS 8          /* prompt-length bands (edges + 1)           */
+#define TTFT_MAX_LABEL 128        /* longest label value kept, bytes           */
+#define TTFT_MAX_CONST_LABELS 8   /* constant labels on every exported series  */
+#define TTFT_MAX_PROM_BUCKETS 64  /* Prometheus buckets per metric             */
+#define TTFT_CLASS_ALL (-1)       /* "every class" in per-class queries        */
+#define TTFT_CLASS_DEFAULT 0      /* the class every registry has              */
+
+typedef struct ttft_label {
+  const char *name;  /* [a-zA-Z_][a-zA-Z0-9_]* */
+  const char *value; /* any UTF-8; escaped on output */
+} ttft_label;
+
+/* Memory hooks. alloc(ctx, size) returns NULL on failure; free(ctx, p)
+ * accepts NULL. */
+typedef struct ttft_allocator {
+  void *(*alloc)(void *ctx, size_t size);
+  void (*free)(void *ctx, void *p);
+  void *ctx;
+} ttft_allocator;
+
+/* Registry configuration. Always start from ttft_config_init(): it sets
+ * struct_size, which lets the struct grow in later minor versions. Strings
+ * are copied at ttft_registry_new; they may be freed afterwards. */
+typedef struct ttft_config {
+  size_t struct_size;          /* sizeof(ttft_config), set by ttft_config_init */
+  uint32_t max_inflight;       /* sequence slots; default 4096; 1 .. 2^24      */
+  uint32_t max_threads;        /* threads that get a private recording shard;
+                                  default 8; 0 .. 256. Further threads record
+                                  through one shared shard with atomic adds.   */
+  uint32_t max_classes;        /* classes including "default"; default 16      */
+  uint64_t stall_threshold_ns; /* default stall budget; default 500 ms         */
+  ttft_clock clock;            /* TTFT_NOW's clock; default MONOTONIC          */
+  const char *start_point;     /* where t_begin is taken; default "server_arrival" */
+  const char *token_point;     /* what counts as an emitted token;
+                                  default "detokenized_flush"                   */
+  const char *model;           /* model label; default ""                       */
+  const char *metric_namespace;/* prefix for non-OTel metric names; default "llm_" */
+  const ttft_label *const_labels; /* constant labels added to every series     */
+  uint32_t n_const_labels;     /* 0 .. TTFT_MAX_CONST_LABELS                   */
+  uint32_t n_prompt_bands;     /* number of band edges used, 0 .. TTFT_MAX_BANDS-1 */
+  uint32_t prompt_band_edges[TTFT_MAX_BANDS - 1];
+                               /* ascending prompt-token edges; band i holds
+                                  edges[i-1] <= prompt_tokens < edges[i].
+                                  default 6 edges: 128 512 2048 8192 32768 131072 */
+  /* Prometheus/OpenMetrics bucket upper bounds per metric, ascending, in ns
+   * (tokens for OUTPUT_TOKENS). NULL = the default for that metric. */
+  const uint64_t *prom_buckets[TTFT_METRIC_COUNT_];
+  uint32_t prom_n_buckets[TTFT_METRIC_COUNT_];
+  int prom_summaries;          /* also export p50..p99.9 summary series; default 0 */
+} ttft_config;
+
+/* Fill cfg with the defaults documented above. NULL is a no-op. */
+TTFT_API void ttft_config_init(ttft_config *cfg);
+
+/* Replace the allocator used for every later allocation of the library
+ * (registries, snapshots, formatting scratch, HTTP). NULL restores malloc.
+ * Objects remember the allocator that made them and free with it. Not
+ * thread-safe against concurrent library calls that allocate: set it at
+ * start-up. Returns TTFT_OK, or TTFT_EINVAL when a != NULL lacks alloc/free. */
+TTFT_API int ttft_set_allocator(const ttft_allocator *a);
+
+/* ---------------------------------------------------------------- registry */
+
+/* Create a registry. cfg NULL = defaults. All memory is allocated here (and
+ * in ttft_class_add); hooks never allocate. Returns NULL when cfg is invalid
+ * (bad struct_size, out-of-range field, bad label name, bands not ascending)
+ * or memory is short. Thread-safe (independent registries). */
+TTFT_API ttft_registry *ttft_registry_new(const ttft_config *cfg);
+
+/* Free a registry and everything it owns. NULL is a no-op. Must not race
+ * any other call on r; snapshots taken from r stay valid. */
+TTFT_API void ttft_registry_free(ttft_registry *r);
+
+/* Bytes of memory r holds (fixed after creation except for ttft_class_add).
+ * 0 for NULL. Thread-safe. */
+TTFT_API size_t ttft_registry_memory(const ttft_registry *r);
+
+/* Release the calling thread's private recording shard of r, so that a
+ * thread about to exit hands it to a new thread (threads that simply exit
+ * release it automatically when pthreads are available). Recorded data stays.
+ * Returns TTFT_OK, or TTFT_EINVAL for NULL. */
+TTFT_API int ttft_thread_release(ttft_registry *r);
+
+/* ------------------------------------------------------------------- clock */
+
+/* Nanoseconds on CLOCK_MONOTONIC. Thread-safe; never fails. */
+TTFT_API uint64_t ttft_now_ns(void);
+
+/* Nanoseconds on r's configured clock (MONOTONIC or calibrated TSC, same
+ * epoch and rate as ttft_now_ns). This is what TTFT_NOW means in r's hooks.
+ * NULL: same as ttft_now_ns(). Thread-safe. */
+TTFT_API uint64_t ttft_registry_now_ns(const ttft_registry *r);
+
+/* ----------------------------------------------------------------- classes */
+
+/* SLO budgets of a class. 0 = no budget for that dimension. */
+typedef struct ttft_slo {
+  size_t struct_size;          /* sizeof(ttft_slo), set by ttft_slo_init */
+  uint64_t ttft_ns;            /* TTFT budget                              */
+  uint64_t tpot_ns;            /* TPOT budget (met when no TPOT exists)    */
+  uint64_t e2e_ns;             /* end-to-end budget                        */
+  uint64_t stall_threshold_ns; /* stall budget; 0 = the registry default   */
+} ttft_slo;
+
+/* Zero budgets, struct_size set. NULL is a no-op. */
+TTFT_API void ttft_slo_init(ttft_slo *slo);
+
+/* Add a class (e.g. "chat", "batch") with its SLO budgets (slo NULL = no
+ * budgets). name: 1..63 bytes of [A-Za-z0-9_.:-]. Returns the class id
+ * (>= 1) on success, TTFT_EINVAL (NULL r/name, bad name, bad struct_size),
+ * TTFT_EEXIST (name taken; "default" is class 0), TTFT_EFULL (max_classes
+ * reached) or TTFT_ENOMEM. Thread-safe, also against hooks; allocates. */
+TTFT_API int ttft_class_add(ttft_registry *r, const char *name, const ttft_slo *slo);
+
+/* The id of class name, or TTFT_EINVAL (NULL) / TTFT_ESTALE (no such class).
+ * Thread-safe. */
+TTFT_API int ttft_class_find(const ttft_registry *r, const char *name);
+
+/* ------------------------------------------------------------------- hooks */
+
+/* What the scheduler knows about a request when it arrives. */
+typedef struct ttft_request {
+  size_t struct_size;     /* sizeof(ttft_request), set by ttft_request_init */
+  int class_id;           /* from ttft_class_add; 0 = default               */
+  uint32_t prompt_tokens; /* prompt length; 0 = unknown (no band split)     */
+  int prefix_hit;         /* 1 prefix-cache hit, 0 miss, -1 unknown         */
+} ttft_request;
+
+/* class 0, prompt unknown, prefix unknown. NULL is a no-op. */
+TTFT_API void ttft_request_init(ttft_request *req);
+
+/* Start a sequence at t_ns (TTFT_NOW = read r's clock): the clock start of
+ * TTFT and E2E (see config start_point). Returns its handle, or 0 when r is
+ * NULL or no slot is free (counted as TTFT_COUNTER_DROPPED). Thread-safe,
+ * lock-free, no allocation. */
+TTFT_API ttft_seq ttft_begin(ttft_registry *r, uint64_t t_ns);
+
+/* ttft_begin with request details. req NULL = ttft_request_init defaults.
+ * Returns 0 (and counts DROPPED) when no slot is free, 0 without counting
+ * for NULL r or an invalid req (bad struct_size, unknown class_id). */
+TTFT_API ttft_seq ttft_begin_ex(ttft_registry *r, const ttft_request *req, uint64_t t_ns);
+
+/* Mark a phase of sequence s at t_ns. SCHEDULED sets t_sched once (queue
+ * time is recorded then); later SCHEDULED marks are accepted and ignored.
+ * PREEMPTED is counted. Returns TTFT_OK, TTFT_EINVAL (NULL r, bad phase),
+ * TTFT_ESTALE (0, ended or unknown handle). A t_ns earlier than the
+ * sequence's previous event is clamped and counted (CLOCK_CLAMPED).
+ * Thread-safe, lock-free, no allocation. */
+TTFT_API int ttft_mark(ttft_registry *r, ttft_seq s, ttft_phase phase, uint64_t t_ns);
+
+/* n_tokens tokens became visible to the client at t_ns (one emission; n > 1
+ * for speculative or multi-token steps). The first emission records TTFT
+ * (and the prefix/band splits, and PREFILL when SCHEDULED was marked);
+ * every later one records one ITL gap, feeds the sequence's own gap
+ * histogram and counts a stall when the gap exceeds the class's stall
+ * budget. Returns TTFT_OK, TTFT_EINVAL (NULL r, n_tokens == 0),
+ * TTFT_ESTALE (0, ended or unknown handle). Time going backwards is clamped
+ * and counted. Thread-safe, lock-free, allocation-free, no syscall other
+ * than the clock when t_ns is TTFT_NOW. */
+TTFT_API int ttft_token_emitted(ttft_registry *r, ttft_seq s, uint32_t n_tokens, uint64_t t_ns);
+
+/* The stream closed at t_ns with status. Records E2E, OUTPUT_TOKENS and,
+ * when they exist, TPOT, DECODE, SEQ_ITL_P95/MAX; counts the status,
+ * ABANDONED (CANCELLED with no token, its wait in ABANDONED_WAIT), NO_TPOT,
+ * and SLO_MET when the stream is good. The handle is dead afterwards.
+ * Returns TTFT_OK, TTFT_EINVAL (NULL r, unknown status), TTFT_ESTALE (0,
+ * unknown handle, or already ended: of two racing stream_end calls exactly
+ * one returns TTFT_OK). Thread-safe, lock-free, no allocation. */
+TTFT_API int ttft_stream_end(ttft_registry *r, ttft_seq s, ttft_status status, uint64_t t_ns);
+
+#ifndef TTFT_NO_SHORT_NAMES
+/* The hook names the product promises, as header-level aliases: the ABI
+ * only exports the ttft_-prefixed symbols. Define TTFT_NO_SHORT_NAMES
+ * before including this header if the names collide with yours. */
+static inline int token_emitted(ttft_registry *r, ttft_seq s, uint32_t n_tokens, uint64_t t_ns) {
+  return ttft_token_emitted(r, s, n_tokens, t_ns);
+}
+static inline int stream_end(ttft_registry *r, ttft_seq s, ttft_status status, uint64_t t_ns) {
+  return ttft_stream_end(r, s, status, t_ns);
+}
+#endif
+
+/* ------------------------------------------------------------- live state */
+
+/* What a live sequence looks like right now. */
+typedef struct ttft_seq_info {
+  size_t struct_size;     /* set by the caller: sizeof(ttft_seq_info)      */
+  int class_id;
+  uint32_t emissions;     /* emission events so far                        */
+  uint64_t tokens;        /* tokens so far                                 */
+  uint64_t t_begin_ns;
+  uint64_t t_last_ns;     /* last event (begin, mark or emission)          */
+  uint64_t ttft_ns;       /* 0 until the first emission                    */
+  uint64_t itl_p50_ns;    /* from the sequence's own gap histogram (~3 %)  */
+  uint64_t itl_p95_ns;    /*   0 until there are two emissions             */
+  uint64_t itl_max_ns;    /* exact worst gap so far                        */
+  uint32_t stalls;        /* stall gaps so far                             */
+  uint32_t preemptions;
+} ttft_seq_info;
+
+/* Fill *out with live sequence s. out->struct_size must be set (a smaller
+ * older struct is filled up to its size). Returns TTFT_OK, TTFT_EINVAL
+ * (NULL r/out, bad struct_size), TTFT_ESTALE (ended or unknown handle).
+ * Thread-safe against the hooks; a value may be one event behind. */
+TTFT_API int ttft_seq_stats(const ttft_registry *r, ttft_seq s, ttft_seq_info *out);
+
+/* In-flight sequences whose last emission is older than their class's
+ * stall budget at now_ns (TTFT_NOW = r's clock) — stalls that have not
+ * closed yet, which no ITL observation can show. Only sequences that have
+ * emitted at least one token count (before that the wait is TTFT).
+ * Returns the count, or TTFT_EINVAL for NULL. Thread-safe; O(max_inflight). */
+TTFT_API long ttft_stalled_now(const ttft_registry *r, uint64_t now_ns);
+
+/* Sequences begun and not yet ended, or TTFT_EINVAL for NULL. Thread-safe. */
+TTFT_API long ttft_inflight(const ttft_registry *r);
+
+/* --------------------------------------------------------------- snapshots */
+
+/* Copy everything r has recorded since creation, plus the gauges, into a
+ * new immutable snapshot. Runs concurrently with hooks without stopping
+ * them; a concurrent event is either wholly in or (for a few fields)
+ * partly in, never a count that goes down. Returns NULL for NULL r or when
+ * memory is short. Free with ttft_snapshot_free. Thread-safe. */
+TTFT_API ttft_snapshot *ttft_snapshot_take(ttft_registry *r);
+
+/* NULL is a no-op. */
+TTFT_API void ttft_snapshot_free(ttft_snapshot *s);
+
+/* Observations of metric m over every class. 0 for NULL s, unknown m or
+ * an empty metric. Thread-safe (snapshots are immutable). */
+TTFT_API uint64_t ttft_snapshot_count(const ttft_snapshot *s, ttft_metric m);
+
+/* Quantile q in [0,1] of metric m over every class: within 0.5 % of the
+ * exact nearest-rank order statistic x(ceil(q*N)) for values 1 us .. 1 h;
+ * q = 0 is the exact min, q = 1 the exact max; never decreasing in q and
+ * always within [min, max]. ns (tokens for OUTPUT_TOKENS). 0 for NULL s,
+ * unknown m, q outside [0,1] or NaN, or an empty metric. */
+TTFT_API uint64_t ttft_snapshot_quantile(const ttft_snapshot *s, ttft_metric m, double q);
+
+/* Exact mean (sum / count) of m over every class; 0.0 when empty/invalid. */
+TTFT_API double ttft_snapshot_mean(const ttft_snapshot *s, ttft_metric m);
+
+/* Exact sum of the observations of m; 0 when empty/invalid. */
+TTFT_API uint64_t ttft_snapshot_sum(const ttft_snapshot *s, ttft_metric m);
+
+/* Counter c over every class; 0 for NULL s or unknown c. */
+TTFT_API uint64_t ttft_snapshot_counter(const ttft_snapshot *s, ttft_counter c);
+
+/* Gauge g at the time the snapshot was taken; 0 for NULL/unknown. */
+TTFT_API uint64_t ttft_snapshot_gauge(const ttft_snapshot *s, ttft_gauge g);
+
+/* Number of classes in s (>= 1 for a valid snapshot, 0 for NULL). */
+TTFT_API int ttft_snapshot_classes(const ttft_snapshot *s);
+
+/* Name of class id in s, or NULL when out of range / NULL s. The string
+ * lives as long as s. */
+TTFT_API const char *ttft_snapshot_class_name(const ttft_snapshot *s, int class_id);
+
+/* Copy the SLO of class id into *out (out->struct_size must be set).
+ * TTFT_OK, TTFT_EINVAL. */
+TTFT_API int ttft_snapshot_class_slo(const ttft_snapshot *s, int class_id, ttft_slo *out);
+
+/* Per-class variants; class_id TTFT_CLASS_ALL means every class. 0 (or
+ * 0.0) for NULL s, unknown class, metric or counter, q outside [0,1]. */
+TTFT_API uint64_t ttft_snapshot_class_count(const ttft_snapshot *s, int class_id, ttft_metric m);
+TTFT_API uint64_t ttft_snapshot_class_quantile(const ttft_snapshot *s, int class_id,
+                                               ttft_metric m, double q);
+TTFT_API double ttft_snapshot_class_mean(const ttft_snapshot *s, int class_id, ttft_metric m);
+TTFT_API uint64_t ttft_snapshot_class_sum(const ttft_snapshot *s, int class_id, ttft_metric m);
+TTFT_API uint64_t ttft_snapshot_class_counter(const ttft_snapshot *s, int class_id,
+                                              ttft_counter c);
+
+/* SLO attainment of a class (or TTFT_CLASS_ALL): good / ended, in [0,1];
+ * -1.0 when nothing ended or the arguments are invalid. */
+TTFT_API double ttft_snapshot_attainment(const ttft_snapshot *s, int class_id);
+
+/* TTFT under a split (all classes): count and quantile of TTFT_SPLIT_PREFIX_CACHE
+ * index 0 (miss) / 1 (hit), or TTFT_SPLIT_PROMPT_BAND index 0 .. bands-1.
+ * 0 for anything invalid or empty. */
+TTFT_API uint64_t ttft_snapshot_split_count(const ttft_snapshot *s, ttft_split split, unsigned index);
+TTFT_API uint64_t ttft_snapshot_split_quantile(const ttft_snapshot *s, ttft_split split,
+                                               unsigned index, double q);
+
+/* Number of prompt-length bands in s (edges + 1), and the lower edge of
+ * band i (0 for band 0) in *lo and the upper (exclusive; UINT32_MAX for the
+ * last) in *hi. TTFT_OK or TTFT_EINVAL. */
+TTFT_API int ttft_snapshot_band(const ttft_snapshot *s, unsigned index, uint32_t *lo, uint32_t *hi);
+TTFT_API unsigned ttft_snapshot_bands(const ttft_snapshot *s);
+
+/* The interval a snapshot covers, ns on the monotonic clock: from registry
+ * creation (or the older snapshot, for a delta) to the moment it was taken.
+ * Tokens and goodput per second are computed over it. TTFT_OK / TTFT_EINVAL. */
+TTFT_API int ttft_snapshot_interval(const ttft_snapshot *s, uint64_t *start_ns, uint64_t *end_ns);
+
+/* The labels of the registry the snapshot came from: "start_point",
+ * "token_point", "model" or "namespace"; NULL for anything else or NULL s. */
+TTFT_API const char *ttft_snapshot_label(const ttft_snapshot *s, const char *key);
+
+/* Render s in format f into buf (capacity cap, NUL-terminated when cap > 0),
+ * with snprintf's rules: returns the full length the output needs (not
+ * counting the NUL), so a return >= cap means it was truncated and a buffer
+ * of return+1 bytes is enough. buf may be NULL when cap is 0. Returns
+ * TTFT_EINVAL for NULL s, unknown f, or buf NULL with cap > 0; TTFT_ENOMEM
+ * when scratch memory is short. Thread-safe. */
+TTFT_API long ttft_snapshot_format(const ttft_snapshot *s, ttft_format f, char *buf, size_t cap);
+
+/* Merge: a new snapshot holding the observations of a and b (classes matched
+ * by name, counters and histogram counts added, intervals joined). Fleet
+ * percentiles come from merged counts, never from averaged percentiles.
+ * Labels are taken from a. NULL on NULL input or ENOMEM (*err set when err
+ * is non-NULL: TTFT_EINVAL, TTFT_ENOMEM). Thread-safe. */
+TTFT_API ttft_snapshot *ttft_snapshot_merge(const ttft_snapshot *a, const ttft_snapshot *b, int *err);
+
+/* Delta: what happened between older and newer, two snapshots of one
+ * registry (newer taken later). Counters and histograms subtract; min and
+ * max are recomputed from the bucket of the interval (within bucket
+ * resolution), gauges are newer's. NULL with *err = TTFT_EINVAL when the
+ * snapshots are not of one registry in that order, TTFT_ENOMEM. */
+TTFT_API ttft_snapshot *ttft_snapshot_delta(const ttft_snapshot *newer, const ttft_snapshot *older, int *err);
+
+/* Encode s into a compact, versioned, checksummed binary form. snprintf
+ * rules: returns the full size needed; writes nothing past cap. TTFT_EINVAL
+ * for NULL s or buf NULL with cap > 0. */
+TTFT_API long ttft_snapshot_encode(const ttft_snapshot *s, void *buf, size_t cap);
+
+/* Decode untrusted bytes. Every length and count is checked; NULL with
+ * *err = TTFT_ECORRUPT for anything malformed, TTFT_EINVAL for NULL buf,
+ * TTFT_ENOMEM. Never reads past len. Thread-safe. */
+TTFT_API ttft_snapshot *ttft_snapshot_decode(const void *buf, size_t len, int *err);
+
+/* The same encoding as one line of base64 text (RFC 4648, no newlines),
+ * NUL-terminated, snprintf rules. */
+TTFT_API long ttft_snapshot_encode_base64(const ttft_snapshot *s, char *buf, size_t cap);
+TTFT_API ttft_snapshot *ttft_snapshot_decode_base64(const char *text, size_t len, int *err);
+
+/* ------------------------------------------------------------- endpoint */
+
+typedef struct ttft_http ttft_http; /* opaque */
+
+/* Serve r over HTTP on addr ("127.0.0.1:9464", "[::1]:9464", ":9464" means
+ * 127.0.0.1; port 0 picks a free port): GET /metrics (Prometheus text, or
+ * OpenMetrics when Accept asks for application/openmetrics-text), /report
+ * (text), /report.json. One background thread; bounded request size and
+ * read timeouts. *out receives the server. Returns TTFT_OK, TTFT_EINVAL
+ * (NULL, bad address), TTFT_EIO (bind/listen failed), TTFT_ENOMEM,
+ * TTFT_ENOTSUP (built without HTTP). r must outlive the server. */
+TTFT_API int ttft_http_start(ttft_registry *r, const char *addr, ttft_http **out);
+
+/* The TCP port the server listens on, or TTFT_EINVAL for NULL. */
+TTFT_API int ttft_http_port(const ttft_http *srv);
+
+/* Stop the server, join its thread and free it. NULL is a no-op. */
+TTFT_API void ttft_http_stop(ttft_http *srv);
+
+/* ---------------------------------------------------------------- names */
+
+/* Stable lower-case names used by JSON, Python and the tools: "ttft",
+ * "tpot", ..., "completed", "stalls", ... NULL for out-of-range values. */
+TTFT_API const char *ttft_metric_name(ttft_metric m);
+TTFT_API const char *ttft_counter_name(ttft_counter c);
+TTFT_API const char *ttft_status_name(ttft_status st);
+TTFT_API const char *ttft_format_name(ttft_format f);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* TTFT_H */

@@ -1,0 +1,333 @@
+/* hooks.c — begin / mark / token_emitted / stream_end: the hot path.
+ *
+ * Rules here: no lock, no allocation, no syscall but the clock, no
+ * lock-prefixed instruction on the per-token path of a thread that owns
+ * its shard. A sequence's slot is written by that sequence's hooks only;
+ * aggregates go to the calling thread's shard. */
+#include <string.h>
+
+#include "registry.h"
+
+/* ------------------------------------------------------------ recording */
+/* c += v on a shard counter: a plain load/store pair for a private shard,
+ * an atomic add for the shared one. Relaxed: snapshots only sum them. */
+static inline void ctr_add(const ttft__shard *sh, _Atomic uint64_t *c, uint64_t v) {
+  if (TTFT_LIKELY(!sh->shared))
+    ST(c, LD(c) + v);
+  else
+    atomic_fetch_add_explicit(c, v, memory_order_relaxed);
+}
+
+/* min is stored inverted so that a zeroed histogram means "no minimum" */
+static inline void hist_rec(const ttft__shard *sh, ttft__hist *h, uint64_t v) {
+  _Atomic uint64_t *b = &h->b[ttft__hist_index(v)];
+  if (TTFT_LIKELY(!sh->shared)) {
+    ST(b, LD(b) + 1);
+    ST(&h->sum, LD(&h->sum) + v);
+    if (~v > LD(&h->min)) ST(&h->min, ~v);
+    if (v > LD(&h->max)) ST(&h->max, v);
+    return;
+  }
+  atomic_fetch_add_explicit(b, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&h->sum, v, memory_order_relaxed);
+  uint64_t m = LD(&h->min);
+  while (~v > m && !atomic_compare_exchange_weak_explicit(&h->min, &m, ~v, memory_order_relaxed,
+                                                          memory_order_relaxed)) {
+  }
+  m = LD(&h->max);
+  while (v > m && !atomic_compare_exchange_weak_explicit(&h->max, &m, v, memory_order_relaxed,
+                                                         memory_order_relaxed)) {
+  }
+}
+
+/* The shard's class record. acquire: pairs with class_add's release of the
+ * pointer (free on x86; the class id itself reached us through begin_ex). */
+static inline ttft__crec *crec_of(const ttft__shard *sh, uint32_t cls) {
+  return atomic_load_explicit(&sh->cls[cls], memory_order_acquire);
+}
+
+/* ------------------------------------------------- call epochs (reclaim.c)
+ * A private shard's epoch is odd while its thread is inside a call that
+ * writes slot fields. The compiler barrier keeps the slot-state check
+ * after the odd store in program order; the hardware may still let the
+ * check pass the store, which the reclaimer's grace period covers. */
+static inline uint64_t call_enter(ttft__shard *sh) {
+  if (TTFT_LIKELY(!sh->shared)) {
+    uint64_t e = LD(&sh->epoch);
+    ST(&sh->epoch, e + 1);
+    atomic_signal_fence(memory_order_seq_cst);
+    return e;
+  }
+  /* seq_cst: the reclaimer's seq_cst read of `entered` and our seq_cst
+   * state load below cannot both miss each other */
+  atomic_fetch_add_explicit(&sh->entered, 1, memory_order_seq_cst);
+  return 0;
+}
+
+static inline void call_leave(ttft__shard *sh, uint64_t e) {
+  if (TTFT_LIKELY(!sh->shared))
+    /* release: this call's slot writes happen-before the reclaimer's
+     * acquire of the epoch, hence before the slot is reused */
+    atomic_store_explicit(&sh->epoch, e + 2, memory_order_release);
+  else
+    /* release: as above, for the shared shard's exit count */
+    atomic_fetch_add_explicit(&sh->exited, 1, memory_order_release);
+}
+
+/* The slot of handle s when s names a live sequence, else NULL. */
+static inline ttft__slot *live_slot(ttft_registry *r, const ttft__shard *sh, ttft_seq s) {
+  uint32_t idx = (uint32_t)s - 1; /* handle 0 wraps to UINT32_MAX */
+  if (TTFT_UNLIKELY(idx >= r->nslots)) return NULL;
+  ttft__slot *sl = &r->slots[idx];
+  /* acquire: pairs with begin's release, so the slot's initial fields are
+   * visible; seq_cst in shared mode, see call_enter */
+  uint64_t st = atomic_load_explicit(&sl->state, TTFT_LIKELY(!sh->shared) ? memory_order_acquire
+                                                                           : memory_order_seq_cst);
+  if (TTFT_UNLIKELY(st != SLOT_STATE(s >> 32, SLOT_LIVE))) return NULL;
+  return sl;
+}
+
+/* t for an event after `prev`: TTFT_NOW read, backwards time clamped */
+static inline uint64_t event_time(ttft_registry *r, const ttft__shard *sh, ttft__crec *cr,
+                                  uint64_t t, uint64_t prev) {
+  if (t == TTFT_NOW) t = ttft__now(r);
+  if (TTFT_UNLIKELY(t < prev)) {
+    ctr_add(sh, &cr->ctr[TTFT_COUNTER_CLOCK_CLAMPED], 1);
+    t = prev;
+  }
+  return t;
+}
+
+static inline uint64_t sub0(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
+
+/* ------------------------------------------------------------------ begin */
+static int32_t band_of(const ttft_registry *r, uint32_t prompt_tokens) {
+  if (!prompt_tokens) return -1;
+  int32_t b = 0;
+  while ((uint32_t)b < r->n_band_edges && prompt_tokens >= r->band_edges[b]) b++;
+  return b;
+}
+
+static ttft_seq begin_common(ttft_registry *r, uint32_t cls, uint32_t prompt_tokens,
+                             int prefix_hit, uint64_t t) {
+  ttft__shard *sh = ttft__shard_get(r);
+  ttft__crec *cr = crec_of(sh, cls);
+  uint32_t s1 = ttft__slot_acquire(r);
+  if (TTFT_UNLIKELY(!s1)) {
+    ctr_add(sh, &cr->ctr[TTFT_COUNTER_DROPPED], 1);
+    return 0;
+  }
+  if (t == TTFT_NOW) t = ttft__now(r);
+  ttft__slot *sl = &r->slots[s1 - 1];
+  ST(&sl->t_begin, t);
+  ST(&sl->t_sched, 0);
+  ST(&sl->t_first, 0);
+  ST(&sl->t_last, t);
+  ST(&sl->t_event, t);
+  ST(&sl->tokens, 0);
+  ST(&sl->max_gap, 0);
+  ST(&sl->stall_ns, r->classes[cls].slo.stall_threshold_ns);
+  ST(&sl->emissions, 0);
+  ST(&sl->flags, 0);
+  ST(&sl->stalls, 0);
+  ST(&sl->preemptions, 0);
+  ST(&sl->cls, cls);
+  ST(&sl->band, band_of(r, prompt_tokens));
+  ST(&sl->prefix, prefix_hit < 0 ? -1 : (prefix_hit ? 1 : 0));
+  for (uint32_t w = 0; w < TTFT__SG_WORDS; w++) ST(&sl->gh[w], 0);
+  ctr_add(sh, &cr->ctr[TTFT_COUNTER_BEGUN], 1);
+  uint32_t gen = SLOT_GEN(LD(&sl->state));
+  /* release: publishes the fields above to whoever acquires the live state */
+  atomic_store_explicit(&sl->state, SLOT_STATE(gen, SLOT_LIVE), memory_order_release);
+  return ((uint64_t)gen << 32) | s1;
+}
+
+ttft_seq ttft_begin(ttft_registry *r, uint64_t t_ns) {
+  if (!r) return 0;
+  return begin_common(r, 0, 0, -1, t_ns);
+}
+
+ttft_seq ttft_begin_ex(ttft_registry *r, const ttft_request *req, uint64_t t_ns) {
+  if (!r) return 0;
+  ttft_request q;
+  ttft_request_init(&q);
+  if (req) {
+    if (req->struct_size < sizeof(size_t) || req->struct_size > sizeof q) return 0;
+    memcpy(&q, req, req->struct_size);
+  }
+  /* acquire: the class entry and its shard records are published (class_add) */
+  uint32_t n = atomic_load_explicit(&r->nclasses, memory_order_acquire);
+  if (q.class_id < 0 || (uint32_t)q.class_id >= n) return 0;
+  return begin_common(r, (uint32_t)q.class_id, q.prompt_tokens, q.prefix_hit, t_ns);
+}
+
+/* ------------------------------------------------------------------- mark */
+int ttft_mark(ttft_registry *r, ttft_seq s, ttft_phase phase, uint64_t t_ns) {
+  if (!r || (unsigned)phase >= TTFT_PHASE_COUNT_) return TTFT_EINVAL;
+  ttft__shard *sh = ttft__shard_get(r);
+  uint64_t e = call_enter(sh);
+  ttft__slot *sl = live_slot(r, sh, s);
+  if (!sl) {
+    call_leave(sh, e);
+    return TTFT_ESTALE;
+  }
+  ttft__crec *cr = crec_of(sh, LD(&sl->cls));
+  uint64_t t = event_time(r, sh, cr, t_ns, LD(&sl->t_event));
+  if (phase == TTFT_PHASE_SCHEDULED) {
+    uint32_t f = LD(&sl->flags);
+    if (!(f & SF_SCHED) && LD(&sl->emissions) == 0) {
+      ST(&sl->t_sched, t);
+      ST(&sl->flags, f | SF_SCHED);
+      hist_rec(sh, &cr->h[TTFT_METRIC_QUEUE], t - LD(&sl->t_begin));
+    }
+  } else {
+    ST(&sl->preemptions, LD(&sl->preemptions) + 1);
+    ctr_add(sh, &cr->ctr[TTFT_COUNTER_PREEMPTIONS], 1);
+  }
+  ST(&sl->t_event, t);
+  call_leave(sh, e);
+  return TTFT_OK;
+}
+
+/* ---------------------------------------------------------- token_emitted */
+/* one gap into the slot's 16-bit packed counters; halve all on saturation */
+static void seq_gaps_halve(ttft__slot *sl) {
+  for (uint32_t w = 0; w < TTFT__SG_WORDS; w++) {
+    uint64_t x = LD(&sl->gh[w]), y = 0;
+    for (unsigned k = 0; k < 4; k++) {
+      uint64_t c = (x >> (16 * k)) & 0xFFFFu;
+      y |= ((c + 1) / 2) << (16 * k);
+    }
+    ST(&sl->gh[w], y);
+  }
+}
+
+static inline void seq_gap_rec(ttft__slot *sl, uint64_t gap) {
+  uint64_t u = gap >> TTFT__SG_UNIT_SHIFT;
+  if (u > (UINT64_C(1) << TTFT__SG_MAX_BITS) - 1) u = (UINT64_C(1) << TTFT__SG_MAX_BITS) - 1;
+  uint32_t i;
+  if (u < 2 * TTFT__SG_HALF) {
+    i = (uint32_t)u;
+  } else {
+    unsigned shift = (unsigned)(63 - __builtin_clzll(u)) - TTFT__SG_SUB_BITS;
+    i = shift * TTFT__SG_HALF + (uint32_t)(u >> shift);
+  }
+  _Atomic uint64_t *w = &sl->gh[i >> 2];
+  unsigned k = 16 * (i & 3);
+  uint64_t x = LD(w);
+  if (TTFT_UNLIKELY(((x >> k) & 0xFFFFu) == 0xFFFFu)) {
+    seq_gaps_halve(sl);
+    x = LD(w);
+  }
+  ST(w, x + (UINT64_C(1) << k));
+}
+
+__attribute__((noinline, cold)) static void first_emission(ttft_registry *r, ttft__shard *sh,
+                                                           ttft__crec *cr, ttft__slot *sl,
+                                                           uint64_t t) {
+  uint64_t ttft = t - LD(&sl->t_begin);
+  hist_rec(sh, &cr->h[TTFT_METRIC_TTFT], ttft);
+  int32_t p = LD(&sl->prefix);
+  if (p >= 0) hist_rec(sh, &sh->split_cache[p], ttft);
+  int32_t b = LD(&sl->band);
+  if (b >= 0) hist_rec(sh, &sh->split_band[b], ttft);
+  if (LD(&sl->flags) & SF_SCHED) hist_rec(sh, &cr->h[TTFT_METRIC_PREFILL], t - LD(&sl->t_sched));
+  ST(&sl->t_first, t);
+  (void)r;
+}
+
+__attribute__((noinline, cold)) static void stall_seen(ttft__shard *sh, ttft__crec *cr,
+                                                       ttft__slot *sl) {
+  ST(&sl->stalls, LD(&sl->stalls) + 1);
+  ctr_add(sh, &cr->ctr[TTFT_COUNTER_STALLS], 1);
+  uint32_t f = LD(&sl->flags);
+  if (!(f & SF_STALLED)) {
+    ST(&sl->flags, f | SF_STALLED);
+    ctr_add(sh, &cr->ctr[TTFT_COUNTER_STALLED_SEQS], 1);
+  }
+}
+
+int ttft_token_emitted(ttft_registry *r, ttft_seq s, uint32_t n_tokens, uint64_t t_ns) {
+  if (TTFT_UNLIKELY(!r || !n_tokens)) return TTFT_EINVAL;
+  ttft__shard *sh = ttft__shard_get(r);
+  uint64_t e = call_enter(sh);
+  ttft__slot *sl = live_slot(r, sh, s);
+  if (TTFT_UNLIKELY(!sl)) {
+    call_leave(sh, e);
+    return TTFT_ESTALE;
+  }
+  ttft__crec *cr = crec_of(sh, LD(&sl->cls));
+  uint64_t t = event_time(r, sh, cr, t_ns, LD(&sl->t_event));
+  uint32_t em = LD(&sl->emissions);
+  if (TTFT_LIKELY(em != 0)) {
+    uint64_t gap = t - LD(&sl->t_last);
+    hist_rec(sh, &cr->h[TTFT_METRIC_ITL], gap);
+    seq_gap_rec(sl, gap);
+    if (gap > LD(&sl->max_gap)) ST(&sl->max_gap, gap);
+    if (TTFT_UNLIKELY(gap > LD(&sl->stall_ns))) stall_seen(sh, cr, sl);
+  } else {
+    first_emission(r, sh, cr, sl, t);
+  }
+  ST(&sl->t_last, t);
+  ST(&sl->t_event, t);
+  ST(&sl->emissions, em + 1);
+  ST(&sl->tokens, LD(&sl->tokens) + n_tokens);
+  ctr_add(sh, &cr->ctr[TTFT_COUNTER_TOKENS], n_tokens);
+  call_leave(sh, e);
+  return TTFT_OK;
+}
+
+/* ------------------------------------------------------------- stream_end */
+int ttft_stream_end(ttft_registry *r, ttft_seq s, ttft_status status, uint64_t t_ns) {
+  if (!r || (unsigned)status >= TTFT_STATUS_COUNT_) return TTFT_EINVAL;
+  uint32_t idx = (uint32_t)s - 1;
+  if (idx >= r->nslots) return TTFT_ESTALE;
+  ttft__slot *sl = &r->slots[idx];
+  uint64_t live = SLOT_STATE(s >> 32, SLOT_LIVE);
+  /* seq_cst: exactly one of racing enders wins; it acquires the fields the
+   * sequence's earlier hooks wrote, and it is ordered before the
+   * reclaimer's seq_cst reads (reclaim.c) */
+  if (!atomic_compare_exchange_strong_explicit(&sl->state, &live, SLOT_STATE(s >> 32, SLOT_ENDING),
+                                               memory_order_seq_cst, memory_order_relaxed))
+    return TTFT_ESTALE;
+  ttft__shard *sh = ttft__shard_get(r);
+  uint32_t cls = LD(&sl->cls);
+  ttft__crec *cr = crec_of(sh, cls);
+  uint64_t t = event_time(r, sh, cr, t_ns, LD(&sl->t_event));
+  uint64_t t_begin = LD(&sl->t_begin), t_first = LD(&sl->t_first), t_last = LD(&sl->t_last);
+  uint32_t em = LD(&sl->emissions);
+  uint64_t n = LD(&sl->tokens);
+  uint64_t e2e = sub0(t, t_begin);
+
+  hist_rec(sh, &cr->h[TTFT_METRIC_E2E], e2e);
+  hist_rec(sh, &cr->h[TTFT_METRIC_OUTPUT_TOKENS], n);
+  static const ttft_counter by_status[TTFT_STATUS_COUNT_] = {
+      TTFT_COUNTER_COMPLETED, TTFT_COUNTER_CANCELLED, TTFT_COUNTER_ERRORS};
+  ctr_add(sh, &cr->ctr[by_status[status]], 1);
+  if (em == 0 && status == TTFT_CANCELLED) {
+    ctr_add(sh, &cr->ctr[TTFT_COUNTER_ABANDONED], 1);
+    hist_rec(sh, &cr->h[TTFT_METRIC_ABANDONED_WAIT], e2e);
+  }
+  uint64_t tpot = 0;
+  if (em && n >= 2) {
+    tpot = sub0(t_last, t_first) / (n - 1);
+    hist_rec(sh, &cr->h[TTFT_METRIC_TPOT], tpot);
+  } else {
+    ctr_add(sh, &cr->ctr[TTFT_COUNTER_NO_TPOT], 1);
+  }
+  if (em) hist_rec(sh, &cr->h[TTFT_METRIC_DECODE], sub0(t_last, t_first));
+  if (em >= 2) {
+    hist_rec(sh, &cr->h[TTFT_METRIC_SEQ_ITL_P95], ttft__seq_gap_quantile(sl, 0.95));
+    hist_rec(sh, &cr->h[TTFT_METRIC_SEQ_ITL_MAX], LD(&sl->max_gap));
+  }
+  /* good: completed and within every budget its class sets. With no token
+   * at all, the TTFT budget is judged on the whole (empty) answer. */
+  const ttft_slo *slo = &r->classes[cls].slo;
+  uint64_t ttft = em ? sub0(t_first, t_begin) : e2e;
+  int good = status == TTFT_COMPLETED && (!slo->ttft_ns || ttft <= slo->ttft_ns) &&
+             (!slo->tpot_ns || !(em && n >= 2) || tpot <= slo->tpot_ns) &&
+             (!slo->e2e_ns || e2e <= slo->e2e_ns);
+  if (good) ctr_add(sh, &cr->ctr[TTFT_COUNTER_SLO_MET], 1);
+  ttft__slot_retire(r, idx);
+  return TTFT_OK;
+}

@@ -1,0 +1,195 @@
+/* reclaim.c — slot lists and deferred slot recycling.
+ *
+ * ttft_stream_end may race a ttft_token_emitted (or ttft_mark) running on
+ * another thread for the same sequence. The loser of that race may already
+ * have checked the slot's state and be about to write the slot's fields, so
+ * an ended slot must not serve a new sequence until every such writer is
+ * out. The writers pay no fence for this (the hot path has no lock-prefixed
+ * instruction): each thread's shard carries a call epoch, odd inside a call.
+ * Ended slots wait on `pending`; the reclaimer moves a batch into limbo,
+ * notes every shard's epoch, and frees the batch when, for each other
+ * shard, the grace period is over and the epoch is even (no call that began
+ * before the batch is still running) or has moved on from an odd value.
+ * The grace period covers the time a store needs to leave the writer's
+ * store buffer (nanoseconds in practice; we allow 1 ms). The shared shard
+ * (atomic mode) uses entered/exited counters with sequentially consistent
+ * operations instead, which need no grace period. docs/design.md has more.
+ */
+#include <string.h>
+
+#include "registry.h"
+
+#define TTFT__GRACE_NS UINT64_C(1000000)
+
+#if defined(__x86_64__) || defined(__i386__)
+#define cpu_relax() __builtin_ia32_pause()
+#else
+#define cpu_relax() ((void)0)
+#endif
+
+void ttft__stack_push(ttft_registry *r, ttft__stack *st, uint32_t idx) {
+  uint64_t h = LD(&st->head);
+  uint64_t nh;
+  do {
+    ST(&r->slots[idx].next, (uint32_t)h);
+    nh = (((h >> 32) + 1) << 32) | (uint64_t)(idx + 1);
+    /* release: the link and the slot's reset state are visible to the popper */
+  } while (!atomic_compare_exchange_weak_explicit(&st->head, &h, nh, memory_order_release,
+                                                  memory_order_relaxed));
+}
+
+static uint32_t stack_pop(ttft_registry *r, ttft__stack *st) {
+  /* acquire: pairs with the pusher's release (slot link and state) */
+  uint64_t h = atomic_load_explicit(&st->head, memory_order_acquire);
+  for (;;) {
+    uint32_t top = (uint32_t)h;
+    if (!top) return 0;
+    /* may be stale if another thread popped it meanwhile; the tag in the
+     * head makes that CAS fail */
+    uint32_t next = LD(&r->slots[top - 1].next);
+    uint64_t nh = (((h >> 32) + 1) << 32) | next;
+    /* acquire: as above, for the head we finally take */
+    if (atomic_compare_exchange_weak_explicit(&st->head, &h, nh, memory_order_acquire,
+                                              memory_order_acquire))
+      return top;
+  }
+}
+
+/* Is the grace period of the batch in limbo over? Called with the
+ * reclaim try-lock held; self is the calling thread's shard. */
+static int grace_over(ttft_registry *r, const ttft__shard *self) {
+  uint64_t now = ttft_now_ns();
+  int done = 1;
+  for (uint32_t i = 0; i < r->nshards; i++) {
+    if (!r->limbo_wait[i]) continue;
+    ttft__shard *sh = &r->shards[i];
+    if (sh->shared) {
+      /* acquire: the exited calls' slot writes are complete */
+      if (atomic_load_explicit(&sh->exited, memory_order_acquire) >= r->limbo_epoch[i])
+        r->limbo_wait[i] = 0;
+      else
+        done = 0;
+      continue;
+    }
+    if (sh == self) { /* our own calls are not running: we are here */
+      r->limbo_wait[i] = 0;
+      continue;
+    }
+    /* acquire: pairs with the owner's release at call exit, so its slot
+     * writes happen-before the slot's reuse */
+    uint64_t e = atomic_load_explicit(&sh->epoch, memory_order_acquire);
+    if (r->limbo_wait[i] == 1) {
+      if (now - r->limbo_t0 < TTFT__GRACE_NS) {
+        done = 0;
+        continue;
+      }
+      /* every epoch store made before the batch started is visible now */
+      if (!(e & 1)) {
+        r->limbo_wait[i] = 0;
+        continue;
+      }
+      r->limbo_epoch[i] = e; /* inside a call: wait until it leaves */
+      r->limbo_wait[i] = 2;
+      done = 0;
+      continue;
+    }
+    if (e != r->limbo_epoch[i])
+      r->limbo_wait[i] = 0;
+    else
+      done = 0;
+  }
+  return done;
+}
+
+static void limbo_start(ttft_registry *r, uint64_t chain) {
+  ST(&r->limbo_head, chain);
+  r->limbo_t0 = ttft_now_ns();
+  for (uint32_t i = 0; i < r->nshards; i++) {
+    ttft__shard *sh = &r->shards[i];
+    if (sh->shared) {
+      /* seq_cst: ordered after the stream_end CASes of the batch (also
+       * seq_cst): a call counted later sees those slots as ended */
+      r->limbo_epoch[i] = atomic_load_explicit(&sh->entered, memory_order_seq_cst);
+      r->limbo_wait[i] = 1;
+    } else {
+      r->limbo_wait[i] = LD(&sh->used) ? 1 : 0;
+    }
+  }
+}
+
+static void limbo_free(ttft_registry *r) {
+  uint32_t i = (uint32_t)LD(&r->limbo_head);
+  while (i) {
+    ttft__slot *sl = &r->slots[i - 1];
+    uint32_t next = LD(&sl->next);
+    uint64_t st = LD(&sl->state);
+    ST(&sl->state, SLOT_STATE(SLOT_GEN(st) + 1, SLOT_FREE));
+    ttft__stack_push(r, &r->free_list, i - 1);
+    i = next;
+  }
+  ST(&r->limbo_head, 0);
+}
+
+/* One step of reclamation, never blocking: returns 1 when it freed slots. */
+static int try_reclaim(ttft_registry *r, const ttft__shard *self) {
+  int z = 0;
+  /* acquire: the previous reclaimer's limbo bookkeeping is visible */
+  if (!atomic_compare_exchange_strong_explicit(&r->reclaiming, &z, 1, memory_order_acquire,
+                                               memory_order_relaxed))
+    return 0;
+  int freed = 0;
+  if (LD(&r->limbo_head) && grace_over(r, self)) {
+    limbo_free(r);
+    freed = 1;
+  }
+  if (!LD(&r->limbo_head) && (uint32_t)LD(&r->pending.head) != 0) {
+    /* take the whole pending stack; pushers racing this retry their CAS */
+    uint64_t h = LD(&r->pending.head);
+    /* acq_rel: acquire the pushed slots' links; release our new head */
+    while (!atomic_compare_exchange_weak_explicit(&r->pending.head, &h, ((h >> 32) + 1) << 32,
+                                                  memory_order_acq_rel, memory_order_relaxed)) {
+    }
+    uint32_t n = 0;
+    for (uint32_t i = (uint32_t)h; i; i = LD(&r->slots[i - 1].next)) n++;
+    atomic_fetch_sub_explicit(&r->npending, n, memory_order_relaxed);
+    if ((uint32_t)h) {
+      limbo_start(r, (uint32_t)h);
+      if (grace_over(r, self)) {
+        limbo_free(r);
+        freed = 1;
+      }
+    }
+  }
+  /* release: hands the limbo bookkeeping to the next reclaimer */
+  atomic_store_explicit(&r->reclaiming, 0, memory_order_release);
+  return freed;
+}
+
+void ttft__slot_retire(ttft_registry *r, uint32_t idx) {
+  ttft__stack_push(r, &r->pending, idx);
+  uint32_t n = atomic_fetch_add_explicit(&r->npending, 1, memory_order_relaxed) + 1;
+  uint32_t batch = r->nslots / 16;
+  if (batch < 1) batch = 1;
+  if (batch > 64) batch = 64;
+  if (n % batch == 0) try_reclaim(r, ttft__shard_get(r));
+}
+
+uint32_t ttft__slot_acquire(ttft_registry *r) {
+  uint32_t s = stack_pop(r, &r->free_list);
+  if (TTFT_LIKELY(s)) return s;
+  const ttft__shard *self = ttft__shard_get(r);
+  try_reclaim(r, self);
+  s = stack_pop(r, &r->free_list);
+  if (s) return s;
+  /* Full, but ended slots may be waiting for their grace period: wait for
+   * it (bounded; this only happens when the registry is exhausted). */
+  uint64_t t0 = ttft_now_ns();
+  while (LD(&r->npending) || LD(&r->limbo_head)) {
+    try_reclaim(r, self);
+    s = stack_pop(r, &r->free_list);
+    if (s) return s;
+    if (ttft_now_ns() - t0 > 4 * TTFT__GRACE_NS) break;
+    cpu_relax();
+  }
+  return 0;
+}

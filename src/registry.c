@@ -1,0 +1,520 @@
+/* registry.c — configuration, creation, classes, per-thread shards and the
+ * live queries (seq stats, stalled now, in-flight). */
+#include <stdalign.h>
+#include <string.h>
+
+#include "registry.h"
+
+#ifdef TTFT_HAVE_PTHREADS
+#include <pthread.h>
+#endif
+
+static const uint32_t default_band_edges[] = {128, 512, 2048, 8192, 32768, 131072};
+
+void ttft_config_init(ttft_config *cfg) {
+  if (!cfg) return;
+  memset(cfg, 0, sizeof *cfg);
+  cfg->struct_size = sizeof *cfg;
+  cfg->max_inflight = 4096;
+  cfg->max_threads = 8;
+  cfg->max_classes = 16;
+  cfg->stall_threshold_ns = UINT64_C(500000000);
+  cfg->clock = TTFT_CLOCK_MONOTONIC;
+  cfg->start_point = "server_arrival";
+  cfg->token_point = "detokenized_flush";
+  cfg->model = "";
+  cfg->metric_namespace = "llm_";
+  cfg->n_prompt_bands = sizeof default_band_edges / sizeof default_band_edges[0];
+  memcpy(cfg->prompt_band_edges, default_band_edges, sizeof default_band_edges);
+}
+
+void ttft_slo_init(ttft_slo *slo) {
+  if (!slo) return;
+  memset(slo, 0, sizeof *slo);
+  slo->struct_size = sizeof *slo;
+}
+
+void ttft_request_init(ttft_request *req) {
+  if (!req) return;
+  memset(req, 0, sizeof *req);
+  req->struct_size = sizeof *req;
+  req->prefix_hit = -1;
+}
+
+/* ------------------------------------------------------------ validation */
+static int valid_label_name(const char *s) {
+  if (!s || !*s || strlen(s) >= TTFT__NAME_MAX) return 0;
+  if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_')) return 0;
+  for (; *s; s++)
+    if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+          *s == '_'))
+      return 0;
+  return 1;
+}
+
+static int valid_class_name(const char *s) {
+  size_t n = s ? strlen(s) : 0;
+  if (n == 0 || n >= TTFT__NAME_MAX) return 0;
+  for (; *s; s++)
+    if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+          *s == '_' || *s == '.' || *s == ':' || *s == '-'))
+      return 0;
+  return 1;
+}
+
+static int valid_namespace(const char *s) {
+  /* empty, or a metric-name prefix: [a-zA-Z_:][a-zA-Z0-9_:]* */
+  if (!s) return 0;
+  if (strlen(s) >= TTFT__NAME_MAX) return 0;
+  for (const char *p = s; *p; p++) {
+    int ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || *p == '_' || *p == ':' ||
+             (p != s && *p >= '0' && *p <= '9');
+    if (!ok) return 0;
+  }
+  return 1;
+}
+
+static int config_valid(const ttft_config *c) {
+  if (c->max_inflight < 1 || c->max_inflight > (1u << 24)) return 0;
+  if (c->max_threads > 256) return 0;
+  if (c->max_classes < 1 || c->max_classes > 1024) return 0;
+  if (c->stall_threshold_ns == 0) return 0;
+  if ((unsigned)c->clock >= TTFT_CLOCK_COUNT_) return 0;
+  if (!valid_namespace(c->metric_namespace ? c->metric_namespace : "")) return 0;
+  if (c->n_const_labels > TTFT_MAX_CONST_LABELS) return 0;
+  if (c->n_const_labels && !c->const_labels) return 0;
+  for (uint32_t i = 0; i < c->n_const_labels; i++) {
+    if (!valid_label_name(c->const_labels[i].name) || !c->const_labels[i].value) return 0;
+    if (!strcmp(c->const_labels[i].name, "class") || !strcmp(c->const_labels[i].name, "model") ||
+        !strncmp(c->const_labels[i].name, "__", 2) || !strcmp(c->const_labels[i].name, "le") ||
+        !strcmp(c->const_labels[i].name, "quantile"))
+      return 0;
+    for (uint32_t j = 0; j < i; j++)
+      if (!strcmp(c->const_labels[i].name, c->const_labels[j].name)) return 0;
+  }
+  if (c->n_prompt_bands > TTFT_MAX_BANDS - 1) return 0;
+  for (uint32_t i = 0; i < c->n_prompt_bands; i++)
+    if (c->prompt_band_edges[i] == 0 || (i && c->prompt_band_edges[i] <= c->prompt_band_edges[i - 1]))
+      return 0;
+  for (int m = 0; m < TTFT_METRIC_COUNT_; m++) {
+    if (!c->prom_buckets[m]) continue;
+    uint32_t n = c->prom_n_buckets[m];
+    if (n == 0 || n > TTFT_MAX_PROM_BUCKETS) return 0;
+    for (uint32_t i = 1; i < n; i++)
+      if (c->prom_buckets[m][i] <= c->prom_buckets[m][i - 1]) return 0;
+  }
+  return 1;
+}
+
+/* --------------------------------------------------------------- memory */
+static void *alloc_aligned(ttft_registry *r, size_t n, void **base) {
+  *base = ttft__alloc(&r->alloc, n + TTFT__CACHELINE);
+  if (!*base) return NULL;
+  r->memory += n + TTFT__CACHELINE;
+  uintptr_t p = ((uintptr_t)*base + TTFT__CACHELINE - 1) & ~(uintptr_t)(TTFT__CACHELINE - 1);
+  return (void *)p;
+}
+
+/* every aligned block is preceded by a pointer to its allocation */
+typedef struct block_hdr {
+  void *base;
+} block_hdr;
+
+static void *block_new(ttft_registry *r, size_t n) {
+  void *base;
+  char *p = alloc_aligned(r, n + TTFT__CACHELINE, &base);
+  if (!p) return NULL;
+  ((block_hdr *)p)->base = base;
+  return p + TTFT__CACHELINE;
+}
+
+static void block_free(ttft_registry *r, void *p) {
+  if (p) ttft__free(&r->alloc, ((block_hdr *)((char *)p - TTFT__CACHELINE))->base);
+}
+
+/* ------------------------------------------------ the registry list
+ * Thread-exit handlers release shards of registries that still exist; they
+ * find them here. Only slow paths (create, free, thread exit) lock it. */
+static _Atomic uint64_t g_next_id = 1;
+
+#ifdef TTFT_HAVE_PTHREADS
+static pthread_mutex_t g_live_mu = PTHREAD_MUTEX_INITIALIZER;
+static ttft_registry *g_live[1024];
+static size_t g_nlive;
+static pthread_key_t g_tls_key;
+static pthread_once_t g_tls_once = PTHREAD_ONCE_INIT;
+#endif
+
+/* -------------------------------------------------------- thread cache */
+#define TLS_WAYS 8
+typedef struct tls_ent {
+  uint64_t reg_id;
+  ttft__shard *sh;
+} tls_ent;
+static _Thread_local tls_ent tl_cache[TLS_WAYS];
+
+#ifdef TTFT_HAVE_PTHREADS
+static void on_thread_exit(void *unused) {
+  (void)unused;
+  pthread_mutex_lock(&g_live_mu);
+  for (int i = 0; i < TLS_WAYS; i++) {
+    if (!tl_cache[i].reg_id) continue;
+    for (size_t k = 0; k < g_nlive; k++) {
+      if (g_live[k]->id == tl_cache[i].reg_id && !tl_cache[i].sh->shared) {
+        /* release: this thread's shard writes happen-before the next owner's */
+        atomic_store_explicit(&tl_cache[i].sh->owned, 0, memory_order_release);
+      }
+    }
+    tl_cache[i].reg_id = 0;
+  }
+  pthread_mutex_unlock(&g_live_mu);
+}
+static void tls_key_create(void) { pthread_key_create(&g_tls_key, on_thread_exit); }
+#endif
+
+static ttft__shard *shard_acquire(ttft_registry *r) {
+  uint32_t nex = r->nshards - 1;
+  for (uint32_t i = 0; i < nex; i++) {
+    ttft__shard *sh = &r->shards[i];
+    int z = 0;
+    if (LD(&sh->owned)) continue;
+    /* acquire: the previous owner's writes (released at its exit) are
+     * visible before this thread adds to the same counters */
+    if (atomic_compare_exchange_strong_explicit(&sh->owned, &z, 1, memory_order_acquire,
+                                                memory_order_relaxed)) {
+      ST(&sh->used, 1);
+      return sh;
+    }
+  }
+  ttft__shard *sh = &r->shards[nex];
+  ST(&sh->used, 1);
+  return sh;
+}
+
+ttft__shard *ttft__shard_get(ttft_registry *r) {
+  if (TTFT_LIKELY(tl_cache[0].reg_id == r->id)) return tl_cache[0].sh;
+  tls_ent e = {0, NULL};
+  int at = TLS_WAYS - 1;
+  for (int i = 1; i < TLS_WAYS; i++) {
+    if (tl_cache[i].reg_id == r->id) {
+      e = tl_cache[i];
+      at = i;
+      break;
+    }
+  }
+  if (!e.sh) {
+    /* An entry evicted from a full cache keeps its shard (the thread may
+     * come back); it is released at thread exit only while cached. */
+    e.reg_id = r->id;
+    e.sh = shard_acquire(r);
+#ifdef TTFT_HAVE_PTHREADS
+    pthread_once(&g_tls_once, tls_key_create);
+    pthread_setspecific(g_tls_key, (void *)1);
+#endif
+  }
+  memmove(&tl_cache[1], &tl_cache[0], (size_t)at * sizeof tl_cache[0]);
+  tl_cache[0] = e;
+  return e.sh;
+}
+
+int ttft_thread_release(ttft_registry *r) {
+  if (!r) return TTFT_EINVAL;
+  for (int i = 0; i < TLS_WAYS; i++) {
+    if (tl_cache[i].reg_id != r->id) continue;
+    if (!tl_cache[i].sh->shared) /* release: hands our shard writes to its next owner */
+      atomic_store_explicit(&tl_cache[i].sh->owned, 0, memory_order_release);
+    memmove(&tl_cache[i], &tl_cache[i + 1], (size_t)(TLS_WAYS - 1 - i) * sizeof tl_cache[0]);
+    tl_cache[TLS_WAYS - 1].reg_id = 0;
+    tl_cache[TLS_WAYS - 1].sh = NULL;
+    break;
+  }
+  return TTFT_OK;
+}
+
+/* -------------------------------------------------------------- classes */
+static int class_records_new(ttft_registry *r, uint32_t c) {
+  for (uint32_t i = 0; i < r->nshards; i++) {
+    ttft__crec *cr = block_new(r, sizeof *cr);
+    if (!cr) return TTFT_ENOMEM;
+    /* release: the zeroed record is visible before its pointer */
+    atomic_store_explicit(&r->shards[i].cls[c], cr, memory_order_release);
+  }
+  return TTFT_OK;
+}
+
+static void class_records_free(ttft_registry *r, uint32_t c) {
+  for (uint32_t i = 0; i < r->nshards; i++) {
+    ttft__crec *cr = LD(&r->shards[i].cls[c]);
+    if (cr) {
+      block_free(r, cr);
+      r->memory -= sizeof *cr + 2 * TTFT__CACHELINE;
+      ST(&r->shards[i].cls[c], NULL);
+    }
+  }
+}
+
+int ttft_class_add(ttft_registry *r, const char *name, const ttft_slo *slo) {
+  if (!r || !valid_class_name(name)) return TTFT_EINVAL;
+  ttft_slo s;
+  ttft_slo_init(&s);
+  if (slo) {
+    if (slo->struct_size < sizeof(size_t) || slo->struct_size > sizeof s) return TTFT_EINVAL;
+    memcpy(&s, slo, slo->struct_size);
+    s.struct_size = sizeof s;
+  }
+  if (!s.stall_threshold_ns) s.stall_threshold_ns = r->stall_ns;
+  int z = 0;
+  /* acquire/release pair around the class table: class_add is a setup path,
+   * a spin here is acceptable and never seen by the hooks */
+  while (!atomic_compare_exchange_weak_explicit(&r->class_lock, &z, 1, memory_order_acquire,
+                                                memory_order_relaxed))
+    z = 0;
+  int rc;
+  uint32_t n = LD(&r->nclasses);
+  for (uint32_t i = 0; i < n; i++)
+    if (!strcmp(r->classes[i].name, name)) {
+      rc = TTFT_EEXIST;
+      goto out;
+    }
+  if (n >= r->max_classes) {
+    rc = TTFT_EFULL;
+    goto out;
+  }
+  ttft__strlcpy(r->classes[n].name, name, TTFT__NAME_MAX);
+  r->classes[n].slo = s;
+  rc = class_records_new(r, n);
+  if (rc != TTFT_OK) {
+    class_records_free(r, n);
+    goto out;
+  }
+  /* release: the class entry and its per-shard records are visible to any
+   * thread that sees the new count (begin_ex acquires it) */
+  atomic_store_explicit(&r->nclasses, n + 1, memory_order_release);
+  rc = (int)n;
+out:
+  atomic_store_explicit(&r->class_lock, 0, memory_order_release); /* pairs with the acquire above */
+  return rc;
+}
+
+int ttft_class_find(const ttft_registry *r, const char *name) {
+  if (!r || !name) return TTFT_EINVAL;
+  uint32_t n = atomic_load_explicit(&r->nclasses, memory_order_acquire); /* see class_add */
+  for (uint32_t i = 0; i < n; i++)
+    if (!strcmp(r->classes[i].name, name)) return (int)i;
+  return TTFT_ESTALE;
+}
+
+/* ------------------------------------------------------- create / free */
+static void registry_release(ttft_registry *r) {
+  if (r->shards) {
+    for (uint32_t c = 0; c < r->max_classes; c++) class_records_free(r, c);
+    for (uint32_t i = 0; i < r->nshards; i++) ttft__free(&r->alloc, (void *)r->shards[i].cls);
+  }
+  block_free(r, r->shards);
+  block_free(r, r->slots);
+  ttft__free(&r->alloc, r->classes);
+  ttft__free(&r->alloc, r->limbo_epoch);
+  ttft__free(&r->alloc, r->limbo_wait);
+  ttft_allocator a = r->alloc;
+  ttft__free(&a, r);
+}
+
+static void registry_meta(ttft_registry *r, const ttft_config *c) {
+  ttft_snapshot *m = &r->meta;
+  ttft__strlcpy(m->start_point, c->start_point ? c->start_point : "", TTFT_MAX_LABEL);
+  ttft__strlcpy(m->token_point, c->token_point ? c->token_point : "", TTFT_MAX_LABEL);
+  ttft__strlcpy(m->model, c->model ? c->model : "", TTFT_MAX_LABEL);
+  ttft__strlcpy(m->ns, c->metric_namespace ? c->metric_namespace : "", TTFT__NAME_MAX);
+  m->n_const_labels = c->n_const_labels;
+  for (uint32_t i = 0; i < c->n_const_labels; i++) {
+    ttft__strlcpy(m->const_name[i], c->const_labels[i].name, TTFT__NAME_MAX);
+    ttft__strlcpy(m->const_value[i], c->const_labels[i].value, TTFT_MAX_LABEL);
+  }
+  m->n_band_edges = c->n_prompt_bands;
+  memcpy(m->band_edges, c->prompt_band_edges, sizeof m->band_edges);
+  for (int k = 0; k < TTFT_METRIC_COUNT_; k++) {
+    const uint64_t *b = c->prom_buckets[k];
+    uint32_t n = c->prom_n_buckets[k];
+    if (!b) b = ttft__default_prom_buckets((ttft_metric)k, &n);
+    if (n > TTFT_MAX_PROM_BUCKETS) n = TTFT_MAX_PROM_BUCKETS;
+    m->prom_n_buckets[k] = n;
+    if (n) memcpy(m->prom_buckets[k], b, n * sizeof *b);
+  }
+  m->prom_summaries = c->prom_summaries;
+  m->stall_threshold_ns = c->stall_threshold_ns;
+  m->registry_id = r->id;
+}
+
+ttft_registry *ttft_registry_new(const ttft_config *cfg) {
+  ttft_config c;
+  ttft_config_init(&c);
+  if (cfg) {
+    if (cfg->struct_size < sizeof(size_t) || cfg->struct_size > sizeof c) return NULL;
+    memcpy(&c, cfg, cfg->struct_size);
+  }
+  if (!config_valid(&c)) return NULL;
+
+  ttft_allocator a;
+  ttft__allocator_current(&a);
+  ttft_registry *r = ttft__alloc(&a, sizeof *r);
+  if (!r) return NULL;
+  r->alloc = a;
+  r->memory = sizeof *r;
+  r->id = atomic_fetch_add_explicit(&g_next_id, 1, memory_order_relaxed);
+  r->nslots = c.max_inflight;
+  r->nshards = c.max_threads + 1;
+  r->max_classes = c.max_classes;
+  r->stall_ns = c.stall_threshold_ns;
+  r->clock = c.clock;
+  if (r->clock == TTFT_CLOCK_TSC && !ttft__tsc_usable()) r->clock = TTFT_CLOCK_MONOTONIC;
+  r->n_band_edges = c.n_prompt_bands;
+  memcpy(r->band_edges, c.prompt_band_edges, sizeof r->band_edges);
+
+  r->slots = block_new(r, (size_t)r->nslots * sizeof(ttft__slot));
+  r->shards = block_new(r, (size_t)r->nshards * sizeof(ttft__shard));
+  r->classes = ttft__alloc(&a, (size_t)r->max_classes * sizeof(ttft__class));
+  r->limbo_epoch = ttft__alloc(&a, (size_t)r->nshards * sizeof(uint64_t));
+  r->limbo_wait = ttft__alloc(&a, r->nshards);
+  if (!r->slots || !r->shards || !r->classes || !r->limbo_epoch || !r->limbo_wait) goto fail;
+  r->memory += (size_t)r->max_classes * sizeof(ttft__class) + r->nshards * 9;
+  for (uint32_t i = 0; i < r->nshards; i++) {
+    ttft__shard *sh = &r->shards[i];
+    sh->id = i;
+    sh->shared = (i == r->nshards - 1);
+    sh->cls = ttft__alloc(&a, (size_t)r->max_classes * sizeof(*sh->cls));
+    if (!sh->cls) goto fail;
+    r->memory += (size_t)r->max_classes * sizeof(*sh->cls);
+  }
+  ttft__strlcpy(r->classes[0].name, "default", TTFT__NAME_MAX);
+  ttft_slo_init(&r->classes[0].slo);
+  r->classes[0].slo.stall_threshold_ns = r->stall_ns;
+  if (class_records_new(r, 0) != TTFT_OK) goto fail;
+  ST(&r->nclasses, 1);
+  /* every slot starts free; index 0 ends on top */
+  for (uint32_t i = r->nslots; i-- > 0;) ttft__stack_push(r, &r->free_list, i);
+  registry_meta(r, &c);
+  r->t_created = ttft_now_ns();
+
+#ifdef TTFT_HAVE_PTHREADS
+  pthread_mutex_lock(&g_live_mu);
+  if (g_nlive < sizeof g_live / sizeof g_live[0]) g_live[g_nlive++] = r;
+  pthread_mutex_unlock(&g_live_mu);
+#endif
+  return r;
+fail:
+  registry_release(r);
+  return NULL;
+}
+
+void ttft_registry_free(ttft_registry *r) {
+  if (!r) return;
+#ifdef TTFT_HAVE_PTHREADS
+  pthread_mutex_lock(&g_live_mu);
+  for (size_t k = 0; k < g_nlive; k++)
+    if (g_live[k] == r) {
+      g_live[k] = g_live[--g_nlive];
+      break;
+    }
+  pthread_mutex_unlock(&g_live_mu);
+#endif
+  ttft_thread_release(r);
+  registry_release(r);
+}
+
+size_t ttft_registry_memory(const ttft_registry *r) { return r ? r->memory : 0; }
+
+/* ---------------------------------------------------------- live queries */
+/* p-quantile of a slot's gap histogram, ns; 0 when it holds nothing */
+uint64_t ttft__seq_gap_quantile(const ttft__slot *sl, double q) {
+  uint64_t words[TTFT__SG_WORDS];
+  uint64_t total = 0;
+  for (uint32_t w = 0; w < TTFT__SG_WORDS; w++) {
+    words[w] = LD(&sl->gh[w]);
+    for (unsigned k = 0; k < 4; k++) total += (words[w] >> (16 * k)) & 0xFFFFu;
+  }
+  if (!total) return 0;
+  double want = q * (double)total;
+  uint64_t rank = (uint64_t)want;
+  if ((double)rank < want) rank++;
+  if (!rank) rank = 1;
+  uint64_t seen = 0;
+  for (uint32_t i = 0; i < TTFT__SG_BUCKETS; i++) {
+    seen += (words[i >> 2] >> (16 * (i & 3))) & 0xFFFFu;
+    if (seen < rank) continue;
+    uint64_t lo, hi;
+    if (i < 2 * TTFT__SG_HALF) {
+      lo = i;
+      hi = i;
+    } else {
+      unsigned shift = i / TTFT__SG_HALF - 1;
+      lo = (uint64_t)(TTFT__SG_HALF + i % TTFT__SG_HALF) << shift;
+      hi = lo + (UINT64_C(1) << shift) - 1;
+    }
+    /* bucket midpoint in ns (units of 128 ns), at most the exact worst gap */
+    uint64_t v = ((lo + hi + 1) << TTFT__SG_UNIT_SHIFT) / 2;
+    uint64_t mx = LD(&sl->max_gap);
+    return v > mx ? mx : v;
+  }
+  return LD(&sl->max_gap);
+}
+
+int ttft_seq_stats(const ttft_registry *r, ttft_seq s, ttft_seq_info *out) {
+  if (!r || !out) return TTFT_EINVAL;
+  if (out->struct_size < sizeof(size_t) || out->struct_size > sizeof(ttft_seq_info))
+    return TTFT_EINVAL;
+  uint32_t idx = (uint32_t)s - 1;
+  if (idx >= r->nslots) return TTFT_ESTALE;
+  const ttft__slot *sl = &r->slots[idx];
+  uint64_t live = SLOT_STATE(s >> 32, SLOT_LIVE);
+  /* acquire: the fields read below are at least as new as the begin */
+  if (atomic_load_explicit(&sl->state, memory_order_acquire) != live) return TTFT_ESTALE;
+  ttft_seq_info v;
+  memset(&v, 0, sizeof v);
+  v.struct_size = out->struct_size;
+  v.class_id = (int)LD(&sl->cls);
+  v.emissions = LD(&sl->emissions);
+  v.tokens = LD(&sl->tokens);
+  v.t_begin_ns = LD(&sl->t_begin);
+  v.t_last_ns = LD(&sl->t_last);
+  uint64_t tf = LD(&sl->t_first);
+  v.ttft_ns = (v.emissions && tf >= v.t_begin_ns) ? tf - v.t_begin_ns : 0;
+  if (v.emissions >= 2) {
+    v.itl_p50_ns = ttft__seq_gap_quantile(sl, 0.5);
+    v.itl_p95_ns = ttft__seq_gap_quantile(sl, 0.95);
+    v.itl_max_ns = LD(&sl->max_gap);
+  }
+  v.stalls = LD(&sl->stalls);
+  v.preemptions = LD(&sl->preemptions);
+  /* acquire fence: the field loads above complete before the re-check, so
+   * a sequence that ended meanwhile is reported stale, not half-read */
+  atomic_thread_fence(memory_order_acquire);
+  if (LD(&sl->state) != live) return TTFT_ESTALE;
+  memcpy(out, &v, out->struct_size);
+  return TTFT_OK;
+}
+
+static long scan_slots(const ttft_registry *r, uint64_t now, int stalled_only) {
+  long n = 0;
+  for (uint32_t i = 0; i < r->nslots; i++) {
+    const ttft__slot *sl = &r->slots[i];
+    if (SLOT_PHASE(LD(&sl->state)) != SLOT_LIVE) continue;
+    if (!stalled_only) {
+      n++;
+      continue;
+    }
+    if (!LD(&sl->emissions)) continue;
+    uint64_t last = LD(&sl->t_last);
+    if (now > last && now - last > LD(&sl->stall_ns)) n++;
+  }
+  return n;
+}
+
+long ttft_stalled_now(const ttft_registry *r, uint64_t now_ns) {
+  if (!r) return TTFT_EINVAL;
+  return scan_slots(r, now_ns ? now_ns : ttft__now(r), 1);
+}
+
+long ttft_inflight(const ttft_registry *r) {
+  if (!r) return TTFT_EINVAL;
+  return scan_slots(r, 0, 0);
+}

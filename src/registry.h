@@ -1,0 +1,152 @@
+/*
+ * registry.h — the live state hooks write and snapshots read.
+ *
+ * Layout (docs/design.md explains why):
+ *  - slots[max_inflight]: one per in-flight sequence, on its own cache
+ *    lines. Written only by the hooks of that sequence (single writer by
+ *    the threading contract), read by snapshots/queries with relaxed loads.
+ *  - shards[]: per-thread recording areas (counters + histograms per class
+ *    + TTFT splits). A thread owns one exclusively and updates it with
+ *    plain relaxed load/store pairs, no lock prefix; threads beyond
+ *    max_threads share the last shard and use atomic read-modify-writes.
+ *    Snapshots sum the shards.
+ *  - slot recycling is deferred by a grace period (reclaim.c) so a
+ *    token_emitted that raced a stream_end from another thread can never
+ *    write into a slot that already serves a new sequence.
+ */
+#ifndef TTFT_REGISTRY_H
+#define TTFT_REGISTRY_H
+
+#include <stdatomic.h>
+
+#include "internal.h"
+
+#define TTFT__CACHELINE 64
+#define TTFT__ALIGNED __attribute__((aligned(TTFT__CACHELINE)))
+
+/* relaxed shorthands: every plain shared access goes through these */
+#define LD(p) atomic_load_explicit((p), memory_order_relaxed)
+#define ST(p, v) atomic_store_explicit((p), (v), memory_order_relaxed)
+
+/* ----------------------------------------------------- live histogram */
+typedef struct ttft__hist {
+  _Atomic uint64_t sum, min, max;           /* min starts at UINT64_MAX */
+  _Atomic uint64_t b[TTFT__HIST_BUCKETS];   /* count = sum of b[]       */
+} ttft__hist;
+
+/* per class, per shard */
+typedef struct ttft__crec {
+  _Atomic uint64_t ctr[TTFT_COUNTER_COUNT_];
+  ttft__hist h[TTFT_METRIC_COUNT_];
+} ttft__crec;
+
+typedef struct ttft__shard {
+  /* the owner's call epoch: odd while inside ttft_token_emitted/ttft_mark.
+   * Its own cache line: the reclaimer polls it. */
+  TTFT__ALIGNED _Atomic uint64_t epoch;
+  /* shared-mode bookkeeping (several threads): calls entered / exited */
+  TTFT__ALIGNED _Atomic uint64_t entered;
+  _Atomic uint64_t exited;
+  TTFT__ALIGNED _Atomic int owned;   /* 1 while a thread holds it exclusively */
+  _Atomic int used;                  /* ever written: snapshots may skip it   */
+  uint32_t id;
+  int shared;                        /* the overflow shard: atomic RMW mode   */
+  _Atomic(ttft__crec *) *cls;        /* [max_classes], published by class_add */
+  ttft__hist split_cache[2];
+  ttft__hist split_band[TTFT_MAX_BANDS];
+} ttft__shard;
+
+/* ------------------------------------------------------------- slots */
+enum { SLOT_FREE = 0, SLOT_LIVE = 1, SLOT_ENDING = 2 };
+#define SLOT_STATE(gen, ph) ((((uint64_t)(gen)) << 2) | (uint64_t)(ph))
+#define SLOT_GEN(st) ((uint32_t)((st) >> 2))
+#define SLOT_PHASE(st) ((unsigned)((st)&3u))
+
+/* per-sequence gap histogram: 16 buckets per octave over gaps in units of
+ * 128 ns, 4 counters of 16 bits packed per word (halved on saturation) */
+#define TTFT__SG_UNIT_SHIFT 7
+#define TTFT__SG_SUB_BITS 4
+#define TTFT__SG_HALF (1u << TTFT__SG_SUB_BITS)
+#define TTFT__SG_MAX_BITS 29 /* 2^29 units of 128 ns = 68.7 s */
+#define TTFT__SG_BUCKETS ((TTFT__SG_MAX_BITS - TTFT__SG_SUB_BITS + 1) * TTFT__SG_HALF) /* 416 */
+#define TTFT__SG_WORDS (TTFT__SG_BUCKETS / 4)
+
+enum {
+  SF_SCHED = 1u,      /* SCHEDULED mark seen              */
+  SF_STALLED = 2u,    /* counted in STALLED_SEQS already  */
+};
+
+typedef struct ttft__slot {
+  TTFT__ALIGNED _Atomic uint64_t state;  /* gen << 2 | phase               */
+  _Atomic uint64_t t_begin, t_sched, t_first, t_last; /* t_last: last emission */
+  _Atomic uint64_t t_event;       /* last event of any kind (clamping)    */
+  _Atomic uint64_t tokens;
+  _Atomic uint64_t max_gap;
+  _Atomic uint64_t stall_ns;      /* class stall budget, cached at begin  */
+  _Atomic uint32_t emissions;
+  _Atomic uint32_t flags;
+  _Atomic uint32_t stalls;
+  _Atomic uint32_t preemptions;
+  _Atomic uint32_t cls;           /* class id                              */
+  _Atomic int32_t band;           /* prompt band, -1 unknown               */
+  _Atomic int32_t prefix;         /* 1 hit, 0 miss, -1 unknown             */
+  _Atomic uint32_t next;          /* free/pending list link (index + 1)    */
+  _Atomic uint64_t gh[TTFT__SG_WORDS];
+} ttft__slot;
+
+/* ------------------------------------------------------------- classes */
+typedef struct ttft__class {
+  char name[TTFT__NAME_MAX];
+  ttft_slo slo;                   /* stall_threshold_ns resolved          */
+} ttft__class;
+
+/* a lock-free stack of slots: (tag << 32) | (index + 1) */
+typedef struct ttft__stack {
+  TTFT__ALIGNED _Atomic uint64_t head;
+} ttft__stack;
+
+struct ttft_registry {
+  ttft_allocator alloc;
+  uint64_t id;                    /* process-unique, never reused          */
+  uint32_t nslots;
+  ttft__slot *slots;
+  uint32_t nshards;               /* max_threads exclusive + 1 shared      */
+  ttft__shard *shards;
+  uint32_t max_classes;
+  _Atomic uint32_t nclasses;      /* published with release by class_add   */
+  ttft__class *classes;
+  ttft_clock clock;
+  uint64_t t_created;
+  uint64_t stall_ns;
+  uint32_t n_band_edges;
+  uint32_t band_edges[TTFT_MAX_BANDS - 1];
+  ttft__stack free_list;
+  ttft__stack pending;            /* ended, waiting for a grace period     */
+  TTFT__ALIGNED _Atomic uint32_t npending;
+  _Atomic int reclaiming;         /* try-lock of the reclaimer             */
+  /* the batch in grace (owned by the reclaimer holding `reclaiming`) */
+  _Atomic uint64_t limbo_head;    /* index + 1 chain through slot.next     */
+  uint64_t limbo_t0;
+  uint64_t *limbo_epoch;          /* [nshards]                             */
+  unsigned char *limbo_wait;      /* [nshards] 1 = still waiting            */
+  _Atomic int class_lock;         /* serialises class_add (setup path)     */
+  size_t memory;
+  struct ttft_snapshot meta;      /* labels and export config; no classes  */
+};
+
+/* registry.c */
+TTFT_HIDDEN ttft__shard *ttft__shard_get(ttft_registry *r);
+TTFT_HIDDEN uint64_t ttft__seq_gap_quantile(const ttft__slot *sl, double q);
+/* reclaim.c */
+TTFT_HIDDEN void ttft__slot_retire(ttft_registry *r, uint32_t idx);
+TTFT_HIDDEN uint32_t ttft__slot_acquire(ttft_registry *r); /* index + 1, 0 = none */
+TTFT_HIDDEN void ttft__stack_push(ttft_registry *r, ttft__stack *st, uint32_t idx);
+/* clock.c */
+TTFT_HIDDEN uint64_t ttft__clock_read(ttft_clock c);
+TTFT_HIDDEN int ttft__tsc_usable(void);
+
+static inline uint64_t ttft__now(const ttft_registry *r) {
+  return ttft__clock_read(r->clock);
+}
+
+#endif

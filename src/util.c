@@ -1,0 +1,148 @@
+/* util.c — errors, names, version, allocation, the string builder. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* ---------------------------------------------------------------- version */
+unsigned ttft_version_number(void) { return TTFT_VERSION_NUMBER; }
+const char *ttft_version_string(void) { return TTFT_VERSION_STRING; }
+
+/* ----------------------------------------------------------------- errors */
+const char *ttft_strerror(int err) {
+  switch (err) {
+  case TTFT_OK: return "success";
+#define TTFT__ERR_MSG(name, val, msg) \
+  case TTFT_##name: return msg;
+    TTFT_ERRNO_MAP(TTFT__ERR_MSG)
+#undef TTFT__ERR_MSG
+  default: return "unknown error";
+  }
+}
+
+const char *ttft_err_name(int err) {
+  switch (err) {
+  case TTFT_OK: return "TTFT_OK";
+#define TTFT__ERR_NAME(name, val, msg) \
+  case TTFT_##name: return "TTFT_" #name;
+    TTFT_ERRNO_MAP(TTFT__ERR_NAME)
+#undef TTFT__ERR_NAME
+  default: return "TTFT_UNKNOWN";
+  }
+}
+
+/* ------------------------------------------------------------------ names */
+static const char *const metric_names[TTFT_METRIC_COUNT_] = {
+    "ttft", "tpot", "itl", "e2e", "queue", "prefill", "decode", "output_tokens",
+    "seq_itl_p95", "seq_itl_max", "abandoned_wait"};
+static const char *const counter_names[TTFT_COUNTER_COUNT_] = {
+    "begun", "completed", "cancelled", "errors", "dropped", "tokens", "stalls",
+    "stalled_seqs", "abandoned", "slo_met", "clock_clamped", "preemptions", "no_tpot"};
+static const char *const status_names[TTFT_STATUS_COUNT_] = {"completed", "cancelled", "error"};
+static const char *const format_names[TTFT_FORMAT_COUNT_] = {"text", "json", "prometheus",
+                                                             "openmetrics"};
+
+const char *ttft_metric_name(ttft_metric m) {
+  return ((unsigned)m < TTFT_METRIC_COUNT_) ? metric_names[m] : NULL;
+}
+const char *ttft_counter_name(ttft_counter c) {
+  return ((unsigned)c < TTFT_COUNTER_COUNT_) ? counter_names[c] : NULL;
+}
+const char *ttft_status_name(ttft_status st) {
+  return ((unsigned)st < TTFT_STATUS_COUNT_) ? status_names[st] : NULL;
+}
+const char *ttft_format_name(ttft_format f) {
+  return ((unsigned)f < TTFT_FORMAT_COUNT_) ? format_names[f] : NULL;
+}
+
+/* ------------------------------------------------------------- allocation */
+static void *default_alloc(void *ctx, size_t n) {
+  (void)ctx;
+  return malloc(n);
+}
+static void default_free(void *ctx, void *p) {
+  (void)ctx;
+  free(p);
+}
+
+/* Set at start-up by ttft_set_allocator (documented as not thread-safe
+ * against allocating calls), read when an object is created. */
+static ttft_allocator g_alloc = {default_alloc, default_free, NULL};
+
+int ttft_set_allocator(const ttft_allocator *a) {
+  if (!a) {
+    g_alloc.alloc = default_alloc;
+    g_alloc.free = default_free;
+    g_alloc.ctx = NULL;
+    return TTFT_OK;
+  }
+  if (!a->alloc || !a->free) return TTFT_EINVAL;
+  g_alloc = *a;
+  return TTFT_OK;
+}
+
+void ttft__allocator_current(ttft_allocator *out) { *out = g_alloc; }
+
+void *ttft__alloc(const ttft_allocator *a, size_t n) {
+  if (n == 0) n = 1;
+  void *p = a->alloc(a->ctx, n);
+  if (p) memset(p, 0, n);
+  return p;
+}
+
+void ttft__free(const ttft_allocator *a, void *p) {
+  if (p) a->free(a->ctx, p);
+}
+
+/* --------------------------------------------------------- string builder */
+void ttft__sb_init(ttft__sb *sb, char *buf, size_t cap) {
+  sb->buf = buf;
+  sb->cap = buf ? cap : 0;
+  sb->len = 0;
+  if (sb->cap) sb->buf[0] = '\0';
+}
+
+void ttft__sb_put(ttft__sb *sb, const char *s, size_t n) {
+  if (sb->len + 1 < sb->cap) {
+    size_t room = sb->cap - 1 - sb->len;
+    size_t k = n < room ? n : room;
+    memcpy(sb->buf + sb->len, s, k);
+    sb->buf[sb->len + k] = '\0';
+  }
+  sb->len += n;
+}
+
+void ttft__sb_puts(ttft__sb *sb, const char *s) { ttft__sb_put(sb, s, strlen(s)); }
+
+void ttft__sb_printf(ttft__sb *sb, const char *fmt, ...) {
+  char tmp[512];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+  va_end(ap);
+  if (n < 0) return;
+  if ((size_t)n < sizeof tmp) {
+    ttft__sb_put(sb, tmp, (size_t)n);
+    return;
+  }
+  /* longer than the scratch: print straight into the caller's buffer */
+  size_t room = (sb->len < sb->cap) ? sb->cap - sb->len : 0;
+  va_start(ap, fmt);
+  if (room) vsnprintf(sb->buf + sb->len, room, fmt, ap);
+  va_end(ap);
+  sb->len += (size_t)n;
+}
+
+void ttft__strlcpy(char *dst, const char *src, size_t cap) {
+  if (!cap) return;
+  if (!src) src = "";
+  size_t n = strlen(src);
+  if (n >= cap) {
+    n = cap - 1;
+    /* do not cut a UTF-8 sequence in half: back up over continuation bytes */
+    while (n > 0 && ((unsigned char)src[n] & 0xC0) == 0x80) n--;
+  }
+  memcpy(dst, src, n);
+  dst[n] = '\0';
+}
