@@ -4,6 +4,7 @@ PREFIX  ?= /usr/local
 JOBS    ?= 2
 CMAKE_ARGS ?=
 CTEST_ARGS ?=
+DEMO_ARGS ?= --snapshot $(BUILD)/demo.ttfs
 
 .PHONY: all build demo test bench install clean configure
 

@@ -1,0 +1,405 @@
+/*
+ * ttft_demo.c — a continuous-batching server in miniature, instrumented
+ * with libttft the way a real one would be.
+ *
+ *  - a scheduler thread admits requests as they arrive (Poisson arrivals,
+ *    long-tailed prompt lengths, some prefix-cache hits, two classes with
+ *    different SLOs): ttft_begin_ex at arrival;
+ *  - decode workers each run a batch: newly admitted sequences are marked
+ *    SCHEDULED and prefilled inside the next step (prefill work delays the
+ *    whole batch, as it does on a GPU), then every running sequence gets a
+ *    token per step (sometimes 2-3: speculative steps); the step time grows
+ *    with the batch width;
+ *  - clients cancel: impatient ones before their first token, a few
+ *    mid-stream — from the scheduler thread, racing the decode workers;
+ *  - a few sequences are preempted (swapped out) for longer than the stall
+ *    budget and come back: stalls.
+ * After the run it prints the report; then a batch-width experiment shows
+ * that a wider batch raises tokens/s while TPOT gets worse.
+ *
+ *   ttft-demo [--seconds S] [--batch N] [--workers N] [--rate R]
+ *             [--prompts short|mixed|long] [--no-experiment] [--no-http]
+ *             [--hold S] [--snapshot FILE] [--json]
+ */
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <ttft.h>
+
+#define MS UINT64_C(1000000)
+#define MAX_REQ 65536
+
+/* ------------------------------------------------------------ options */
+static struct {
+  double seconds, rate, hold;
+  int batch, workers, experiment, http, json;
+  const char *prompts, *snapshot;
+} opt = {4.0, 8.0, 0.0, 16, 2, 1, 1, 0, "mixed", NULL};
+
+/* ------------------------------------------------------------ workload */
+typedef struct req {
+  ttft_seq seq;
+  int cls;
+  uint32_t prompt, cached, out_len, emitted;
+  uint64_t patience_ns;     /* cancels if no token by then              */
+  uint64_t cancel_at_token; /* cancels mid-stream at this token (0: no) */
+  uint64_t t_arrival;
+  uint64_t resume_at;       /* preempted until then                     */
+  _Atomic int state;        /* 0 queued, 1 running, 2 done              */
+} req;
+
+typedef struct engine {
+  ttft_registry *reg;
+  int chat, batch_cls;
+  int batch, workers;
+  double seconds, rate;
+  const char *prompts;
+  req *reqs;
+  _Atomic uint32_t nreq;
+  pthread_mutex_t mu; /* the admission queue: demo code, not the library */
+  uint32_t queue[MAX_REQ];
+  uint32_t qhead, qtail;
+  _Atomic int stop;
+} engine;
+
+static _Thread_local uint64_t rng_state;
+static double urand(void) {
+  rng_state += UINT64_C(0x9E3779B97F4A7C15);
+  uint64_t z = rng_state;
+  z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+  z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+  z ^= z >> 31;
+  return (double)(z >> 11) / 9007199254740992.0;
+}
+static double expo(double mean) { return -mean * log(1.0 - urand()); }
+static double lognormal(double median, double sigma) {
+  double u1 = urand(), u2 = urand();
+  double z = sqrt(-2.0 * log(1.0 - u1)) * cos(2.0 * M_PI * u2);
+  return median * exp(sigma * z);
+}
+
+static void sleep_ns(uint64_t ns) {
+  struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+  while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {
+  }
+}
+
+static uint32_t prompt_len(const char *mix) {
+  double p;
+  if (!strcmp(mix, "short"))
+    p = lognormal(200, 0.6);
+  else if (!strcmp(mix, "long"))
+    p = lognormal(6000, 0.7);
+  else
+    p = urand() < 0.8 ? lognormal(300, 0.8) : lognormal(5000, 0.9); /* long tail */
+  if (p < 8) p = 8;
+  if (p > 120000) p = 120000;
+  return (uint32_t)p;
+}
+
+/* ------------------------------------------------------------ scheduler */
+static void *scheduler(void *arg) {
+  engine *e = arg;
+  rng_state = 0x5eed;
+  uint64_t t_end = ttft_now_ns() + (uint64_t)(e->seconds * 1e9);
+  while (ttft_now_ns() < t_end) {
+    sleep_ns((uint64_t)(expo(1.0 / e->rate) * 1e9));
+    uint32_t i = atomic_load_explicit(&e->nreq, memory_order_relaxed);
+    if (i >= MAX_REQ) break;
+    req *q = &e->reqs[i];
+    memset(q, 0, sizeof *q);
+    int is_chat = urand() < 0.7;
+    q->cls = is_chat ? e->chat : e->batch_cls;
+    q->prompt = prompt_len(e->prompts);
+    int hit = urand() < 0.35; /* shared system prompt already in the prefix cache */
+    q->cached = hit ? (uint32_t)(q->prompt * 0.8) : 0;
+    q->out_len = 1 + (uint32_t)(is_chat ? lognormal(60, 0.8) : lognormal(180, 0.5));
+    q->patience_ns = is_chat ? (uint64_t)(lognormal(2.5, 0.4) * 1e9) : UINT64_MAX;
+    q->cancel_at_token = urand() < 0.05 ? 1 + (uint64_t)(urand() * q->out_len) : 0;
+
+    ttft_request rq;
+    ttft_request_init(&rq);
+    rq.class_id = q->cls;
+    rq.prompt_tokens = q->prompt;
+    rq.prefix_hit = hit;
+    q->t_arrival = ttft_now_ns();
+    q->seq = ttft_begin_ex(e->reg, &rq, q->t_arrival); /* the clock starts at server arrival */
+    if (!q->seq) continue;                              /* no slot: counted as dropped */
+    atomic_store_explicit(&e->nreq, i + 1, memory_order_release);
+    pthread_mutex_lock(&e->mu);
+    e->queue[e->qtail++ % MAX_REQ] = i;
+    pthread_mutex_unlock(&e->mu);
+
+    /* impatient clients: cancel whoever waited too long for a first token.
+     * This races the decode workers on purpose; the library arbitrates. */
+    uint32_t n = i + 1;
+    uint64_t now = ttft_now_ns();
+    for (uint32_t k = 0; k < n; k++) {
+      req *w = &e->reqs[k];
+      if (atomic_load_explicit(&w->state, memory_order_acquire) == 2) continue;
+      ttft_seq_info info = {.struct_size = sizeof info};
+      if (ttft_seq_stats(e->reg, w->seq, &info) != TTFT_OK) continue;
+      if (info.emissions == 0 && now - w->t_arrival > w->patience_ns &&
+          ttft_stream_end(e->reg, w->seq, TTFT_CANCELLED, now) == TTFT_OK)
+        atomic_store_explicit(&w->state, 2, memory_order_release);
+    }
+  }
+  atomic_store_explicit(&e->stop, 1, memory_order_release);
+  return NULL;
+}
+
+/* --------------------------------------------------------------- worker */
+static void *worker(void *arg) {
+  engine *e = arg;
+  rng_state = (uint64_t)(uintptr_t)&arg;
+  int cap = e->batch / e->workers > 0 ? e->batch / e->workers : 1;
+  req **run = calloc((size_t)cap, sizeof *run);
+  int nrun = 0;
+  uint64_t drain_until = 0;
+  while (!atomic_load_explicit(&e->stop, memory_order_acquire) || nrun) {
+    /* admit: first admission is the SCHEDULED mark; prefill joins this step */
+    uint64_t prefill_tokens = 0;
+    pthread_mutex_lock(&e->mu);
+    while (nrun < cap && e->qhead != e->qtail &&
+           !atomic_load_explicit(&e->stop, memory_order_relaxed)) {
+      req *q = &e->reqs[e->queue[e->qhead++ % MAX_REQ]];
+      int expect = 0;
+      if (!atomic_compare_exchange_strong(&q->state, &expect, 1)) continue; /* cancelled */
+      if (ttft_mark(e->reg, q->seq, TTFT_PHASE_SCHEDULED, TTFT_NOW) != TTFT_OK) continue;
+      prefill_tokens += q->prompt - q->cached;
+      run[nrun++] = q;
+    }
+    pthread_mutex_unlock(&e->mu);
+    if (!nrun) {
+      if (atomic_load_explicit(&e->stop, memory_order_acquire)) break;
+      sleep_ns(2 * MS);
+      continue;
+    }
+    /* one engine step: decode cost grows with the batch, prefill is
+     * chunked into the step at ~40k tokens/s */
+    uint64_t step = 6 * MS + (uint64_t)nrun * 450000u + prefill_tokens * 25000u;
+    sleep_ns(step);
+    uint64_t now = ttft_now_ns();
+    for (int k = 0; k < nrun; k++) {
+      req *q = run[k];
+      int done = 0, rc = TTFT_OK;
+      if (q->resume_at > now) continue; /* swapped out: no token this step */
+      uint32_t n = urand() < 0.1 ? 2 + (urand() < 0.3) : 1; /* speculative steps */
+      if (n > q->out_len - q->emitted) n = q->out_len - q->emitted;
+      rc = ttft_token_emitted(e->reg, q->seq, n, now); /* after detokenize + flush */
+      if (rc == TTFT_ESTALE) {
+        done = 1; /* the client cancelled: the library already closed it */
+      } else {
+        q->emitted += n;
+        if (q->emitted >= q->out_len) {
+          ttft_stream_end(e->reg, q->seq, TTFT_COMPLETED, now);
+          done = 1;
+        } else if (q->cancel_at_token && q->emitted >= q->cancel_at_token) {
+          ttft_stream_end(e->reg, q->seq, TTFT_CANCELLED, now); /* client went away */
+          done = 1;
+        } else if (urand() < 0.0015) {
+          /* KV pressure: swapped out for longer than the stall budget */
+          ttft_mark(e->reg, q->seq, TTFT_PHASE_PREEMPTED, now);
+          q->resume_at = now + 550 * MS + (uint64_t)(urand() * 300 * MS);
+        }
+      }
+      if (done) {
+        atomic_store_explicit(&q->state, 2, memory_order_release);
+        run[k--] = run[--nrun];
+      }
+    }
+    if (atomic_load_explicit(&e->stop, memory_order_acquire) && !drain_until)
+      drain_until = ttft_now_ns() + 1500 * MS; /* arrivals stopped: let the batch drain */
+    if (drain_until && ttft_now_ns() > drain_until) {
+      /* shutting down: whatever is still running is cut off */
+      for (int k = 0; k < nrun; k++) {
+        ttft_stream_end(e->reg, run[k]->seq, TTFT_CANCELLED, TTFT_NOW);
+        atomic_store_explicit(&run[k]->state, 2, memory_order_release);
+      }
+      nrun = 0;
+    }
+  }
+  free(run);
+  return NULL;
+}
+
+/* ------------------------------------------------------------------ run */
+static ttft_registry *make_registry(int *chat, int *batch_cls) {
+  ttft_config cfg;
+  ttft_config_init(&cfg);
+  cfg.start_point = "server_arrival";
+  cfg.token_point = "detokenized_flush";
+  cfg.model = "demo-7b";
+  ttft_registry *r = ttft_registry_new(&cfg);
+  if (!r) return NULL;
+  ttft_slo chat_slo, batch_slo;
+  ttft_slo_init(&chat_slo);
+  chat_slo.ttft_ns = 1000 * MS; /* chat: started within 1 s, types at >= 20 tok/s */
+  chat_slo.tpot_ns = 50 * MS;
+  ttft_slo_init(&batch_slo);
+  batch_slo.e2e_ns = 30000 * MS; /* batch: whole answer within 30 s */
+  batch_slo.stall_threshold_ns = 2000 * MS;
+  *chat = ttft_class_add(r, "chat", &chat_slo);
+  *batch_cls = ttft_class_add(r, "batch", &batch_slo);
+  return r;
+}
+
+static void run_engine(engine *e) {
+  pthread_t sched, *w = calloc((size_t)e->workers, sizeof *w);
+  atomic_store(&e->nreq, 0);
+  atomic_store(&e->stop, 0);
+  e->qhead = e->qtail = 0;
+  pthread_mutex_init(&e->mu, NULL);
+  pthread_create(&sched, NULL, scheduler, e);
+  for (int i = 0; i < e->workers; i++) pthread_create(&w[i], NULL, worker, e);
+  pthread_join(sched, NULL);
+  for (int i = 0; i < e->workers; i++) pthread_join(w[i], NULL);
+  /* queued requests never admitted: the clients give up */
+  uint32_t n = atomic_load(&e->nreq);
+  for (uint32_t k = 0; k < n; k++)
+    if (atomic_load(&e->reqs[k].state) == 0)
+      ttft_stream_end(e->reg, e->reqs[k].seq, TTFT_CANCELLED, TTFT_NOW);
+  pthread_mutex_destroy(&e->mu);
+  free(w);
+}
+
+static void print_snapshot(const ttft_snapshot *s, ttft_format f) {
+  long n = ttft_snapshot_format(s, f, NULL, 0);
+  if (n < 0) {
+    fprintf(stderr, "format: %s\n", ttft_strerror((int)n));
+    return;
+  }
+  char *buf = malloc((size_t)n + 1);
+  ttft_snapshot_format(s, f, buf, (size_t)n + 1);
+  fputs(buf, stdout);
+  free(buf);
+}
+
+static void save_snapshot(const ttft_snapshot *s, const char *path) {
+  long n = ttft_snapshot_encode(s, NULL, 0);
+  if (n < 0) return;
+  unsigned char *buf = malloc((size_t)n);
+  ttft_snapshot_encode(s, buf, (size_t)n);
+  FILE *f = fopen(path, "wb");
+  if (f) {
+    fwrite(buf, 1, (size_t)n, f);
+    fclose(f);
+    printf("snapshot written to %s (%ld bytes): ttft-report %s  |  ttft-report --svg cdf.svg %s\n",
+           path, n, path, path);
+  }
+  free(buf);
+}
+
+/* A wider batch: more tokens per second for the GPU, slower typing for
+ * each user. Same arrival process, three batch widths. */
+static void batch_experiment(req *reqs) {
+  static const int widths[] = {4, 16, 48};
+  printf("\nBatch-width experiment (2.0 s each, same offered load, short prompts, 1 worker):\n");
+  printf("  %-6s %14s %12s %12s %12s\n", "batch", "tokens/s", "TPOT p50", "TPOT p99", "TTFT p50");
+  printf("  %-6s %14s %12s %12s %12s\n", "", "(capacity)", "", "", "");
+  for (size_t i = 0; i < sizeof widths / sizeof widths[0]; i++) {
+    engine e;
+    memset(&e, 0, sizeof e);
+    e.reg = make_registry(&e.chat, &e.batch_cls);
+    e.batch = widths[i];
+    e.workers = 1;
+    e.seconds = 2.0;
+    e.rate = 40.0; /* enough load to fill the widest batch */
+    e.prompts = "short";
+    e.reqs = reqs;
+    run_engine(&e);
+    ttft_snapshot *s = ttft_snapshot_take(e.reg);
+    uint64_t a, b;
+    ttft_snapshot_interval(s, &a, &b);
+    double tps = (double)ttft_snapshot_counter(s, TTFT_COUNTER_TOKENS) / ((double)(b - a) / 1e9);
+    printf("  %-6d %14.0f %9.1f ms %9.1f ms %9.1f ms\n", widths[i], tps,
+           ttft_snapshot_quantile(s, TTFT_METRIC_TPOT, 0.5) / 1e6,
+           ttft_snapshot_quantile(s, TTFT_METRIC_TPOT, 0.99) / 1e6,
+           ttft_snapshot_quantile(s, TTFT_METRIC_TTFT, 0.5) / 1e6);
+    ttft_snapshot_free(s);
+    ttft_registry_free(e.reg);
+  }
+  printf("  tokens/s is the replica's capacity view; TPOT is what each user feels.\n");
+}
+
+static int parse_args(int argc, char **argv) {
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "--seconds") && v) opt.seconds = atof(argv[++i]);
+    else if (!strcmp(a, "--batch") && v) opt.batch = atoi(argv[++i]);
+    else if (!strcmp(a, "--workers") && v) opt.workers = atoi(argv[++i]);
+    else if (!strcmp(a, "--rate") && v) opt.rate = atof(argv[++i]);
+    else if (!strcmp(a, "--prompts") && v) opt.prompts = argv[++i];
+    else if (!strcmp(a, "--hold") && v) opt.hold = atof(argv[++i]);
+    else if (!strcmp(a, "--snapshot") && v) opt.snapshot = argv[++i];
+    else if (!strcmp(a, "--no-experiment")) opt.experiment = 0;
+    else if (!strcmp(a, "--no-http")) opt.http = 0;
+    else if (!strcmp(a, "--json")) opt.json = 1;
+    else {
+      fprintf(stderr,
+              "usage: ttft-demo [--seconds S] [--batch N] [--workers N] [--rate R]\n"
+              "                 [--prompts short|mixed|long] [--no-experiment] [--no-http]\n"
+              "                 [--hold S] [--snapshot FILE] [--json]\n");
+      return -1;
+    }
+  }
+  if (opt.seconds <= 0 || opt.batch < 1 || opt.workers < 1 || opt.rate <= 0 ||
+      (strcmp(opt.prompts, "short") && strcmp(opt.prompts, "mixed") && strcmp(opt.prompts, "long"))) {
+    fprintf(stderr, "ttft-demo: bad option value\n");
+    return -1;
+  }
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (parse_args(argc, argv)) return 2;
+  req *reqs = calloc(MAX_REQ, sizeof *reqs);
+  engine e;
+  memset(&e, 0, sizeof e);
+  e.reg = make_registry(&e.chat, &e.batch_cls);
+  if (!reqs || !e.reg) return 1;
+  e.batch = opt.batch;
+  e.workers = opt.workers;
+  e.seconds = opt.seconds;
+  e.rate = opt.rate;
+  e.prompts = opt.prompts;
+  e.reqs = reqs;
+
+  ttft_http *srv = NULL;
+  if (opt.http) {
+    int rc = ttft_http_start(e.reg, "127.0.0.1:9464", &srv);
+    if (rc != TTFT_OK) rc = ttft_http_start(e.reg, "127.0.0.1:0", &srv);
+    if (rc == TTFT_OK)
+      printf("serving http://127.0.0.1:%d/metrics  /report  /report.json\n", ttft_http_port(srv));
+    else
+      printf("(no HTTP endpoint: %s)\n", ttft_strerror(rc));
+  }
+  printf("simulating %.1f s: %d workers, batch %d, %.0f req/s, %s prompts, classes chat+batch\n\n",
+         opt.seconds, opt.workers, opt.batch, opt.rate, opt.prompts);
+  fflush(stdout);
+  run_engine(&e);
+
+  ttft_snapshot *s = ttft_snapshot_take(e.reg);
+  print_snapshot(s, opt.json ? TTFT_FORMAT_JSON : TTFT_FORMAT_TEXT);
+  if (opt.snapshot) save_snapshot(s, opt.snapshot);
+  ttft_snapshot_free(s);
+
+  if (opt.experiment) batch_experiment(reqs);
+  if (srv && opt.hold > 0) {
+    printf("\nholding the endpoint open for %.0f s: curl http://127.0.0.1:%d/metrics\n", opt.hold,
+           ttft_http_port(srv));
+    fflush(stdout);
+    sleep_ns((uint64_t)(opt.hold * 1e9));
+  }
+  ttft_http_stop(srv);
+  ttft_registry_free(e.reg);
+  free(reqs);
+  return 0;
+}
