@@ -11,17 +11,19 @@
 /* ------------------------------------------------------------ recording */
 /* c += v on a shard counter: a plain load/store pair for a private shard,
  * an atomic add for the shared one. Relaxed: snapshots only sum them. */
-static inline void ctr_add(const ttft__shard *sh, _Atomic uint64_t *c, uint64_t v) {
-  if (TTFT_LIKELY(!sh->shared))
+#define TTFT__INLINE static inline __attribute__((always_inline))
+
+TTFT__INLINE void ctr_add(int shared, _Atomic uint64_t *c, uint64_t v) {
+  if (TTFT_LIKELY(!shared))
     ST(c, LD(c) + v);
   else
     atomic_fetch_add_explicit(c, v, memory_order_relaxed);
 }
 
 /* min is stored inverted so that a zeroed histogram means "no minimum" */
-static inline void hist_rec(const ttft__shard *sh, ttft__hist *h, uint64_t v) {
-  _Atomic uint64_t *b = &h->b[ttft__hist_index(v)];
-  if (TTFT_LIKELY(!sh->shared)) {
+TTFT__INLINE void hist_rec_at(int shared, ttft__hist *h, uint32_t i, uint64_t v) {
+  _Atomic uint64_t *b = &h->b[i];
+  if (TTFT_LIKELY(!shared)) {
     ST(b, LD(b) + 1);
     ST(&h->sum, LD(&h->sum) + v);
     if (~v > LD(&h->min)) ST(&h->min, ~v);
@@ -40,6 +42,10 @@ static inline void hist_rec(const ttft__shard *sh, ttft__hist *h, uint64_t v) {
   }
 }
 
+TTFT__INLINE void hist_rec(int shared, ttft__hist *h, uint64_t v) {
+  hist_rec_at(shared, h, ttft__hist_index(v), v);
+}
+
 /* The shard's class record. acquire: pairs with class_add's release of the
  * pointer (free on x86; the class id itself reached us through begin_ex). */
 static inline ttft__crec *crec_of(const ttft__shard *sh, uint32_t cls) {
@@ -51,8 +57,8 @@ static inline ttft__crec *crec_of(const ttft__shard *sh, uint32_t cls) {
  * writes slot fields. The compiler barrier keeps the slot-state check
  * after the odd store in program order; the hardware may still let the
  * check pass the store, which the reclaimer's grace period covers. */
-static inline uint64_t call_enter(ttft__shard *sh) {
-  if (TTFT_LIKELY(!sh->shared)) {
+TTFT__INLINE uint64_t call_enter(ttft__shard *sh, int shared) {
+  if (TTFT_LIKELY(!shared)) {
     uint64_t e = LD(&sh->epoch);
     ST(&sh->epoch, e + 1);
     atomic_signal_fence(memory_order_seq_cst);
@@ -64,8 +70,8 @@ static inline uint64_t call_enter(ttft__shard *sh) {
   return 0;
 }
 
-static inline void call_leave(ttft__shard *sh, uint64_t e) {
-  if (TTFT_LIKELY(!sh->shared))
+TTFT__INLINE void call_leave(ttft__shard *sh, int shared, uint64_t e) {
+  if (TTFT_LIKELY(!shared))
     /* release: this call's slot writes happen-before the reclaimer's
      * acquire of the epoch, hence before the slot is reused */
     atomic_store_explicit(&sh->epoch, e + 2, memory_order_release);
@@ -75,24 +81,24 @@ static inline void call_leave(ttft__shard *sh, uint64_t e) {
 }
 
 /* The slot of handle s when s names a live sequence, else NULL. */
-static inline ttft__slot *live_slot(ttft_registry *r, const ttft__shard *sh, ttft_seq s) {
+TTFT__INLINE ttft__slot *live_slot(ttft_registry *r, int shared, ttft_seq s) {
   uint32_t idx = (uint32_t)s - 1; /* handle 0 wraps to UINT32_MAX */
   if (TTFT_UNLIKELY(idx >= r->nslots)) return NULL;
   ttft__slot *sl = &r->slots[idx];
   /* acquire: pairs with begin's release, so the slot's initial fields are
    * visible; seq_cst in shared mode, see call_enter */
-  uint64_t st = atomic_load_explicit(&sl->state, TTFT_LIKELY(!sh->shared) ? memory_order_acquire
+  uint64_t st = atomic_load_explicit(&sl->state, TTFT_LIKELY(!shared) ? memory_order_acquire
                                                                            : memory_order_seq_cst);
   if (TTFT_UNLIKELY(st != SLOT_STATE(s >> 32, SLOT_LIVE))) return NULL;
   return sl;
 }
 
 /* t for an event after `prev`: TTFT_NOW read, backwards time clamped */
-static inline uint64_t event_time(ttft_registry *r, const ttft__shard *sh, ttft__crec *cr,
+TTFT__INLINE uint64_t event_time(ttft_registry *r, int shared, ttft__crec *cr,
                                   uint64_t t, uint64_t prev) {
   if (t == TTFT_NOW) t = ttft__now(r);
   if (TTFT_UNLIKELY(t < prev)) {
-    ctr_add(sh, &cr->ctr[TTFT_COUNTER_CLOCK_CLAMPED], 1);
+    ctr_add(shared, &cr->ctr[TTFT_COUNTER_CLOCK_CLAMPED], 1);
     t = prev;
   }
   return t;
@@ -114,7 +120,7 @@ static ttft_seq begin_common(ttft_registry *r, uint32_t cls, uint32_t prompt_tok
   ttft__crec *cr = crec_of(sh, cls);
   uint32_t s1 = ttft__slot_acquire(r);
   if (TTFT_UNLIKELY(!s1)) {
-    ctr_add(sh, &cr->ctr[TTFT_COUNTER_DROPPED], 1);
+    ctr_add(sh->shared, &cr->ctr[TTFT_COUNTER_DROPPED], 1);
     return 0;
   }
   if (t == TTFT_NOW) t = ttft__now(r);
@@ -135,7 +141,7 @@ static ttft_seq begin_common(ttft_registry *r, uint32_t cls, uint32_t prompt_tok
   ST(&sl->band, band_of(r, prompt_tokens));
   ST(&sl->prefix, prefix_hit < 0 ? -1 : (prefix_hit ? 1 : 0));
   for (uint32_t w = 0; w < TTFT__SG_WORDS; w++) ST(&sl->gh[w], 0);
-  ctr_add(sh, &cr->ctr[TTFT_COUNTER_BEGUN], 1);
+  ctr_add(sh->shared, &cr->ctr[TTFT_COUNTER_BEGUN], 1);
   uint32_t gen = SLOT_GEN(LD(&sl->state));
   /* release: publishes the fields above to whoever acquires the live state */
   atomic_store_explicit(&sl->state, SLOT_STATE(gen, SLOT_LIVE), memory_order_release);
@@ -165,27 +171,28 @@ ttft_seq ttft_begin_ex(ttft_registry *r, const ttft_request *req, uint64_t t_ns)
 int ttft_mark(ttft_registry *r, ttft_seq s, ttft_phase phase, uint64_t t_ns) {
   if (!r || (unsigned)phase >= TTFT_PHASE_COUNT_) return TTFT_EINVAL;
   ttft__shard *sh = ttft__shard_get(r);
-  uint64_t e = call_enter(sh);
-  ttft__slot *sl = live_slot(r, sh, s);
+  const int shared = sh->shared;
+  uint64_t e = call_enter(sh, shared);
+  ttft__slot *sl = live_slot(r, shared, s);
   if (!sl) {
-    call_leave(sh, e);
+    call_leave(sh, shared, e);
     return TTFT_ESTALE;
   }
   ttft__crec *cr = crec_of(sh, LD(&sl->cls));
-  uint64_t t = event_time(r, sh, cr, t_ns, LD(&sl->t_event));
+  uint64_t t = event_time(r, shared, cr, t_ns, LD(&sl->t_event));
   if (phase == TTFT_PHASE_SCHEDULED) {
     uint32_t f = LD(&sl->flags);
     if (!(f & SF_SCHED) && LD(&sl->emissions) == 0) {
       ST(&sl->t_sched, t);
       ST(&sl->flags, f | SF_SCHED);
-      hist_rec(sh, &cr->h[TTFT_METRIC_QUEUE], t - LD(&sl->t_begin));
+      hist_rec(sh->shared, &cr->h[TTFT_METRIC_QUEUE], t - LD(&sl->t_begin));
     }
   } else {
     ST(&sl->preemptions, LD(&sl->preemptions) + 1);
-    ctr_add(sh, &cr->ctr[TTFT_COUNTER_PREEMPTIONS], 1);
+    ctr_add(sh->shared, &cr->ctr[TTFT_COUNTER_PREEMPTIONS], 1);
   }
   ST(&sl->t_event, t);
-  call_leave(sh, e);
+  call_leave(sh, shared, e);
   return TTFT_OK;
 }
 
@@ -202,36 +209,23 @@ static void seq_gaps_halve(ttft__slot *sl) {
   }
 }
 
-static inline void seq_gap_rec(ttft__slot *sl, uint64_t gap) {
-  uint64_t u = gap >> TTFT__SG_UNIT_SHIFT;
-  if (u > (UINT64_C(1) << TTFT__SG_MAX_BITS) - 1) u = (UINT64_C(1) << TTFT__SG_MAX_BITS) - 1;
-  uint32_t i;
-  if (u < 2 * TTFT__SG_HALF) {
-    i = (uint32_t)u;
-  } else {
-    unsigned shift = (unsigned)(63 - __builtin_clzll(u)) - TTFT__SG_SUB_BITS;
-    i = shift * TTFT__SG_HALF + (uint32_t)(u >> shift);
-  }
-  _Atomic uint64_t *w = &sl->gh[i >> 2];
-  unsigned k = 16 * (i & 3);
-  uint64_t x = LD(w);
-  if (TTFT_UNLIKELY(((x >> k) & 0xFFFFu) == 0xFFFFu)) {
-    seq_gaps_halve(sl);
-    x = LD(w);
-  }
-  ST(w, x + (UINT64_C(1) << k));
+TTFT__INLINE void seq_gap_rec(ttft__slot *sl, uint32_t hist_index, uint32_t em) {
+  if (TTFT_UNLIKELY((em & 0x7FFFu) == 0)) seq_gaps_halve(sl); /* keeps every counter < 2^16 */
+  uint32_t j = ttft__sg_index(hist_index);
+  _Atomic uint64_t *w = &sl->gh[j >> 2];
+  ST(w, LD(w) + (UINT64_C(1) << (16 * (j & 3))));
 }
 
 __attribute__((noinline, cold)) static void first_emission(ttft_registry *r, ttft__shard *sh,
                                                            ttft__crec *cr, ttft__slot *sl,
                                                            uint64_t t) {
   uint64_t ttft = t - LD(&sl->t_begin);
-  hist_rec(sh, &cr->h[TTFT_METRIC_TTFT], ttft);
+  hist_rec(sh->shared, &cr->h[TTFT_METRIC_TTFT], ttft);
   int32_t p = LD(&sl->prefix);
-  if (p >= 0) hist_rec(sh, &sh->split_cache[p], ttft);
+  if (p >= 0) hist_rec(sh->shared, &sh->split_cache[p], ttft);
   int32_t b = LD(&sl->band);
-  if (b >= 0) hist_rec(sh, &sh->split_band[b], ttft);
-  if (LD(&sl->flags) & SF_SCHED) hist_rec(sh, &cr->h[TTFT_METRIC_PREFILL], t - LD(&sl->t_sched));
+  if (b >= 0) hist_rec(sh->shared, &sh->split_band[b], ttft);
+  if (LD(&sl->flags) & SF_SCHED) hist_rec(sh->shared, &cr->h[TTFT_METRIC_PREFILL], t - LD(&sl->t_sched));
   ST(&sl->t_first, t);
   (void)r;
 }
@@ -239,30 +233,32 @@ __attribute__((noinline, cold)) static void first_emission(ttft_registry *r, ttf
 __attribute__((noinline, cold)) static void stall_seen(ttft__shard *sh, ttft__crec *cr,
                                                        ttft__slot *sl) {
   ST(&sl->stalls, LD(&sl->stalls) + 1);
-  ctr_add(sh, &cr->ctr[TTFT_COUNTER_STALLS], 1);
+  ctr_add(sh->shared, &cr->ctr[TTFT_COUNTER_STALLS], 1);
   uint32_t f = LD(&sl->flags);
   if (!(f & SF_STALLED)) {
     ST(&sl->flags, f | SF_STALLED);
-    ctr_add(sh, &cr->ctr[TTFT_COUNTER_STALLED_SEQS], 1);
+    ctr_add(sh->shared, &cr->ctr[TTFT_COUNTER_STALLED_SEQS], 1);
   }
 }
 
 int ttft_token_emitted(ttft_registry *r, ttft_seq s, uint32_t n_tokens, uint64_t t_ns) {
   if (TTFT_UNLIKELY(!r || !n_tokens)) return TTFT_EINVAL;
   ttft__shard *sh = ttft__shard_get(r);
-  uint64_t e = call_enter(sh);
-  ttft__slot *sl = live_slot(r, sh, s);
+  const int shared = sh->shared; /* read once: atomics below make the compiler reload it */
+  uint64_t e = call_enter(sh, shared);
+  ttft__slot *sl = live_slot(r, shared, s);
   if (TTFT_UNLIKELY(!sl)) {
-    call_leave(sh, e);
+    call_leave(sh, shared, e);
     return TTFT_ESTALE;
   }
   ttft__crec *cr = crec_of(sh, LD(&sl->cls));
-  uint64_t t = event_time(r, sh, cr, t_ns, LD(&sl->t_event));
+  uint64_t t = event_time(r, shared, cr, t_ns, LD(&sl->t_event));
   uint32_t em = LD(&sl->emissions);
   if (TTFT_LIKELY(em != 0)) {
     uint64_t gap = t - LD(&sl->t_last);
-    hist_rec(sh, &cr->h[TTFT_METRIC_ITL], gap);
-    seq_gap_rec(sl, gap);
+    uint32_t i = ttft__hist_index(gap);
+    hist_rec_at(shared, &cr->h[TTFT_METRIC_ITL], i, gap);
+    seq_gap_rec(sl, i, em);
     if (gap > LD(&sl->max_gap)) ST(&sl->max_gap, gap);
     if (TTFT_UNLIKELY(gap > LD(&sl->stall_ns))) stall_seen(sh, cr, sl);
   } else {
@@ -272,8 +268,8 @@ int ttft_token_emitted(ttft_registry *r, ttft_seq s, uint32_t n_tokens, uint64_t
   ST(&sl->t_event, t);
   ST(&sl->emissions, em + 1);
   ST(&sl->tokens, LD(&sl->tokens) + n_tokens);
-  ctr_add(sh, &cr->ctr[TTFT_COUNTER_TOKENS], n_tokens);
-  call_leave(sh, e);
+  ctr_add(shared, &cr->ctr[TTFT_COUNTER_TOKENS], n_tokens);
+  call_leave(sh, shared, e);
   return TTFT_OK;
 }
 
@@ -293,32 +289,32 @@ int ttft_stream_end(ttft_registry *r, ttft_seq s, ttft_status status, uint64_t t
   ttft__shard *sh = ttft__shard_get(r);
   uint32_t cls = LD(&sl->cls);
   ttft__crec *cr = crec_of(sh, cls);
-  uint64_t t = event_time(r, sh, cr, t_ns, LD(&sl->t_event));
+  uint64_t t = event_time(r, sh->shared, cr, t_ns, LD(&sl->t_event));
   uint64_t t_begin = LD(&sl->t_begin), t_first = LD(&sl->t_first), t_last = LD(&sl->t_last);
   uint32_t em = LD(&sl->emissions);
   uint64_t n = LD(&sl->tokens);
   uint64_t e2e = sub0(t, t_begin);
 
-  hist_rec(sh, &cr->h[TTFT_METRIC_E2E], e2e);
-  hist_rec(sh, &cr->h[TTFT_METRIC_OUTPUT_TOKENS], n);
+  hist_rec(sh->shared, &cr->h[TTFT_METRIC_E2E], e2e);
+  hist_rec(sh->shared, &cr->h[TTFT_METRIC_OUTPUT_TOKENS], n);
   static const ttft_counter by_status[TTFT_STATUS_COUNT_] = {
       TTFT_COUNTER_COMPLETED, TTFT_COUNTER_CANCELLED, TTFT_COUNTER_ERRORS};
-  ctr_add(sh, &cr->ctr[by_status[status]], 1);
+  ctr_add(sh->shared, &cr->ctr[by_status[status]], 1);
   if (em == 0 && status == TTFT_CANCELLED) {
-    ctr_add(sh, &cr->ctr[TTFT_COUNTER_ABANDONED], 1);
-    hist_rec(sh, &cr->h[TTFT_METRIC_ABANDONED_WAIT], e2e);
+    ctr_add(sh->shared, &cr->ctr[TTFT_COUNTER_ABANDONED], 1);
+    hist_rec(sh->shared, &cr->h[TTFT_METRIC_ABANDONED_WAIT], e2e);
   }
   uint64_t tpot = 0;
   if (em && n >= 2) {
     tpot = sub0(t_last, t_first) / (n - 1);
-    hist_rec(sh, &cr->h[TTFT_METRIC_TPOT], tpot);
+    hist_rec(sh->shared, &cr->h[TTFT_METRIC_TPOT], tpot);
   } else {
-    ctr_add(sh, &cr->ctr[TTFT_COUNTER_NO_TPOT], 1);
+    ctr_add(sh->shared, &cr->ctr[TTFT_COUNTER_NO_TPOT], 1);
   }
-  if (em) hist_rec(sh, &cr->h[TTFT_METRIC_DECODE], sub0(t_last, t_first));
+  if (em) hist_rec(sh->shared, &cr->h[TTFT_METRIC_DECODE], sub0(t_last, t_first));
   if (em >= 2) {
-    hist_rec(sh, &cr->h[TTFT_METRIC_SEQ_ITL_P95], ttft__seq_gap_quantile(sl, 0.95));
-    hist_rec(sh, &cr->h[TTFT_METRIC_SEQ_ITL_MAX], LD(&sl->max_gap));
+    hist_rec(sh->shared, &cr->h[TTFT_METRIC_SEQ_ITL_P95], ttft__seq_gap_quantile(sl, 0.95));
+    hist_rec(sh->shared, &cr->h[TTFT_METRIC_SEQ_ITL_MAX], LD(&sl->max_gap));
   }
   /* good: completed and within every budget its class sets. With no token
    * at all, the TTFT budget is judged on the whole (empty) answer. */
@@ -327,7 +323,7 @@ int ttft_stream_end(ttft_registry *r, ttft_seq s, ttft_status status, uint64_t t
   int good = status == TTFT_COMPLETED && (!slo->ttft_ns || ttft <= slo->ttft_ns) &&
              (!slo->tpot_ns || !(em && n >= 2) || tpot <= slo->tpot_ns) &&
              (!slo->e2e_ns || e2e <= slo->e2e_ns);
-  if (good) ctr_add(sh, &cr->ctr[TTFT_COUNTER_SLO_MET], 1);
+  if (good) ctr_add(sh->shared, &cr->ctr[TTFT_COUNTER_SLO_MET], 1);
   ttft__slot_retire(r, idx);
   return TTFT_OK;
 }

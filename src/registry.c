@@ -146,12 +146,10 @@ static pthread_once_t g_tls_once = PTHREAD_ONCE_INIT;
 #endif
 
 /* -------------------------------------------------------- thread cache */
-#define TLS_WAYS 8
-typedef struct tls_ent {
-  uint64_t reg_id;
-  ttft__shard *sh;
-} tls_ent;
-static _Thread_local tls_ent tl_cache[TLS_WAYS];
+#define TLS_WAYS TTFT__TLS_WAYS
+typedef ttft__tls_ent tls_ent;
+_Thread_local ttft__tls_ent ttft__tl_cache[TTFT__TLS_WAYS];
+#define tl_cache ttft__tl_cache
 
 #ifdef TTFT_HAVE_PTHREADS
 static void on_thread_exit(void *unused) {
@@ -191,8 +189,7 @@ static ttft__shard *shard_acquire(ttft_registry *r) {
   return sh;
 }
 
-ttft__shard *ttft__shard_get(ttft_registry *r) {
-  if (TTFT_LIKELY(tl_cache[0].reg_id == r->id)) return tl_cache[0].sh;
+ttft__shard *ttft__shard_get_slow(ttft_registry *r) {
   tls_ent e = {0, NULL};
   int at = TLS_WAYS - 1;
   for (int i = 1; i < TLS_WAYS; i++) {
@@ -441,17 +438,11 @@ uint64_t ttft__seq_gap_quantile(const ttft__slot *sl, double q) {
   for (uint32_t i = 0; i < TTFT__SG_BUCKETS; i++) {
     seen += (words[i >> 2] >> (16 * (i & 3))) & 0xFFFFu;
     if (seen < rank) continue;
-    uint64_t lo, hi;
-    if (i < 2 * TTFT__SG_HALF) {
-      lo = i;
-      hi = i;
-    } else {
-      unsigned shift = i / TTFT__SG_HALF - 1;
-      lo = (uint64_t)(TTFT__SG_HALF + i % TTFT__SG_HALF) << shift;
-      hi = lo + (UINT64_C(1) << shift) - 1;
-    }
-    /* bucket midpoint in ns (units of 128 ns), at most the exact worst gap */
-    uint64_t v = ((lo + hi + 1) << TTFT__SG_UNIT_SHIFT) / 2;
+    /* value range of j: aggregate buckets (j + 64) * 8 .. (j + 64) * 8 + 7 */
+    uint64_t lo = i ? ttft__bucket_lo((i + TTFT__SG_OFFSET) * 8) : 0;
+    uint64_t hi = i < TTFT__SG_BUCKETS - 1 ? ttft__bucket_lo((i + TTFT__SG_OFFSET + 1) * 8) - 1
+                                           : LD(&sl->max_gap);
+    uint64_t v = lo + (hi > lo ? (hi - lo) / 2 : 0);
     uint64_t mx = LD(&sl->max_gap);
     return v > mx ? mx : v;
   }

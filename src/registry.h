@@ -62,14 +62,20 @@ enum { SLOT_FREE = 0, SLOT_LIVE = 1, SLOT_ENDING = 2 };
 #define SLOT_GEN(st) ((uint32_t)((st) >> 2))
 #define SLOT_PHASE(st) ((unsigned)((st)&3u))
 
-/* per-sequence gap histogram: 16 buckets per octave over gaps in units of
- * 128 ns, 4 counters of 16 bits packed per word (halved on saturation) */
-#define TTFT__SG_UNIT_SHIFT 7
-#define TTFT__SG_SUB_BITS 4
-#define TTFT__SG_HALF (1u << TTFT__SG_SUB_BITS)
-#define TTFT__SG_MAX_BITS 29 /* 2^29 units of 128 ns = 68.7 s */
-#define TTFT__SG_BUCKETS ((TTFT__SG_MAX_BITS - TTFT__SG_SUB_BITS + 1) * TTFT__SG_HALF) /* 416 */
-#define TTFT__SG_WORDS (TTFT__SG_BUCKETS / 4)
+/* per-sequence gap histogram: the aggregate bucket index i (128 per
+ * power of two) shifted right by 3 gives 16 buckets per power of two for
+ * free; j = clamp((i >> 3) - 64, 0, 416) keeps gaps from 1.09 us (j = 0
+ * holds everything below) to 73 s (j = 416 everything above). Four 16-bit
+ * counters are packed per word; they are halved every 32768 emissions so
+ * none can overflow. */
+#define TTFT__SG_OFFSET 64
+#define TTFT__SG_BUCKETS 417
+#define TTFT__SG_WORDS ((TTFT__SG_BUCKETS + 3) / 4)
+static inline uint32_t ttft__sg_index(uint32_t hist_index) {
+  uint32_t j = hist_index >> 3;
+  j = j < TTFT__SG_OFFSET ? 0 : j - TTFT__SG_OFFSET;
+  return j < TTFT__SG_BUCKETS - 1 ? j : TTFT__SG_BUCKETS - 1;
+}
 
 enum {
   SF_SCHED = 1u,      /* SCHEDULED mark seen              */
@@ -134,8 +140,21 @@ struct ttft_registry {
   struct ttft_snapshot meta;      /* labels and export config; no classes  */
 };
 
-/* registry.c */
-TTFT_HIDDEN ttft__shard *ttft__shard_get(ttft_registry *r);
+/* registry.c: the calling thread's shard of r. The thread-local cache is
+ * initial-exec TLS (a fixed offset from the thread pointer; no
+ * __tls_get_addr call on the hot path even inside a shared library). */
+#define TTFT__TLS_WAYS 8
+typedef struct ttft__tls_ent {
+  uint64_t reg_id;
+  ttft__shard *sh;
+} ttft__tls_ent;
+extern _Thread_local ttft__tls_ent ttft__tl_cache[TTFT__TLS_WAYS]
+    __attribute__((tls_model("initial-exec"), visibility("hidden")));
+TTFT_HIDDEN ttft__shard *ttft__shard_get_slow(ttft_registry *r);
+static inline ttft__shard *ttft__shard_get(ttft_registry *r) {
+  if (TTFT_LIKELY(ttft__tl_cache[0].reg_id == r->id)) return ttft__tl_cache[0].sh;
+  return ttft__shard_get_slow(r);
+}
 TTFT_HIDDEN uint64_t ttft__seq_gap_quantile(const ttft__slot *sl, double q);
 /* reclaim.c */
 TTFT_HIDDEN void ttft__slot_retire(ttft_registry *r, uint32_t idx);
@@ -146,6 +165,7 @@ TTFT_HIDDEN uint64_t ttft__clock_read(ttft_clock c);
 TTFT_HIDDEN int ttft__tsc_usable(void);
 
 static inline uint64_t ttft__now(const ttft_registry *r) {
+  if (TTFT_LIKELY(r->clock == TTFT_CLOCK_MONOTONIC)) return ttft_now_ns();
   return ttft__clock_read(r->clock);
 }
 
