@@ -313,7 +313,9 @@ int ttft_stream_end(ttft_registry *r, ttft_seq s, ttft_status status, uint64_t t
   }
   if (em) hist_rec(sh->shared, &cr->h[TTFT_METRIC_DECODE], sub0(t_last, t_first));
   if (em >= 2) {
-    hist_rec(sh->shared, &cr->h[TTFT_METRIC_SEQ_ITL_P95], ttft__seq_gap_quantile(sl, 0.95));
+    /* no halving has happened while fewer than 32768 gaps were recorded */
+    uint64_t gaps = em - 1 < 0x8000u ? em - 1 : 0;
+    hist_rec(sh->shared, &cr->h[TTFT_METRIC_SEQ_ITL_P95], ttft__seq_gap_quantile(sl, 0.95, gaps));
     hist_rec(sh->shared, &cr->h[TTFT_METRIC_SEQ_ITL_MAX], LD(&sl->max_gap));
   }
   /* good: completed and within every budget its class sets. With no token

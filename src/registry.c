@@ -421,32 +421,36 @@ void ttft_registry_free(ttft_registry *r) {
 size_t ttft_registry_memory(const ttft_registry *r) { return r ? r->memory : 0; }
 
 /* ---------------------------------------------------------- live queries */
-/* p-quantile of a slot's gap histogram, ns; 0 when it holds nothing */
-uint64_t ttft__seq_gap_quantile(const ttft__slot *sl, double q) {
+static inline uint64_t sg_count(const uint64_t *words, uint32_t j) {
+  return (words[j >> 2] >> (16 * (j & 3))) & 0xFFFFu;
+}
+
+/* q-quantile (nearest rank) of a slot's gap histogram, ns; 0 when it holds
+ * nothing. gaps: the number of gaps recorded when the caller knows it
+ * (no halving happened yet), else 0 and the counters are summed. The walk
+ * goes down from the worst gap's bucket: high quantiles touch few words. */
+uint64_t ttft__seq_gap_quantile(const ttft__slot *sl, double q, uint64_t gaps) {
   uint64_t words[TTFT__SG_WORDS];
-  uint64_t total = 0;
-  for (uint32_t w = 0; w < TTFT__SG_WORDS; w++) {
-    words[w] = LD(&sl->gh[w]);
-    for (unsigned k = 0; k < 4; k++) total += (words[w] >> (16 * k)) & 0xFFFFu;
-  }
+  uint64_t mx = LD(&sl->max_gap);
+  uint32_t top = ttft__sg_index(ttft__hist_index(mx));
+  for (uint32_t w = 0; w <= top >> 2; w++) words[w] = LD(&sl->gh[w]);
+  uint64_t total = gaps;
+  if (!total)
+    for (uint32_t j = 0; j <= top; j++) total += sg_count(words, j);
   if (!total) return 0;
   double want = q * (double)total;
   uint64_t rank = (uint64_t)want;
   if ((double)rank < want) rank++;
   if (!rank) rank = 1;
-  uint64_t seen = 0;
-  for (uint32_t i = 0; i < TTFT__SG_BUCKETS; i++) {
-    seen += (words[i >> 2] >> (16 * (i & 3))) & 0xFFFFu;
-    if (seen < rank) continue;
-    /* value range of j: aggregate buckets (j + 64) * 8 .. (j + 64) * 8 + 7 */
-    uint64_t lo = i ? ttft__bucket_lo((i + TTFT__SG_OFFSET) * 8) : 0;
-    uint64_t hi = i < TTFT__SG_BUCKETS - 1 ? ttft__bucket_lo((i + TTFT__SG_OFFSET + 1) * 8) - 1
-                                           : LD(&sl->max_gap);
-    uint64_t v = lo + (hi > lo ? (hi - lo) / 2 : 0);
-    uint64_t mx = LD(&sl->max_gap);
-    return v > mx ? mx : v;
-  }
-  return LD(&sl->max_gap);
+  /* smallest j with cum(j) >= rank, where cum(j) = total - (count above j) */
+  uint64_t above = 0;
+  uint32_t j = top;
+  while (j > 0 && total - (above + sg_count(words, j)) >= rank) above += sg_count(words, j--);
+  /* value range of j: aggregate buckets (j + 64) * 8 .. (j + 64) * 8 + 7 */
+  uint64_t lo = j ? ttft__bucket_lo((j + TTFT__SG_OFFSET) * 8) : 0;
+  uint64_t hi = j < TTFT__SG_BUCKETS - 1 ? ttft__bucket_lo((j + TTFT__SG_OFFSET + 1) * 8) - 1 : mx;
+  uint64_t v = lo + (hi > lo ? (hi - lo) / 2 : 0);
+  return v > mx ? mx : v;
 }
 
 int ttft_seq_stats(const ttft_registry *r, ttft_seq s, ttft_seq_info *out) {
@@ -470,8 +474,8 @@ int ttft_seq_stats(const ttft_registry *r, ttft_seq s, ttft_seq_info *out) {
   uint64_t tf = LD(&sl->t_first);
   v.ttft_ns = (v.emissions && tf >= v.t_begin_ns) ? tf - v.t_begin_ns : 0;
   if (v.emissions >= 2) {
-    v.itl_p50_ns = ttft__seq_gap_quantile(sl, 0.5);
-    v.itl_p95_ns = ttft__seq_gap_quantile(sl, 0.95);
+    v.itl_p50_ns = ttft__seq_gap_quantile(sl, 0.5, 0);
+    v.itl_p95_ns = ttft__seq_gap_quantile(sl, 0.95, 0);
     v.itl_max_ns = LD(&sl->max_gap);
   }
   v.stalls = LD(&sl->stalls);

@@ -155,7 +155,7 @@ static inline ttft__shard *ttft__shard_get(ttft_registry *r) {
   if (TTFT_LIKELY(ttft__tl_cache[0].reg_id == r->id)) return ttft__tl_cache[0].sh;
   return ttft__shard_get_slow(r);
 }
-TTFT_HIDDEN uint64_t ttft__seq_gap_quantile(const ttft__slot *sl, double q);
+TTFT_HIDDEN uint64_t ttft__seq_gap_quantile(const ttft__slot *sl, double q, uint64_t gaps);
 /* reclaim.c */
 TTFT_HIDDEN void ttft__slot_retire(ttft_registry *r, uint32_t idx);
 TTFT_HIDDEN uint32_t ttft__slot_acquire(ttft_registry *r); /* index + 1, 0 = none */
