@@ -109,7 +109,7 @@ typedef struct ttft_snapshot ttft_snapshot; /* opaque; an immutable copy      */
  * a new sequence. */
 typedef uint64_t ttft_seq;
 
-#define TTFT_NOW ((uint64_t)0) /* "read the library's clock" */
+#define TTFT_NOW UINT64_C(0) /* "read the library's clock" */
 
 typedef enum ttft_metric {
   TTFT_METRIC_TTFT = 0,          /* t_first - t_begin, ns                     */
@@ -213,7 +213,10 @@ typedef struct ttft_allocator {
  * are copied at ttft_registry_new; they may be freed afterwards. */
 typedef struct ttft_config {
   size_t struct_size;          /* sizeof(ttft_config), set by ttft_config_init */
-  uint32_t max_inflight;       /* sequence slots; default 4096; 1 .. 2^24      */
+  uint32_t max_inflight;       /* sequence slots; default 4096; 1 .. 2^24. An
+                                  ended stream's slot is reused after a grace
+                                  period of ~200 us (docs/design.md): size it
+                                  for the peak in flight plus a margin.       */
   uint32_t max_threads;        /* threads that get a private recording shard;
                                   default 8; 0 .. 256. Further threads record
                                   through one shared shard with atomic adds.   */
@@ -239,8 +242,16 @@ typedef struct ttft_config {
   int prom_summaries;          /* also export p50..p99.9 summary series; default 0 */
 } ttft_config;
 
-/* Fill cfg with the defaults documented above. NULL is a no-op. */
+/* Fill cfg with the defaults documented above and set struct_size to the
+ * library's sizeof(ttft_config). NULL is a no-op. A program compiled
+ * against an older, smaller ttft_config than the library it runs with must
+ * use ttft_config_init_sized (bindings should always use it). */
 TTFT_API void ttft_config_init(ttft_config *cfg);
+
+/* Fill the first size bytes of *cfg with the defaults and set
+ * cfg->struct_size = size; writes nothing past size. size must be at least
+ * sizeof(size_t) (else nothing is written). NULL is a no-op. */
+TTFT_API void ttft_config_init_sized(ttft_config *cfg, size_t size);
 
 /* Replace the allocator used for every later allocation of the library
  * (registries, snapshots, formatting scratch, HTTP). NULL restores malloc.
@@ -292,8 +303,11 @@ typedef struct ttft_slo {
   uint64_t stall_threshold_ns; /* stall budget; 0 = the registry default   */
 } ttft_slo;
 
-/* Zero budgets, struct_size set. NULL is a no-op. */
+/* Zero budgets, struct_size = the library's sizeof(ttft_slo). NULL is a
+ * no-op. ttft_slo_init_sized writes only the first size bytes (see
+ * ttft_config_init_sized). */
 TTFT_API void ttft_slo_init(ttft_slo *slo);
+TTFT_API void ttft_slo_init_sized(ttft_slo *slo, size_t size);
 
 /* Add a class (e.g. "chat", "batch") with its SLO budgets (slo NULL = no
  * budgets). name: 1..63 bytes of [A-Za-z0-9_.:-]. Returns the class id
@@ -316,13 +330,18 @@ typedef struct ttft_request {
   int prefix_hit;         /* 1 prefix-cache hit, 0 miss, -1 unknown         */
 } ttft_request;
 
-/* class 0, prompt unknown, prefix unknown. NULL is a no-op. */
+/* class 0, prompt unknown, prefix unknown; struct_size = the library's
+ * sizeof(ttft_request). NULL is a no-op. ttft_request_init_sized writes
+ * only the first size bytes (see ttft_config_init_sized). */
 TTFT_API void ttft_request_init(ttft_request *req);
+TTFT_API void ttft_request_init_sized(ttft_request *req, size_t size);
 
 /* Start a sequence at t_ns (TTFT_NOW = read r's clock): the clock start of
  * TTFT and E2E (see config start_point). Returns its handle, or 0 when r is
  * NULL or no slot is free (counted as TTFT_COUNTER_DROPPED). Thread-safe,
- * lock-free, no allocation. */
+ * lock-free, no allocation. When every slot is taken but some belong to
+ * streams ended within the grace period, it waits for them (at most 10 ms)
+ * before giving up. */
 TTFT_API ttft_seq ttft_begin(ttft_registry *r, uint64_t t_ns);
 
 /* ttft_begin with request details. req NULL = ttft_request_init defaults.

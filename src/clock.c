@@ -59,11 +59,10 @@ static void tsc_pair(uint64_t *tsc, uint64_t *ns) {
 static void tsc_publish(uint64_t base_tsc, uint64_t base_ns, uint64_t mult) {
   uint32_t s = LD(&g_tsc.seq);
   ST(&g_tsc.seq, s + 1);
-  /* release fence: the odd sequence is visible before the new triple */
-  atomic_thread_fence(memory_order_release);
-  ST(&g_tsc.base_tsc, base_tsc);
-  ST(&g_tsc.base_ns, base_ns);
-  ST(&g_tsc.mult, mult);
+  /* release stores: the odd sequence is visible before each new value */
+  atomic_store_explicit(&g_tsc.base_tsc, base_tsc, memory_order_release);
+  atomic_store_explicit(&g_tsc.base_ns, base_ns, memory_order_release);
+  atomic_store_explicit(&g_tsc.mult, mult, memory_order_release);
   /* release: the triple is visible before the even sequence that blesses it */
   atomic_store_explicit(&g_tsc.seq, s + 2, memory_order_release);
 }
@@ -127,9 +126,11 @@ static uint64_t tsc_now(void) {
   for (;;) {
     /* acquire: the triple read below is not older than this sequence */
     uint32_t s = atomic_load_explicit(&g_tsc.seq, memory_order_acquire);
-    uint64_t bt = LD(&g_tsc.base_tsc), bn = LD(&g_tsc.base_ns), m = LD(&g_tsc.mult);
-    /* acquire fence: the triple loads complete before the re-check */
-    atomic_thread_fence(memory_order_acquire);
+    /* acquire loads: the re-check of seq below cannot move before them, and
+     * a value stored after an odd seq brings that odd seq with it */
+    uint64_t bt = atomic_load_explicit(&g_tsc.base_tsc, memory_order_acquire);
+    uint64_t bn = atomic_load_explicit(&g_tsc.base_ns, memory_order_acquire);
+    uint64_t m = atomic_load_explicit(&g_tsc.mult, memory_order_acquire);
     if (TTFT_LIKELY(!(s & 1u) && LD(&g_tsc.seq) == s)) {
       uint64_t t = __rdtsc();
       if (TTFT_UNLIKELY(t < bt)) return bn; /* read just before a re-anchor */

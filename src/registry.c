@@ -41,6 +41,27 @@ void ttft_request_init(ttft_request *req) {
   req->prefix_hit = -1;
 }
 
+/* The _sized forms build the defaults in a full-size local and copy out
+ * the prefix the caller's (possibly older, smaller) struct has. */
+#define TTFT__INIT_SIZED(type, init, p, size)      \
+  do {                                              \
+    type full_;                                     \
+    if (!(p) || (size) < sizeof(size_t)) return;    \
+    init(&full_);                                   \
+    full_.struct_size = (size);                     \
+    memcpy((p), &full_, (size) < sizeof full_ ? (size) : sizeof full_); \
+  } while (0)
+
+void ttft_config_init_sized(ttft_config *cfg, size_t size) {
+  TTFT__INIT_SIZED(ttft_config, ttft_config_init, cfg, size);
+}
+void ttft_slo_init_sized(ttft_slo *slo, size_t size) {
+  TTFT__INIT_SIZED(ttft_slo, ttft_slo_init, slo, size);
+}
+void ttft_request_init_sized(ttft_request *req, size_t size) {
+  TTFT__INIT_SIZED(ttft_request, ttft_request_init, req, size);
+}
+
 /* ------------------------------------------------------------ validation */
 static int valid_label_name(const char *s) {
   if (!s || !*s || strlen(s) >= TTFT__NAME_MAX) return 0;
@@ -241,6 +262,7 @@ static int class_records_new(ttft_registry *r, uint32_t c) {
 
 static void class_records_free(ttft_registry *r, uint32_t c) {
   for (uint32_t i = 0; i < r->nshards; i++) {
+    if (!r->shards[i].cls) continue; /* a registry_new that failed part-way */
     ttft__crec *cr = LD(&r->shards[i].cls[c]);
     if (cr) {
       block_free(r, cr);
@@ -478,11 +500,11 @@ int ttft_seq_stats(const ttft_registry *r, ttft_seq s, ttft_seq_info *out) {
     v.itl_p95_ns = ttft__seq_gap_quantile(sl, 0.95, 0);
     v.itl_max_ns = LD(&sl->max_gap);
   }
-  v.stalls = LD(&sl->stalls);
+  /* acquire: the field loads above cannot move after it, so the re-check
+   * below sees any end that happened before them: a sequence that ended
+   * meanwhile is reported stale, not half-read */
+  v.stalls = atomic_load_explicit(&sl->stalls, memory_order_acquire);
   v.preemptions = LD(&sl->preemptions);
-  /* acquire fence: the field loads above complete before the re-check, so
-   * a sequence that ended meanwhile is reported stale, not half-read */
-  atomic_thread_fence(memory_order_acquire);
   if (LD(&sl->state) != live) return TTFT_ESTALE;
   memcpy(out, &v, out->struct_size);
   return TTFT_OK;

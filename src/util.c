@@ -86,6 +86,9 @@ void ttft__allocator_current(ttft_allocator *out) { *out = g_alloc; }
 
 void *ttft__alloc(const ttft_allocator *a, size_t n) {
   if (n == 0) n = 1;
+  /* calloc leaves large blocks as untouched zero pages: creating a registry
+   * does not fault in megabytes that only fill as traffic arrives */
+  if (a->alloc == default_alloc) return calloc(1, n);
   void *p = a->alloc(a->ctx, n);
   if (p) memset(p, 0, n);
   return p;
