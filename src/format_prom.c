@@ -1,0 +1,666 @@
+/*
+ * format_prom.c — Prometheus text format 0.0.4 and OpenMetrics 1.0.
+ *
+ * Reads a snapshot only. docs/prometheus.md lists every family this file
+ * writes, its unit and labels, and the bucket error bound; keep the two in
+ * step.
+ *
+ * Shape of the output:
+ *  - one family at a time (HELP, TYPE, [UNIT], then every sample of it),
+ *    classes looped inside, so no family is split;
+ *  - histograms: cumulative buckets at the configured `le` bounds, derived
+ *    from the snapshot's high-resolution histogram, then `+Inf` (= count),
+ *    `_sum` in exact decimal seconds, `_count`;
+ *  - names from a table: the three OTel GenAI server metrics under their
+ *    semconv Prometheus names, everything else under the snapshot's
+ *    namespace (s->ns, sanitised);
+ *  - every label value is escaped (backslash, double quote, newline) and
+ *    invalid UTF-8 is replaced by U+FFFD, because a snapshot may have been
+ *    decoded from untrusted bytes and Prometheus rejects bad UTF-8.
+ */
+#include <string.h>
+
+#include "internal.h"
+
+/* ----------------------------------------------------------- buckets */
+
+#define MS(x) ((uint64_t)((x)*1000000.0 + 0.5)) /* milliseconds -> ns */
+
+/* OTel GenAI semconv advised boundaries (seconds, here in ns). */
+static const uint64_t otel_ttft[] = {
+    MS(1),   MS(5),   MS(10),   MS(20),   MS(40),   MS(60),   MS(80),   MS(100),
+    MS(250), MS(500), MS(750), MS(1000), MS(2500), MS(5000), MS(7500), MS(10000)};
+static const uint64_t otel_tpot[] = {MS(10),  MS(25),  MS(50),  MS(75),  MS(100),
+                                     MS(150), MS(200), MS(300), MS(400), MS(500),
+                                     MS(750), MS(1000), MS(2500)};
+static const uint64_t otel_duration[] = {
+    MS(10),   MS(20),   MS(40),    MS(80),    MS(160),   MS(320),   MS(640),
+    MS(1280), MS(2560), MS(5120), MS(10240), MS(20480), MS(40960), MS(81920)};
+
+/* Everything else that is a time: the Renard R10 preferred numbers
+ * (10 steps a decade, 10^(1/10) = 1.259 apart) from 0.5 ms to 630 s, so a
+ * quantile interpolated inside one bucket is off by at most one step
+ * anywhere from 1 ms to 10 min. 62 bounds, under TTFT_MAX_PROM_BUCKETS. */
+#define R10(d)                                                              \
+  MS(1.00 * (d)), MS(1.25 * (d)), MS(1.60 * (d)), MS(2.00 * (d)), MS(2.50 * (d)), \
+      MS(3.15 * (d)), MS(4.00 * (d)), MS(5.00 * (d)), MS(6.30 * (d)), MS(8.00 * (d))
+static const uint64_t fine_time[] = {
+    MS(0.5), MS(0.63), MS(0.8), R10(1), R10(10), R10(100), R10(1000), R10(10000),
+    MS(100000), MS(125000), MS(160000), MS(200000), MS(250000), MS(315000),
+    MS(400000), MS(500000), MS(630000)};
+
+/* Output tokens per sequence: 0 (streams that emitted nothing), then steps
+ * of at most 2x (1.5x and 1.33x alternating above 32) up to 256 Ki. */
+static const uint64_t tokens_default[] = {
+    0,    1,     2,     4,     8,     16,    32,    48,    64,     96,    128,
+    192,  256,   384,   512,   768,   1024,  1536,  2048,  3072,   4096,  6144,
+    8192, 12288, 16384, 24576, 32768, 49152, 65536, 98304, 131072, 262144};
+
+#define NELEM(a) (uint32_t)(sizeof(a) / sizeof((a)[0]))
+
+const uint64_t *ttft__default_prom_buckets(ttft_metric m, uint32_t *n) {
+  const uint64_t *b;
+  uint32_t k;
+  switch (m) {
+  case TTFT_METRIC_TTFT: b = otel_ttft, k = NELEM(otel_ttft); break;
+  case TTFT_METRIC_TPOT: b = otel_tpot, k = NELEM(otel_tpot); break;
+  case TTFT_METRIC_E2E: b = otel_duration, k = NELEM(otel_duration); break;
+  case TTFT_METRIC_OUTPUT_TOKENS: b = tokens_default, k = NELEM(tokens_default); break;
+  default: b = fine_time, k = NELEM(fine_time); break;
+  }
+  if (n) *n = k;
+  return b;
+}
+
+/* -------------------------------------------------------- the families */
+
+typedef struct prom_hist_def {
+  ttft_metric m;
+  int otel;             /* name is absolute (no namespace)              */
+  const char *name;     /* family name                                  */
+  const char *qname;    /* summary family (always under the namespace)  */
+  int seconds;          /* 1: ns shown as seconds; 0: unitless count    */
+  const char *help;
+} prom_hist_def;
+
+static const prom_hist_def hist_defs[] = {
+    {TTFT_METRIC_TTFT, 1, "gen_ai_server_time_to_first_token_seconds",
+     "time_to_first_token_quantiles_seconds", 1,
+     "Time to first token: from the sequence start (start_point) to its first visible token (token_point)."},
+    {TTFT_METRIC_TPOT, 1, "gen_ai_server_time_per_output_token_seconds",
+     "time_per_output_token_quantiles_seconds", 1,
+     "Time per output token after the first, (t_last - t_first) / (N - 1), one per sequence with N >= 2."},
+    {TTFT_METRIC_E2E, 1, "gen_ai_server_request_duration_seconds",
+     "request_duration_quantiles_seconds", 1,
+     "End-to-end time of a sequence, from its start (start_point) to stream end, every ended stream."},
+    {TTFT_METRIC_ITL, 0, "inter_token_latency_seconds", "inter_token_latency_quantiles_seconds", 1,
+     "Gap between consecutive emissions of a sequence, one observation per emission after the first."},
+    {TTFT_METRIC_QUEUE, 0, "request_queue_time_seconds", "request_queue_time_quantiles_seconds", 1,
+     "Time from sequence start to first admission by the scheduler."},
+    {TTFT_METRIC_PREFILL, 0, "request_prefill_time_seconds",
+     "request_prefill_time_quantiles_seconds", 1,
+     "Time from first admission by the scheduler to the first visible token."},
+    {TTFT_METRIC_DECODE, 0, "request_decode_time_seconds", "request_decode_time_quantiles_seconds",
+     1, "Time from the first to the last visible token of a sequence."},
+    {TTFT_METRIC_OUTPUT_TOKENS, 0, "request_output_tokens", "request_output_tokens_quantiles", 0,
+     "Output tokens per ended stream (0 for a stream that emitted nothing)."},
+    {TTFT_METRIC_SEQ_ITL_P95, 0, "request_inter_token_latency_p95_seconds",
+     "request_inter_token_latency_p95_quantiles_seconds", 1,
+     "Each ended sequence's own p95 inter-token gap: how many users had a bad typing experience."},
+    {TTFT_METRIC_SEQ_ITL_MAX, 0, "request_inter_token_latency_max_seconds",
+     "request_inter_token_latency_max_quantiles_seconds", 1,
+     "Each ended sequence's worst inter-token gap (exact)."},
+    {TTFT_METRIC_ABANDONED_WAIT, 0, "abandoned_wait_seconds", "abandoned_wait_quantiles_seconds",
+     1, "How long streams cancelled before their first token had waited (t_end - t_begin)."},
+};
+
+typedef struct prom_ctr_def {
+  ttft_counter c;
+  const char *name; /* without _total */
+  const char *help;
+} prom_ctr_def;
+
+static const prom_ctr_def ctr_defs[] = {
+    {TTFT_COUNTER_BEGUN, "requests_started", "Sequences begun (accepted ttft_begin)."},
+    {TTFT_COUNTER_DROPPED, "requests_dropped",
+     "Sequences refused at begin because no slot was free; never measured."},
+    {TTFT_COUNTER_TOKENS, "output_tokens", "Output tokens emitted (capacity view; not TPOT)."},
+    {TTFT_COUNTER_STALLS, "stalls", "Inter-token gaps above the class's stall budget."},
+    {TTFT_COUNTER_STALLED_SEQS, "stalled_requests", "Sequences with at least one stall gap."},
+    {TTFT_COUNTER_ABANDONED, "requests_abandoned_before_first_token",
+     "Streams cancelled before their first token (their waits are in abandoned_wait_seconds)."},
+    {TTFT_COUNTER_SLO_MET, "requests_slo_met",
+     "Ended streams that completed within every SLO budget of their class."},
+    {TTFT_COUNTER_NO_TPOT, "requests_without_tpot",
+     "Ended streams with fewer than two tokens, which have no TPOT."},
+    {TTFT_COUNTER_PREEMPTIONS, "preemptions", "Times a sequence was preempted by the scheduler."},
+    {TTFT_COUNTER_CLOCK_CLAMPED, "clock_clamped",
+     "Timestamps earlier than the sequence's previous event, clamped to it."},
+};
+
+static const struct {
+  ttft_counter c;
+  const char *status;
+} status_defs[] = {{TTFT_COUNTER_COMPLETED, "completed"},
+                   {TTFT_COUNTER_CANCELLED, "cancelled"},
+                   {TTFT_COUNTER_ERRORS, "error"}};
+
+/* Labels the formatter itself emits; a constant label with one of these
+ * names would collide and is left out. */
+static const char *const reserved_labels[] = {"class", "model", "status", "le", "quantile",
+                                              "start_point", "token_point", "version",
+                                              "slo", "prefix_cache", "prompt_tokens"};
+
+/* ------------------------------------------------------------- writers */
+
+typedef struct prom_ctx {
+  const ttft_snapshot *s;
+  ttft__sb *sb;
+  int om;
+  char ns[TTFT__NAME_MAX];
+  uint32_t nconst;
+  uint32_t const_idx[TTFT_MAX_CONST_LABELS]; /* usable constant labels */
+} prom_ctx;
+
+static int is_alpha_(unsigned char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
+static int is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
+
+/* UTF-8 at p (n bytes left): returns the length of a valid sequence, or
+ * 0 and sets *bad to the length of the maximal invalid subpart (the lead
+ * byte plus the continuation bytes that could still have been valid), so
+ * one U+FFFD replaces it, as the Unicode standard recommends and Python's
+ * decode(errors="replace") does. */
+static size_t utf8_len(const unsigned char *p, size_t n, size_t *bad) {
+  unsigned char c = p[0];
+  size_t k;
+  unsigned char lo2 = 0x80, hi2 = 0xBF; /* allowed range of the 2nd byte */
+  *bad = 1;
+  if (c < 0x80) return 1;
+  if (c >= 0xC2 && c <= 0xDF) k = 2;
+  else if (c >= 0xE0 && c <= 0xEF) {
+    k = 3;
+    if (c == 0xE0) lo2 = 0xA0;      /* no overlong forms   */
+    if (c == 0xED) hi2 = 0x9F;      /* no UTF-16 surrogates */
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    k = 4;
+    if (c == 0xF0) lo2 = 0x90;      /* no overlong forms   */
+    if (c == 0xF4) hi2 = 0x8F;      /* nothing past U+10FFFF */
+  } else {
+    return 0;
+  }
+  for (size_t i = 1; i < k; i++) {
+    unsigned char lo = i == 1 ? lo2 : 0x80, hi = i == 1 ? hi2 : 0xBF;
+    if (i >= n || p[i] < lo || p[i] > hi) {
+      *bad = i;
+      return 0;
+    }
+  }
+  return k;
+}
+
+/* A label value: at most cap bytes of v (a fixed field that may lack its
+ * NUL when the snapshot is corrupt), escaped, invalid UTF-8 -> U+FFFD. */
+static void put_value(ttft__sb *sb, const char *v, size_t cap) {
+  const unsigned char *p = (const unsigned char *)v;
+  size_t n = 0;
+  while (n < cap && p[n]) n++;
+  size_t run = 0; /* start of the pending run of plain bytes */
+  size_t i = 0;
+  while (i < n) {
+    unsigned char c = p[i];
+    const char *esc = NULL;
+    size_t adv = 1;
+    if (c == '\\') esc = "\\\\";
+    else if (c == '"') esc = "\\\"";
+    else if (c == '\n') esc = "\\n";
+    else if (c >= 0x80) {
+      size_t bad;
+      adv = utf8_len(p + i, n - i, &bad);
+      if (adv == 0) esc = "\xEF\xBF\xBD", adv = bad;
+    }
+    if (esc) {
+      ttft__sb_put(sb, (const char *)p + run, i - run);
+      ttft__sb_puts(sb, esc);
+      run = i + adv;
+    }
+    i += adv;
+  }
+  ttft__sb_put(sb, (const char *)p + run, n - run);
+}
+
+static void put_label(ttft__sb *sb, int *first, const char *name, const char *v, size_t cap) {
+  ttft__sb_puts(sb, *first ? "{" : ",");
+  *first = 0;
+  ttft__sb_puts(sb, name);
+  ttft__sb_puts(sb, "=\"");
+  put_value(sb, v, cap);
+  ttft__sb_puts(sb, "\"");
+}
+
+/* The labels every series carries: class (when given), model (when set),
+ * then the usable constant labels. Leaves the set open. */
+static void put_base_labels(const prom_ctx *c, int *first, const char *cls) {
+  const ttft_snapshot *s = c->s;
+  if (cls) put_label(c->sb, first, "class", cls, TTFT__NAME_MAX);
+  if (s->model[0]) put_label(c->sb, first, "model", s->model, sizeof s->model);
+  for (uint32_t i = 0; i < c->nconst; i++) {
+    uint32_t k = c->const_idx[i];
+    put_label(c->sb, first, s->const_name[k], s->const_value[k], sizeof s->const_value[k]);
+  }
+}
+
+static void close_labels(ttft__sb *sb, int first) {
+  if (!first) ttft__sb_puts(sb, "}");
+}
+
+static void put_u64(ttft__sb *sb, uint64_t v) {
+  char tmp[24];
+  size_t i = sizeof tmp;
+  do {
+    tmp[--i] = (char)('0' + v % 10);
+    v /= 10;
+  } while (v);
+  ttft__sb_put(sb, tmp + i, sizeof tmp - i);
+}
+
+/* ns as exact decimal seconds: 1500000 -> "0.0015", 2e9 -> "2.0". */
+static void put_seconds(ttft__sb *sb, uint64_t ns) {
+  uint64_t whole = ns / 1000000000u, frac = ns % 1000000000u;
+  put_u64(sb, whole);
+  if (!frac) {
+    ttft__sb_puts(sb, ".0");
+    return;
+  }
+  char d[10];
+  int len = 9;
+  for (int i = 8; i >= 0; i--) {
+    d[i] = (char)('0' + frac % 10);
+    frac /= 10;
+  }
+  while (len > 1 && d[len - 1] == '0') len--;
+  ttft__sb_puts(sb, ".");
+  ttft__sb_put(sb, d, (size_t)len);
+}
+
+/* A bound as a label value (same canonical form as the Python client and
+ * Prometheus 3: always a decimal point). */
+static void put_bound(ttft__sb *sb, uint64_t v, int seconds) {
+  if (seconds) {
+    put_seconds(sb, v);
+  } else {
+    put_u64(sb, v);
+    ttft__sb_puts(sb, ".0");
+  }
+}
+
+static void put_name(const prom_ctx *c, int absolute, const char *name, const char *suffix) {
+  if (!absolute) ttft__sb_puts(c->sb, c->ns);
+  ttft__sb_puts(c->sb, name);
+  if (suffix) ttft__sb_puts(c->sb, suffix);
+}
+
+/* HELP / TYPE / UNIT for a family. name is the family name as the 0.0.4
+ * format writes it (counters with _total); OpenMetrics drops a counter's
+ * _total and an info's _info from the family name. */
+static void put_header(const prom_ctx *c, int absolute, const char *name, const char *type,
+                       const char *unit, const char *help) {
+  static const char *const kinds[] = {"HELP", "TYPE", "UNIT"};
+  int is_ctr = strcmp(type, "counter") == 0;
+  int is_info = strcmp(type, "info") == 0;
+  for (int k = 0; k < 3; k++) {
+    if (k == 2 && (!c->om || !unit)) break;
+    ttft__sb_puts(c->sb, "# ");
+    ttft__sb_puts(c->sb, kinds[k]);
+    ttft__sb_puts(c->sb, " ");
+    put_name(c, absolute, name, NULL);
+    if (is_ctr && !c->om) ttft__sb_puts(c->sb, "_total");
+    if (is_info && !c->om) ttft__sb_puts(c->sb, "_info");
+    ttft__sb_puts(c->sb, " ");
+    if (k == 0) ttft__sb_puts(c->sb, help); /* fixed texts: nothing to escape */
+    else if (k == 1) ttft__sb_puts(c->sb, (is_info && !c->om) ? "gauge" : type);
+    else ttft__sb_puts(c->sb, unit);
+    ttft__sb_puts(c->sb, "\n");
+  }
+}
+
+static const ttft__shist *class_hist(const ttft__sclass *k, ttft_metric m) {
+  return k->h[m];
+}
+
+static const char *class_name(const ttft_snapshot *s, uint32_t i) {
+  return s->cls[i].name;
+}
+
+/* A class whose name an earlier class already used (only a corrupt or
+ * hand-made snapshot has one) would duplicate series: skip it. */
+static int class_dup(const ttft_snapshot *s, uint32_t i) {
+  for (uint32_t j = 0; j < i; j++)
+    if (strncmp(s->cls[j].name, s->cls[i].name, TTFT__NAME_MAX) == 0) return 1;
+  return 0;
+}
+
+/* The Prometheus bounds of metric m: the snapshot's, or the defaults when
+ * it has none. Bounds that do not ascend strictly are skipped later. */
+static const uint64_t *bounds_of(const ttft_snapshot *s, ttft_metric m, uint32_t *n) {
+  uint32_t k = s->prom_n_buckets[m];
+  if (k == 0) return ttft__default_prom_buckets(m, n);
+  if (k > TTFT_MAX_PROM_BUCKETS) k = TTFT_MAX_PROM_BUCKETS;
+  *n = k;
+  return s->prom_buckets[m];
+}
+
+/* Cumulative counts at each bound, in one pass over the fine buckets.
+ * cum[j] = observations in fine buckets whose largest value is <= b[j],
+ * which is what ttft__shist_count_le returns; exact when b[j] is a bucket's
+ * upper edge. When every observation is known to be <= b[j] (max) the
+ * count is exact whatever the edge. Bounds must ascend. */
+static void cumulative(const ttft__shist *h, const uint64_t *b, uint32_t n, uint64_t *cum) {
+  uint64_t run = 0;
+  uint32_t i = 0, j = 0;
+  if (!h) {
+    for (j = 0; j < n; j++) cum[j] = 0;
+    return;
+  }
+  for (; j < n; j++) {
+    if (h->count && h->max <= b[j]) {
+      cum[j] = h->count;
+      continue;
+    }
+    while (i < TTFT__HIST_BUCKETS && ttft__bucket_hi(i) <= b[j]) run += h->b[i++];
+    cum[j] = run > h->count ? h->count : run;
+  }
+}
+
+static void put_sample_end(ttft__sb *sb, uint64_t v) {
+  ttft__sb_puts(sb, " ");
+  put_u64(sb, v);
+  ttft__sb_puts(sb, "\n");
+}
+
+/* One histogram series set (buckets, +Inf, sum, count) for one label set.
+ * cls / xname+xval: the class and one extra label (split key), either may
+ * be NULL. */
+static void put_hist_series(const prom_ctx *c, const prom_hist_def *d, const ttft__shist *h,
+                            const char *cls, const char *xname, const char *xval) {
+  uint32_t n;
+  const uint64_t *b = bounds_of(c->s, d->m, &n);
+  uint64_t cum[TTFT_MAX_PROM_BUCKETS];
+  uint64_t bb[TTFT_MAX_PROM_BUCKETS];
+  uint32_t k = 0;
+  for (uint32_t j = 0; j < n; j++) /* keep strictly ascending bounds only */
+    if (k == 0 || b[j] > bb[k - 1]) bb[k++] = b[j];
+  cumulative(h, bb, k, cum);
+  uint64_t count = h ? h->count : 0, sum = h ? h->sum : 0;
+  for (uint32_t j = 0; j <= k; j++) {
+    int first = 1;
+    put_name(c, d->otel, d->name, "_bucket");
+    put_base_labels(c, &first, cls);
+    if (xname) put_label(c->sb, &first, xname, xval, TTFT_MAX_LABEL);
+    ttft__sb_puts(c->sb, first ? "{le=\"" : ",le=\"");
+    if (j < k) put_bound(c->sb, bb[j], d->seconds);
+    else ttft__sb_puts(c->sb, "+Inf");
+    ttft__sb_puts(c->sb, "\"}");
+    put_sample_end(c->sb, j < k ? cum[j] : count);
+  }
+  int first = 1;
+  put_name(c, d->otel, d->name, "_sum");
+  put_base_labels(c, &first, cls);
+  if (xname) put_label(c->sb, &first, xname, xval, TTFT_MAX_LABEL);
+  close_labels(c->sb, first);
+  ttft__sb_puts(c->sb, " ");
+  if (d->seconds) put_seconds(c->sb, sum);
+  else put_u64(c->sb, sum);
+  ttft__sb_puts(c->sb, "\n");
+  first = 1;
+  put_name(c, d->otel, d->name, "_count");
+  put_base_labels(c, &first, cls);
+  if (xname) put_label(c->sb, &first, xname, xval, TTFT_MAX_LABEL);
+  close_labels(c->sb, first);
+  put_sample_end(c->sb, count);
+}
+
+static void put_histograms(const prom_ctx *c) {
+  const ttft_snapshot *s = c->s;
+  for (size_t d = 0; d < sizeof hist_defs / sizeof hist_defs[0]; d++) {
+    const prom_hist_def *def = &hist_defs[d];
+    put_header(c, def->otel, def->name, "histogram", def->seconds ? "seconds" : NULL, def->help);
+    for (uint32_t i = 0; i < s->nclasses; i++) {
+      if (class_dup(s, i)) continue;
+      put_hist_series(c, def, class_hist(&s->cls[i], def->m), class_name(s, i), NULL, NULL);
+    }
+  }
+}
+
+/* TTFT again, split by prefix-cache outcome and by prompt-length band
+ * (all classes together, as the snapshot keeps them). Same bounds as TTFT. */
+static void put_splits(const prom_ctx *c) {
+  const ttft_snapshot *s = c->s;
+  prom_hist_def d = {TTFT_METRIC_TTFT, 0, "time_to_first_token_by_prefix_cache_seconds", NULL, 1,
+                     "Time to first token split by prefix-cache outcome (requests that "
+                     "reported one), all classes."};
+  put_header(c, 0, d.name, "histogram", "seconds", d.help);
+  static const char *const cache[2] = {"miss", "hit"};
+  for (int i = 0; i < 2; i++) put_hist_series(c, &d, s->split_cache[i], NULL, "prefix_cache", cache[i]);
+
+  uint32_t nb = s->n_band_edges + 1;
+  if (nb > TTFT_MAX_BANDS) nb = TTFT_MAX_BANDS;
+  d.name = "time_to_first_token_by_prompt_length_seconds";
+  d.help = "Time to first token split by prompt-length band (prompt_tokens = lo-hi, "
+           "inclusive; requests that reported a prompt length), all classes.";
+  put_header(c, 0, d.name, "histogram", "seconds", d.help);
+  for (uint32_t i = 0; i < nb; i++) {
+    char band[48], *p = band;
+    uint64_t lo = i ? s->band_edges[i - 1] : 0;
+    uint64_t hi = i + 1 < nb ? s->band_edges[i] : 0;
+    if (i + 1 < nb && hi <= lo) continue; /* not ascending: corrupt, skip */
+    ttft__sb bs;
+    ttft__sb_init(&bs, p, sizeof band);
+    put_u64(&bs, lo);
+    if (i + 1 < nb) {
+      ttft__sb_puts(&bs, "-");
+      put_u64(&bs, hi - 1);
+    } else {
+      ttft__sb_puts(&bs, "+");
+    }
+    put_hist_series(c, &d, s->split_band[i], NULL, "prompt_tokens", band);
+  }
+}
+
+/* The exact tails from the high-resolution histogram, as summaries. */
+static void put_summaries(const prom_ctx *c) {
+  static const double qs[] = {0.5, 0.9, 0.95, 0.99, 0.999};
+  static const char *const qn[] = {"0.5", "0.9", "0.95", "0.99", "0.999"};
+  const ttft_snapshot *s = c->s;
+  for (size_t d = 0; d < sizeof hist_defs / sizeof hist_defs[0]; d++) {
+    const prom_hist_def *def = &hist_defs[d];
+    put_header(c, 0, def->qname, "summary", def->seconds ? "seconds" : NULL,
+               "Quantiles p50..p99.9 of the metric of the same stem, from the library's "
+               "high-resolution histogram (<= 0.5 % relative error), since start.");
+    for (uint32_t i = 0; i < s->nclasses; i++) {
+      if (class_dup(s, i)) continue;
+      const ttft__shist *h = class_hist(&s->cls[i], def->m);
+      uint64_t count = h ? h->count : 0, sum = h ? h->sum : 0;
+      for (size_t q = 0; q < sizeof qs / sizeof qs[0]; q++) {
+        int first = 1;
+        put_name(c, 0, def->qname, NULL);
+        put_base_labels(c, &first, class_name(s, i));
+        put_label(c->sb, &first, "quantile", qn[q], 8);
+        close_labels(c->sb, first);
+        ttft__sb_puts(c->sb, " ");
+        if (!count) ttft__sb_puts(c->sb, "NaN");
+        else if (def->seconds) put_seconds(c->sb, ttft__shist_quantile(h, qs[q]));
+        else put_u64(c->sb, ttft__shist_quantile(h, qs[q]));
+        ttft__sb_puts(c->sb, "\n");
+      }
+      int first = 1;
+      put_name(c, 0, def->qname, "_sum");
+      put_base_labels(c, &first, class_name(s, i));
+      close_labels(c->sb, first);
+      ttft__sb_puts(c->sb, " ");
+      if (def->seconds) put_seconds(c->sb, sum);
+      else put_u64(c->sb, sum);
+      ttft__sb_puts(c->sb, "\n");
+      first = 1;
+      put_name(c, 0, def->qname, "_count");
+      put_base_labels(c, &first, class_name(s, i));
+      close_labels(c->sb, first);
+      put_sample_end(c->sb, count);
+    }
+  }
+}
+
+static void put_counters(const prom_ctx *c) {
+  const ttft_snapshot *s = c->s;
+  put_header(c, 0, "requests_ended", "counter", NULL,
+             "Streams ended, by status (completed, cancelled, error).");
+  for (uint32_t i = 0; i < s->nclasses; i++) {
+    if (class_dup(s, i)) continue;
+    for (size_t k = 0; k < 3; k++) {
+      int first = 1;
+      put_name(c, 0, "requests_ended", "_total");
+      put_base_labels(c, &first, class_name(s, i));
+      put_label(c->sb, &first, "status", status_defs[k].status, 16);
+      close_labels(c->sb, first);
+      put_sample_end(c->sb, s->cls[i].ctr[status_defs[k].c]);
+    }
+  }
+  for (size_t d = 0; d < sizeof ctr_defs / sizeof ctr_defs[0]; d++) {
+    put_header(c, 0, ctr_defs[d].name, "counter", NULL, ctr_defs[d].help);
+    for (uint32_t i = 0; i < s->nclasses; i++) {
+      if (class_dup(s, i)) continue;
+      int first = 1;
+      put_name(c, 0, ctr_defs[d].name, "_total");
+      put_base_labels(c, &first, class_name(s, i));
+      close_labels(c->sb, first);
+      put_sample_end(c->sb, s->cls[i].ctr[ctr_defs[d].c]);
+    }
+  }
+}
+
+static void put_gauge1(const prom_ctx *c, const char *name, const char *help, uint64_t v) {
+  put_header(c, 0, name, "gauge", NULL, help);
+  int first = 1;
+  put_name(c, 0, name, NULL);
+  put_base_labels(c, &first, NULL);
+  close_labels(c->sb, first);
+  put_sample_end(c->sb, v);
+}
+
+static void put_gauges(const prom_ctx *c) {
+  const ttft_snapshot *s = c->s;
+  put_gauge1(c, "requests_in_flight", "Sequences begun and not yet ended.",
+             s->gauge[TTFT_GAUGE_INFLIGHT]);
+  put_gauge1(c, "live_stalls",
+             "In-flight sequences whose last token is older than their stall budget right now.",
+             s->gauge[TTFT_GAUGE_LIVE_STALLS]);
+
+  /* budgets, so dashboards can draw them next to the percentiles */
+  put_header(c, 0, "stall_budget_seconds", "gauge", "seconds",
+             "Stall budget of each class: an inter-token gap above it is a stall.");
+  for (uint32_t i = 0; i < s->nclasses; i++) {
+    if (class_dup(s, i)) continue;
+    int first = 1;
+    put_name(c, 0, "stall_budget_seconds", NULL);
+    put_base_labels(c, &first, class_name(s, i));
+    close_labels(c->sb, first);
+    ttft__sb_puts(c->sb, " ");
+    put_seconds(c->sb, s->cls[i].slo.stall_threshold_ns);
+    ttft__sb_puts(c->sb, "\n");
+  }
+  int any = 0;
+  for (uint32_t i = 0; i < s->nclasses; i++)
+    any |= s->cls[i].slo.ttft_ns || s->cls[i].slo.tpot_ns || s->cls[i].slo.e2e_ns;
+  if (!any) return;
+  put_header(c, 0, "slo_budget_seconds", "gauge", "seconds",
+             "SLO budgets of each class that sets them (slo = ttft, tpot, e2e).");
+  for (uint32_t i = 0; i < s->nclasses; i++) {
+    if (class_dup(s, i)) continue;
+    const ttft_slo *o = &s->cls[i].slo;
+    const struct {
+      const char *k;
+      uint64_t v;
+    } b[3] = {{"ttft", o->ttft_ns}, {"tpot", o->tpot_ns}, {"e2e", o->e2e_ns}};
+    for (int k = 0; k < 3; k++) {
+      if (!b[k].v) continue;
+      int first = 1;
+      put_name(c, 0, "slo_budget_seconds", NULL);
+      put_base_labels(c, &first, class_name(s, i));
+      put_label(c->sb, &first, "slo", b[k].k, 8);
+      close_labels(c->sb, first);
+      ttft__sb_puts(c->sb, " ");
+      put_seconds(c->sb, b[k].v);
+      ttft__sb_puts(c->sb, "\n");
+    }
+  }
+}
+
+static void put_info(const prom_ctx *c) {
+  const ttft_snapshot *s = c->s;
+  put_header(c, 0, "measurement", "info", NULL,
+             "Where this process starts the clock (start_point) and what it counts as an "
+             "emitted token (token_point).");
+  int first = 1;
+  put_name(c, 0, "measurement", "_info");
+  put_label(c->sb, &first, "start_point", s->start_point, sizeof s->start_point);
+  put_label(c->sb, &first, "token_point", s->token_point, sizeof s->token_point);
+  put_label(c->sb, &first, "version", ttft_version_string(), 16);
+  put_base_labels(c, &first, NULL);
+  close_labels(c->sb, first);
+  ttft__sb_puts(c->sb, " 1\n");
+}
+
+/* Namespace: [a-zA-Z0-9_] only (':' is for recording rules), not starting
+ * with a digit. A corrupt or odd one is repaired rather than refused. */
+static void sanitize_ns(char *dst, const char *src, size_t cap) {
+  size_t n = 0, o = 0;
+  while (n < cap && src[n]) n++;
+  for (size_t i = 0; i < n && o + 2 < TTFT__NAME_MAX; i++) {
+    unsigned char ch = (unsigned char)src[i];
+    if (o == 0 && is_digit(ch)) dst[o++] = '_';
+    dst[o++] = (is_alpha_(ch) || is_digit(ch)) ? (char)ch : '_';
+  }
+  dst[o] = '\0';
+}
+
+/* A constant label is usable when its name is a valid, non-reserved label
+ * name that no earlier constant label used. */
+static int const_usable(const ttft_snapshot *s, uint32_t k) {
+  const char *nm = s->const_name[k];
+  size_t n = 0;
+  while (n < TTFT__NAME_MAX && nm[n]) n++;
+  if (n == 0 || n == TTFT__NAME_MAX) return 0;
+  if (!is_alpha_((unsigned char)nm[0])) return 0;
+  for (size_t i = 1; i < n; i++)
+    if (!is_alpha_((unsigned char)nm[i]) && !is_digit((unsigned char)nm[i])) return 0;
+  if (n >= 2 && nm[0] == '_' && nm[1] == '_') return 0;
+  for (size_t i = 0; i < sizeof reserved_labels / sizeof reserved_labels[0]; i++)
+    if (strcmp(nm, reserved_labels[i]) == 0) return 0;
+  for (uint32_t j = 0; j < k; j++)
+    if (strncmp(s->const_name[j], nm, TTFT__NAME_MAX) == 0) return 0;
+  return 1;
+}
+
+int ttft__format_prometheus(const ttft_snapshot *s, ttft__sb *sb, int openmetrics) {
+  if (!s || !sb) return TTFT_EINVAL;
+  prom_ctx c;
+  memset(&c, 0, sizeof c);
+  c.s = s;
+  c.sb = sb;
+  c.om = openmetrics != 0;
+  sanitize_ns(c.ns, s->ns, sizeof s->ns);
+  uint32_t nconst = s->n_const_labels;
+  if (nconst > TTFT_MAX_CONST_LABELS) nconst = TTFT_MAX_CONST_LABELS;
+  for (uint32_t k = 0; k < nconst; k++)
+    if (const_usable(s, k)) c.const_idx[c.nconst++] = k;
+
+  put_info(&c);
+  put_histograms(&c);
+  if (s->prom_summaries) put_summaries(&c);
+  if (s->split_cache[0] || s->split_cache[1]) put_splits(&c);
+  put_counters(&c);
+  put_gauges(&c);
+  if (c.om) ttft__sb_puts(sb, "# EOF\n");
+  return TTFT_OK;
+}

@@ -1,0 +1,246 @@
+#!/usr/bin/env python3
+"""parse_client.py EXPOSE_BIN WORKDIR
+
+Writes every exposition variant with EXPOSE_BIN (tests/prom/expose.c) and
+parses each with the reference Python client (python3-prometheus-client):
+the .prom files with prometheus_client.parser, the .om files with
+prometheus_client.openmetrics.parser. Then checks what the parsers return:
+
+  - the expected families exist with the expected types;
+  - every histogram series: buckets ascending in le, cumulative counts
+    never decreasing, a +Inf bucket equal to _count, a _sum;
+  - every summary series: quantiles 0.5 .. 0.999 never decreasing, and its
+    _count equal to the histogram of the same metric and labels;
+  - both formats carry exactly the same samples (name, labels, value);
+  - the hostile variant's label values parse back to the raw bytes the
+    registry was given (labels.expect), invalid UTF-8 as U+FFFD.
+
+The module missing: FAIL under CI (CI set), otherwise exit 77 (ctest SKIP).
+"""
+import math
+import os
+import subprocess
+import sys
+
+try:
+    from prometheus_client.parser import text_string_to_metric_families as parse_text
+    from prometheus_client.openmetrics.parser import (
+        text_string_to_metric_families as parse_om,
+    )
+except ImportError as e:  # pragma: no cover - environment dependent
+    if os.environ.get("CI"):
+        print("FAIL: python prometheus_client missing (python3-prometheus-client): %s" % e)
+        sys.exit(1)
+    print("SKIP: python prometheus_client missing (apt-get install python3-prometheus-client)")
+    sys.exit(77)
+
+VARIANTS = ["empty", "default", "classes", "hostile", "custom", "summaries"]
+HISTOGRAMS = {
+    "gen_ai_server_time_to_first_token_seconds",
+    "gen_ai_server_time_per_output_token_seconds",
+    "gen_ai_server_request_duration_seconds",
+    "{ns}inter_token_latency_seconds",
+    "{ns}request_queue_time_seconds",
+    "{ns}request_prefill_time_seconds",
+    "{ns}request_decode_time_seconds",
+    "{ns}request_output_tokens",
+    "{ns}request_inter_token_latency_p95_seconds",
+    "{ns}request_inter_token_latency_max_seconds",
+    "{ns}abandoned_wait_seconds",
+}
+COUNTERS = {  # family names as the parsers report them (no _total)
+    "{ns}requests_started", "{ns}requests_ended", "{ns}requests_dropped",
+    "{ns}output_tokens", "{ns}stalls", "{ns}stalled_requests",
+    "{ns}requests_abandoned_before_first_token", "{ns}requests_slo_met",
+    "{ns}requests_without_tpot", "{ns}preemptions", "{ns}clock_clamped",
+}
+GAUGES = {"{ns}requests_in_flight", "{ns}live_stalls", "{ns}stall_budget_seconds"}
+
+failures = []
+
+
+def fail(msg):
+    failures.append(msg)
+    print("FAIL: " + msg)
+
+
+def key(labels, drop):
+    return tuple(sorted((k, v) for k, v in labels.items() if k not in drop))
+
+
+def check_histogram(fam, where):
+    series = {}
+    for s in fam.samples:
+        k = key(s.labels, ("le",))
+        d = series.setdefault(k, {"buckets": [], "sum": None, "count": None})
+        if s.name.endswith("_bucket"):
+            d["buckets"].append((float(s.labels["le"]), s.value))
+        elif s.name.endswith("_sum"):
+            d["sum"] = s.value
+        elif s.name.endswith("_count"):
+            d["count"] = s.value
+        elif s.name.endswith("_created"):
+            fail("%s: %s has a _created sample" % (where, fam.name))
+    if not series:
+        fail("%s: histogram %s has no series" % (where, fam.name))
+    for k, d in series.items():
+        les = [b[0] for b in d["buckets"]]
+        if les != sorted(les) or len(set(les)) != len(les):
+            fail("%s: %s%s: le not strictly ascending" % (where, fam.name, k))
+        if not les or les[-1] != math.inf:
+            fail("%s: %s%s: no +Inf bucket" % (where, fam.name, k))
+            continue
+        counts = [b[1] for b in d["buckets"]]
+        if any(b < a for a, b in zip(counts, counts[1:])):
+            fail("%s: %s%s: cumulative counts decrease" % (where, fam.name, k))
+        if d["count"] is None or d["sum"] is None:
+            fail("%s: %s%s: missing _sum or _count" % (where, fam.name, k))
+        elif counts[-1] != d["count"]:
+            fail("%s: %s%s: +Inf %s != _count %s" % (where, fam.name, k, counts[-1], d["count"]))
+        elif d["sum"] < 0 or (d["count"] == 0 and d["sum"] != 0):
+            fail("%s: %s%s: bad _sum %s" % (where, fam.name, k, d["sum"]))
+    return series
+
+
+def check_summary(fam, where):
+    series = {}
+    for s in fam.samples:
+        k = key(s.labels, ("quantile",))
+        d = series.setdefault(k, {"q": [], "count": None})
+        if "quantile" in s.labels:
+            d["q"].append((float(s.labels["quantile"]), s.value))
+        elif s.name.endswith("_count"):
+            d["count"] = s.value
+    for k, d in series.items():
+        qs = [q for q, _ in d["q"]]
+        if qs != [0.5, 0.9, 0.95, 0.99, 0.999]:
+            fail("%s: %s%s: quantiles %s" % (where, fam.name, k, qs))
+        vals = [v for _, v in d["q"]]
+        if d["count"] == 0:
+            if not all(math.isnan(v) for v in vals):
+                fail("%s: %s%s: empty summary with values %s" % (where, fam.name, k, vals))
+        elif any(math.isnan(v) for v in vals) or any(b < a for a, b in zip(vals, vals[1:])):
+            fail("%s: %s%s: quantiles not monotone: %s" % (where, fam.name, k, vals))
+    return series
+
+
+def samples_of(fams):
+    out = set()
+    for f in fams:
+        for s in f.samples:
+            v = "NaN" if math.isnan(s.value) else float(s.value)
+            out.add((s.name, key(s.labels, ()), v))
+    return out
+
+
+def check_variant(work, name):
+    ns = "inference_" if name == "custom" else "llm_"
+    per_format = {}
+    for ext, parser in (("prom", parse_text), ("om", parse_om)):
+        where = "%s.%s" % (name, ext)
+        with open(os.path.join(work, where), encoding="utf-8") as f:
+            text = f.read()
+        try:
+            fams = list(parser(text))
+        except Exception as e:  # the parser's own verdict is the point
+            fail("%s: parser raised %s: %s" % (where, type(e).__name__, e))
+            continue
+        types = {f.name: f.type for f in fams}
+        if len(types) != len(fams):
+            fail("%s: a family appears twice" % where)
+        for n in HISTOGRAMS:
+            n = n.format(ns=ns)
+            if types.get(n) != "histogram":
+                fail("%s: %s is %s, expected histogram" % (where, n, types.get(n)))
+        for n in COUNTERS:
+            n = n.format(ns=ns)
+            if types.get(n) != "counter":
+                fail("%s: %s is %s, expected counter" % (where, n, types.get(n)))
+        for n in GAUGES:
+            n = n.format(ns=ns)
+            if types.get(n) != "gauge":
+                fail("%s: %s is %s, expected gauge" % (where, n, types.get(n)))
+        info = ns + ("measurement" if ext == "om" else "measurement_info")
+        if types.get(info) != ("info" if ext == "om" else "gauge"):
+            fail("%s: info family %s is %s" % (where, info, types.get(info)))
+        hists = {}
+        for f in fams:
+            if f.type == "histogram":
+                hists[f.name] = check_histogram(f, where)
+        nsum = 0
+        for f in fams:
+            if f.type != "summary":
+                continue
+            nsum += 1
+            series = check_summary(f, where)
+            stem = f.name[len(ns):].replace("_quantiles", "")
+            twin = [h for h in hists if h.endswith(stem) and "_by_" not in h]
+            if len(twin) != 1:
+                fail("%s: summary %s has no histogram twin (%s)" % (where, f.name, twin))
+                continue
+            for k, d in series.items():
+                hc = hists[twin[0]].get(k, {}).get("count")
+                if hc != d["count"]:
+                    fail("%s: %s%s count %s != histogram %s" % (where, f.name, k, d["count"], hc))
+        if (name == "summaries") != (nsum == 11):
+            fail("%s: %d summary families" % (where, nsum))
+        per_format[ext] = fams
+        print("ok   %s: %d families, %d samples" % (where, len(fams), sum(len(f.samples) for f in fams)))
+    if len(per_format) == 2:
+        a, b = samples_of(per_format["prom"]), samples_of(per_format["om"])
+        if a != b:
+            fail("%s: formats differ: %d only in .prom, %d only in .om, e.g. %s"
+                 % (name, len(a - b), len(b - a), sorted(a ^ b)[:2]))
+    return per_format
+
+
+def check_hostile(work, fams_by_format):
+    want = {}
+    with open(os.path.join(work, "labels.expect")) as f:
+        for line in f:
+            k, hexv = line.split()
+            raw = b"" if hexv.endswith("-") else bytes.fromhex(hexv)
+            want[k] = raw.decode("utf-8", errors="replace")
+    for ext, fams in fams_by_format.items():
+        info = [s for f in fams for s in f.samples if s.name == "llm_measurement_info"]
+        hist = [s for f in fams for s in f.samples
+                if s.name == "llm_inter_token_latency_seconds_count"]
+        if len(info) != 1 or not hist:
+            fail("hostile.%s: info %d, itl series %d" % (ext, len(info), len(hist)))
+            continue
+        for k, v in want.items():
+            got = info[0].labels.get(k)
+            if got != v:
+                fail("hostile.%s: info label %s = %r, expected %r" % (ext, k, got, v))
+            if k in ("start_point", "token_point"):
+                continue
+            for s in hist:
+                if s.labels.get(k) != v:
+                    fail("hostile.%s: series label %s = %r, expected %r" % (ext, k, s.labels.get(k), v))
+                    break
+        classes = sorted(s.labels.get("class") for s in hist)
+        if classes != sorted(["default", "chat", "batch", "tool.call:v2-x"]):
+            fail("hostile.%s: classes %s" % (ext, classes))
+    print("ok   hostile label values round-trip (%d labels)" % len(want))
+
+
+def main():
+    if len(sys.argv) != 3:
+        print(__doc__)
+        return 2
+    expose, work = sys.argv[1], sys.argv[2]
+    os.makedirs(work, exist_ok=True)
+    subprocess.run([expose, work], check=True)
+    results = {}
+    for v in VARIANTS:
+        results[v] = check_variant(work, v)
+    check_hostile(work, results["hostile"])
+    if failures:
+        print("%d failure(s)" % len(failures))
+        return 1
+    print("all variants parse and check out")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
