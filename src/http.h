@@ -1,0 +1,61 @@
+/*
+ * http.h — the request parser of the optional /metrics endpoint (http.c).
+ *
+ * The parser is a pure function over bytes: no I/O, no allocation, no
+ * global state, never reads past len and needs no NUL terminator. The
+ * server calls it again with the whole buffer each time more bytes of a
+ * request arrive; tests/fuzz/fuzz_http.c feeds it arbitrary input.
+ */
+#ifndef TTFT_HTTP_H
+#define TTFT_HTTP_H
+
+#include <stddef.h>
+
+#include "internal.h"
+
+/* Largest request head (request line + header fields + the blank line)
+ * the server reads. Anything longer is refused with 414 or 431. */
+#define TTFT__HTTP_MAX_REQUEST 8192
+/* Most header fields in one request (431 beyond). */
+#define TTFT__HTTP_MAX_FIELDS 100
+
+/* Return values of ttft__http_parse besides the negated HTTP status codes
+ * of a refused request (-400, -413, -414, -431, -501, -505). */
+#define TTFT__HTTP_NEED_MORE 0
+#define TTFT__HTTP_COMPLETE 1
+
+typedef enum ttft__http_method {
+  TTFT__HTTP_GET = 0,
+  TTFT__HTTP_HEAD = 1,
+  TTFT__HTTP_OTHER = 2 /* a syntactically valid method we do not serve */
+} ttft__http_method;
+
+typedef struct ttft__http_req {
+  ttft__http_method method;
+  const char *path;        /* into buf: the path without query or fragment;
+                              path_len 0 (meaning "/") for an absolute-form
+                              target without one ("GET http://host HTTP/1.1") */
+  size_t path_len;
+  int minor_version;       /* HTTP/1.x: 0 or 1 (a later 1.x counts as 1) */
+  int accept_openmetrics;  /* Accept prefers application/openmetrics-text */
+  unsigned long long content_length; /* 0 when absent */
+  size_t head_len;         /* bytes of buf the request head used */
+} ttft__http_req;
+
+/* Parse the request head at buf[0, len).
+ * Returns TTFT__HTTP_COMPLETE and fills *out when a whole head is there
+ * (bytes after it are left alone); TTFT__HTTP_NEED_MORE when what is there
+ * is a valid prefix of a request shorter than TTFT__HTTP_MAX_REQUEST;
+ * otherwise the negated status code to answer with:
+ *   -400 malformed (bad request line, bad field, bare CR, obs-fold, a
+ *        missing or repeated Host in HTTP/1.1, bad Content-Length);
+ *   -413 Content-Length above TTFT__HTTP_MAX_REQUEST;
+ *   -414 the request line alone does not fit in TTFT__HTTP_MAX_REQUEST;
+ *   -431 the head does not fit, or has more than TTFT__HTTP_MAX_FIELDS fields;
+ *   -501 a Transfer-Encoding (request bodies are not read);
+ *   -505 an HTTP version other than 1.0 / 1.1.
+ * *out is written only on TTFT__HTTP_COMPLETE. buf may be NULL when len
+ * is 0; out must not be NULL. Thread-safe. */
+TTFT_HIDDEN int ttft__http_parse(const char *buf, size_t len, ttft__http_req *out);
+
+#endif

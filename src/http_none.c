@@ -1,0 +1,28 @@
+/*
+ * http_none.c — the endpoint's entry points in a build without it
+ * (TTFT_WITH_HTTP off, or no pthreads): http.c is left out of such a
+ * build, and these report TTFT_ENOTSUP so that the ABI stays the same.
+ * With TTFT_HAVE_HTTP defined this file compiles to nothing.
+ */
+#include "internal.h"
+
+#if !defined(TTFT_HAVE_HTTP)
+
+int ttft_http_start(ttft_registry *r, const char *addr, ttft_http **out) {
+  (void)r;
+  (void)addr;
+  if (out) *out = NULL;
+  return TTFT_ENOTSUP;
+}
+
+int ttft_http_port(const ttft_http *srv) {
+  (void)srv;
+  return TTFT_ENOTSUP;
+}
+
+void ttft_http_stop(ttft_http *srv) { (void)srv; }
+
+#else
+/* ISO C wants at least one declaration in a translation unit. */
+typedef int ttft__http_none_unused;
+#endif
