@@ -1,0 +1,58 @@
+"""libttft for Python: what a streaming LLM user feels, as honest percentiles.
+
+    import ttft
+    reg = ttft.Registry(max_inflight=4096, stall_threshold=0.5)   # seconds
+    chat = reg.add_class("chat", ttft_slo=0.5, tpot_slo=0.05)
+    with reg.stream(cls=chat) as s:      # begin on enter
+        for chunk in generate():
+            send(chunk)
+            s.token()                     # after the chunk is visible
+    snap = reg.snapshot()
+    snap.quantile("ttft", 0.99)           # seconds
+
+Pure standard library (ctypes) over the C library libttft (include/ttft.h is
+the reference). Timestamps t_ns are nanoseconds on time.monotonic_ns()'s
+clock (CLOCK_MONOTONIC, the library's clock); None means "now". Budgets and
+query results are seconds. docs/python.md has the guide.
+
+The shared library is looked up in this order: $TTFT_LIBRARY; libttft.so*
+next to this package; the path recorded by `make install`; the build tree of
+a source checkout (../build*/); the system loader (find_library, then
+libttft.so.1). It is loaded on first use; ttft.library_path() tells which.
+"""
+
+from . import _lib
+from ._core import Class, HttpServer, Registry, SeqStats, Stream, now_ns
+from ._errors import (ClosedError, CorruptError, Error, ExistsError, FullError,
+                      InvalidArgumentError, IoError, LibraryNotFoundError,
+                      NotSupportedError, OutOfMemoryError, RangeError,
+                      StaleHandleError)
+from ._snapshot import Snapshot, merge
+
+__version__ = "1.0.0"
+
+METRICS = _lib.METRICS
+COUNTERS = _lib.COUNTERS
+GAUGES = _lib.GAUGES
+STATUSES = _lib.STATUSES
+FORMATS = _lib.FORMATS
+
+
+def library_path():
+    """Path of the libttft shared library in use (loads it if needed)."""
+    return _lib.loaded_path()
+
+
+def library_version():
+    """The loaded C library's version string, e.g. "1.0.0"."""
+    return _lib.load().ttft_version_string().decode("ascii")
+
+
+__all__ = [
+    "Registry", "Class", "Stream", "SeqStats", "Snapshot", "HttpServer",
+    "merge", "now_ns", "library_path", "library_version",
+    "Error", "InvalidArgumentError", "StaleHandleError", "FullError",
+    "OutOfMemoryError", "RangeError", "CorruptError", "ExistsError", "IoError",
+    "NotSupportedError", "ClosedError", "LibraryNotFoundError",
+    "METRICS", "COUNTERS", "GAUGES", "STATUSES", "FORMATS",
+]

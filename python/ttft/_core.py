@@ -1,0 +1,814 @@
+"""Registry, Class, Stream and the wrappers around them.
+
+Lifetime model. Each C object (registry, snapshot) is owned by one small
+_Owner object whose __del__ frees it. Everything that calls into C with the
+pointer (Registry, Stream, HttpServer; Snapshot) holds a reference to that
+owner, so the C object cannot be freed while a call on it is running in
+another thread. Registry.close() only *retires* the owner: new calls see a
+NULL pointer and raise ClosedError, and the memory is released as soon as
+the last Stream or server holding the owner is gone (immediately when there
+is none). That is what makes "close() while another thread is mid-call"
+safe, which the C API alone does not promise.
+"""
+
+import asyncio
+import concurrent.futures
+import ctypes
+import math
+import re
+import threading
+
+from . import _lib
+from ._errors import (ClosedError, Error, InvalidArgumentError,
+                      StaleHandleError, from_code)
+
+# Hot-path C functions, bound by _bind() when the library is first loaded.
+# Module globals are the cheapest lookup from a method body.
+_begin = _begin_ex = _mark = _token_emitted = _stream_end = None
+_L = None  # the CDLL
+
+
+def _bind():
+    """Load libttft (once) and bind the hot functions to module globals."""
+    global _L, _begin, _begin_ex, _mark, _token_emitted, _stream_end
+    if _L is None:
+        lib = _lib.load()
+        _begin, _begin_ex = lib.ttft_begin, lib.ttft_begin_ex
+        _mark, _token_emitted = lib.ttft_mark, lib.ttft_token_emitted
+        _stream_end = lib.ttft_stream_end
+        _L = lib
+    return _L
+
+
+_U32 = _lib.U32_MAX
+_U64 = _lib.U64_MAX
+_STATUS_INDEX = {name: i for i, name in enumerate(_lib.STATUSES)}
+_CANCEL_TYPES = (asyncio.CancelledError, concurrent.futures.CancelledError,
+                 GeneratorExit, ConnectionError)
+
+
+# ------------------------------------------------------------ validation
+def _int_arg(value, what, lo, hi):
+    """value as a Python int in [lo, hi]; TypeError/ValueError otherwise."""
+    if isinstance(value, bool) or not hasattr(type(value), "__index__"):
+        raise TypeError("%s must be an int, not %s" % (what, type(value).__name__))
+    v = value.__index__()
+    if v < lo or v > hi:
+        raise ValueError("%s must be in [%d, %d], got %d" % (what, lo, hi, v))
+    return v
+
+
+def _t_arg(t_ns, what="t_ns"):
+    """A timestamp argument: None (read the clock) or ns on time.monotonic_ns()'s
+    clock. 0 also means "now", as in C (TTFT_NOW)."""
+    if t_ns is None:
+        return 0
+    return _int_arg(t_ns, what, 0, _U64)
+
+
+def _n_arg(n):
+    return _int_arg(n, "n", 1, _U32)
+
+
+def _seconds_arg(value, what, allow_zero=True):
+    """Seconds (int or float) to integer nanoseconds."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError("%s must be a number of seconds, not %s"
+                        % (what, type(value).__name__))
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError("%s must be finite, got %r" % (what, value))
+    if value < 0 or (value == 0 and not allow_zero):
+        raise ValueError("%s must be %s seconds, got %r"
+                         % (what, ">= 0" if allow_zero else "> 0", value))
+    ns = int(round(value * 1e9))
+    if ns > _U64:
+        raise ValueError("%s is too large: %r seconds" % (what, value))
+    if ns == 0 and value > 0:
+        ns = 1  # a positive budget never becomes "no budget"
+    return ns
+
+
+def _str_arg(value, what, max_bytes=None):
+    if not isinstance(value, str):
+        raise TypeError("%s must be a str, not %s" % (what, type(value).__name__))
+    b = value.encode("utf-8")
+    if b"\0" in b:
+        raise ValueError("%s must not contain NUL" % what)
+    if max_bytes is not None and len(b) > max_bytes:
+        raise ValueError("%s is longer than %d bytes" % (what, max_bytes))
+    return b
+
+
+def _status_arg(status):
+    if not isinstance(status, str):
+        raise TypeError("status must be one of %s, not %s"
+                        % ("/".join(_lib.STATUSES), type(status).__name__))
+    try:
+        return _STATUS_INDEX[status]
+    except KeyError:
+        raise ValueError("status must be one of %s, got %r"
+                         % (", ".join(_lib.STATUSES), status)) from None
+
+
+def _status_for(exc_type):
+    """The end status of a stream left by exception type exc_type.
+
+    None -> completed; the client going away (task cancelled, generator
+    closed, connection reset/broken pipe) -> cancelled; anything else ->
+    error."""
+    if exc_type is None:
+        return "completed"
+    if issubclass(exc_type, _CANCEL_TYPES):
+        return "cancelled"
+    return "error"
+
+
+_LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*\Z")
+_CLASS_NAME = re.compile(r"[A-Za-z0-9_.:-]{1,63}\Z")
+
+
+# ---------------------------------------------------------------- owners
+class _Owner:
+    """Owns one C pointer; frees it when the last reference goes."""
+
+    __slots__ = ("ptr", "_raw", "_free")
+
+    def __init__(self, raw, free):
+        self.ptr = raw      # what calls use; None once retired
+        self._raw = raw     # what __del__ frees
+        self._free = free
+
+    def retire(self):
+        self.ptr = None
+
+    def __del__(self):
+        raw, self._raw = self._raw, None
+        if raw:
+            try:
+                self._free(raw)
+            except Exception:  # interpreter shutdown: never raise from __del__
+                pass
+
+
+def _registry_ptr(o):
+    p = o.ptr if o is not None else None
+    if p is None:
+        raise ClosedError("registry is closed")
+    return p
+
+
+# ----------------------------------------------------------------- class
+class Class:
+    """A request class with its SLO budgets (from Registry.add_class)."""
+
+    __slots__ = ("id", "name", "_key")
+
+    def __init__(self, class_id, name, key):
+        self.id = class_id
+        self.name = name
+        self._key = key
+
+    def __repr__(self):
+        return "<ttft.Class %r id=%d>" % (self.name, self.id)
+
+    def __eq__(self, other):
+        return (isinstance(other, Class) and other._key is self._key
+                and other.id == self.id)
+
+    def __hash__(self):
+        return hash((id(self._key), self.id))
+
+
+# ------------------------------------------------------------------ stream
+class SeqStats:
+    """Live statistics of one stream (ttft_seq_stats). Times in ns fields;
+    the properties without _ns are seconds (None while not yet known)."""
+
+    __slots__ = ("class_id", "emissions", "tokens", "t_begin_ns", "t_last_ns",
+                 "ttft_ns", "itl_p50_ns", "itl_p95_ns", "itl_max_ns", "stalls",
+                 "preemptions")
+
+    def __init__(self, info):
+        for name in self.__slots__:
+            setattr(self, name, getattr(info, name))
+
+    def _sec(self, ns, known):
+        return ns / 1e9 if known else None
+
+    @property
+    def ttft(self):
+        return self._sec(self.ttft_ns, self.emissions > 0)
+
+    @property
+    def itl_p50(self):
+        return self._sec(self.itl_p50_ns, self.emissions > 1)
+
+    @property
+    def itl_p95(self):
+        return self._sec(self.itl_p95_ns, self.emissions > 1)
+
+    @property
+    def itl_max(self):
+        return self._sec(self.itl_max_ns, self.emissions > 1)
+
+    def __repr__(self):
+        return "<ttft.SeqStats %s>" % " ".join(
+            "%s=%s" % (n, getattr(self, n)) for n in self.__slots__)
+
+
+class Stream:
+    """One streamed response (a C sequence handle). Made by Registry.begin.
+
+    Hooks raise StaleHandleError once the stream has ended. A stream that
+    could not begin because every slot was busy (counted as "dropped") is
+    `dropped`: its hooks do nothing, so instrumentation never fails the
+    request it measures."""
+
+    __slots__ = ("_o", "_seq", "cls", "status", "dropped", "__weakref__")
+
+    def __init__(self, owner, seq, cls):
+        self._o = owner if seq else None
+        self._seq = seq
+        self.cls = cls
+        self.status = None     # "completed" / "cancelled" / "error" once ended
+        self.dropped = not seq
+
+    @property
+    def handle(self):
+        """The raw ttft_seq handle (an int; 0 for a dropped stream)."""
+        return self._seq
+
+    @property
+    def ended(self):
+        return self.status is not None
+
+    def __repr__(self):
+        state = ("dropped" if self.dropped else
+                 "ended %s" % self.status if self.status else "live")
+        return "<ttft.Stream 0x%x %s>" % (self._seq, state)
+
+    # --- errors, off the fast path
+    def _dead(self, what):
+        if self.dropped:
+            return
+        e = from_code(_lib.TTFT_ESTALE, what)
+        raise e
+
+    def _fail(self, rc, what, o):
+        if rc == _lib.TTFT_EINVAL and o.ptr is None:
+            raise ClosedError("%s: registry is closed" % what)
+        raise from_code(rc, what)
+
+    # --- hooks
+    def token(self, n=1, t_ns=None):
+        """n tokens became visible to the client at t_ns (None = now)."""
+        o = self._o
+        if o is None:
+            return self._dead("Stream.token")
+        if t_ns is None:
+            t = 0
+        elif type(t_ns) is int and 0 <= t_ns <= _U64:
+            t = t_ns
+        else:
+            t = _t_arg(t_ns)
+        if type(n) is not int or n < 1 or n > _U32:
+            n = _n_arg(n)
+        rc = _token_emitted(o.ptr, self._seq, n, t)
+        if rc:
+            self._fail(rc, "Stream.token", o)
+
+    def _mark(self, phase, t_ns, what):
+        o = self._o
+        if o is None:
+            return self._dead(what)
+        rc = _mark(o.ptr, self._seq, phase, _t_arg(t_ns))
+        if rc:
+            self._fail(rc, what, o)
+
+    def mark_scheduled(self, t_ns=None):
+        """First admission by the scheduler (prefill starts). Later calls
+        are accepted and ignored by the library."""
+        self._mark(_lib.TTFT_PHASE_SCHEDULED, t_ns, "Stream.mark_scheduled")
+
+    def mark_preempted(self, t_ns=None):
+        """Evicted from the batch (counted as a preemption)."""
+        self._mark(_lib.TTFT_PHASE_PREEMPTED, t_ns, "Stream.mark_preempted")
+
+    def end(self, status="completed", t_ns=None):
+        """Close the stream: "completed", "cancelled" (the client went
+        away) or "error" (the server failed it)."""
+        st = _status_arg(status)
+        t = _t_arg(t_ns)
+        o = self._o
+        if o is None:
+            if self.dropped:
+                if self.status is None:
+                    self.status = status
+                return
+            return self._dead("Stream.end")
+        rc = _stream_end(o.ptr, self._seq, st, t)
+        if rc:
+            self._fail(rc, "Stream.end", o)
+        self.status = status
+        self._o = None   # no further C calls; lets a closed registry go
+
+    def stats(self):
+        """Live statistics (SeqStats) of this stream; raises
+        StaleHandleError once it ended."""
+        o = self._o
+        if o is None:
+            if self.dropped:
+                raise StaleHandleError("Stream.stats: stream was dropped (no free slot)",
+                                       code=_lib.TTFT_ESTALE)
+            return self._dead("Stream.stats")
+        info = _lib.SeqInfo()
+        info.struct_size = ctypes.sizeof(_lib.SeqInfo)
+        rc = _L.ttft_seq_stats(o.ptr, self._seq, ctypes.byref(info))
+        if rc:
+            self._fail(rc, "Stream.stats", o)
+        return SeqStats(info)
+
+
+def _end_quietly(stream, status):
+    """End stream on an exception path: never mask the original exception."""
+    if stream is None or stream.status is not None:
+        return
+    try:
+        stream.end(status)
+    except Error:
+        pass
+
+
+class _StreamScope:
+    """`with reg.stream(...) as s` / `async with`: begin on enter; on exit
+    end as completed, cancelled or error (see _status_for) unless the body
+    already ended the stream. Exceptions are never swallowed."""
+
+    __slots__ = ("_reg", "_t", "_req", "_cls", "stream")
+
+    def __init__(self, reg, t, req, cls):
+        self._reg, self._t, self._req, self._cls = reg, t, req, cls
+        self.stream = None
+
+    def __enter__(self):
+        if self.stream is not None:
+            raise RuntimeError("a reg.stream(...) scope can be entered only once")
+        self.stream = self._reg._begin_prepared(self._t, self._req, self._cls)
+        return self.stream
+
+    def __exit__(self, exc_type, exc, tb):
+        s = self.stream
+        if s is not None and s.status is None:
+            if exc_type is None:
+                try:
+                    s.end("completed")
+                except StaleHandleError:
+                    pass  # another thread ended it first: its outcome won
+            else:
+                _end_quietly(s, _status_for(exc_type))
+        return False
+
+    async def __aenter__(self):
+        return self.__enter__()
+
+    async def __aexit__(self, exc_type, exc, tb):
+        return self.__exit__(exc_type, exc, tb)
+
+
+def _token_count(count, item):
+    if count is None:
+        return 1
+    n = count(item)
+    if n == 0:
+        return 0
+    return _n_arg(n)
+
+
+def _instrument_sync(reg, iterable, t, req, cls, count):
+    it = iter(iterable)
+    s = None
+    try:
+        s = reg._begin_prepared(t, req, cls)
+        for item in it:
+            n = _token_count(count, item)
+            if n:
+                s.token(n)
+            yield item
+    except BaseException as e:
+        _end_quietly(s, _status_for(type(e)))
+        raise
+    else:
+        s.end("completed")
+    finally:
+        close = getattr(it, "close", None)
+        if close is not None:
+            close()
+
+
+async def _instrument_async(reg, aiterable, t, req, cls, count):
+    ait = aiterable.__aiter__()
+    s = None
+    try:
+        s = reg._begin_prepared(t, req, cls)
+        while True:
+            try:
+                item = await ait.__anext__()
+            except StopAsyncIteration:
+                break
+            n = _token_count(count, item)
+            if n:
+                s.token(n)
+            yield item
+    except BaseException as e:
+        _end_quietly(s, _status_for(type(e)))
+        raise
+    else:
+        s.end("completed")
+    finally:
+        aclose = getattr(ait, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
+# ---------------------------------------------------------------- registry
+class Registry:
+    """A libttft registry: the slot table and histograms of one process or
+    engine. Times are seconds in Python arguments (stall_threshold, SLO
+    budgets) and nanoseconds for timestamps (t_ns, time.monotonic_ns()).
+
+    Arguments beyond the first two are keyword-only and map to ttft_config
+    fields (None = the library default):
+      max_threads, max_classes, clock ("monotonic" | "tsc"),
+      start_point, token_point, model, namespace (metric prefix),
+      labels ({name: value} constant labels), prompt_bands (ascending
+      prompt-token edges), prom_buckets ({metric: [upper bounds in seconds,
+      tokens for output_tokens]}), prom_summaries (bool).
+    """
+
+    def __init__(self, max_inflight=4096, stall_threshold=0.5, *,
+                 max_threads=None, max_classes=None, clock=None,
+                 start_point=None, token_point=None, model=None,
+                 namespace=None, labels=None, prompt_bands=None,
+                 prom_buckets=None, prom_summaries=False):
+        self._o = None
+        self._servers = []
+        self._lock = threading.Lock()
+        self._key = object()
+        lib = _bind()
+        cfg = _lib.Config()
+        lib.ttft_config_init(ctypes.byref(cfg))
+        keep = []  # buffers that must live until ttft_registry_new returns
+        cfg.max_inflight = _int_arg(max_inflight, "max_inflight", 1, 1 << 24)
+        cfg.stall_threshold_ns = _seconds_arg(stall_threshold, "stall_threshold",
+                                              allow_zero=False)
+        if max_threads is not None:
+            cfg.max_threads = _int_arg(max_threads, "max_threads", 0, 256)
+        if max_classes is not None:
+            cfg.max_classes = _int_arg(max_classes, "max_classes", 1, 1 << 16)
+        if clock is not None:
+            if clock not in _lib.CLOCKS:
+                raise ValueError("clock must be one of %s, got %r"
+                                 % (", ".join(_lib.CLOCKS), clock))
+            cfg.clock = _lib.CLOCKS.index(clock)
+        for field, value in (("start_point", start_point), ("token_point", token_point),
+                             ("model", model), ("metric_namespace", namespace)):
+            if value is not None:
+                b = _str_arg(value, field if field != "metric_namespace" else "namespace",
+                             _lib.TTFT_MAX_LABEL)
+                keep.append(b)
+                setattr(cfg, field, b)
+        if labels:
+            if not isinstance(labels, dict):
+                raise TypeError("labels must be a dict of name -> value")
+            if len(labels) > _lib.TTFT_MAX_CONST_LABELS:
+                raise ValueError("at most %d constant labels" % _lib.TTFT_MAX_CONST_LABELS)
+            arr = (_lib.Label * len(labels))()
+            for i, (k, v) in enumerate(labels.items()):
+                kb = _str_arg(k, "label name")
+                if not _LABEL_NAME.match(k):
+                    raise ValueError("label name %r is not [a-zA-Z_][a-zA-Z0-9_]*" % k)
+                vb = _str_arg(v, "label %r value" % k, _lib.TTFT_MAX_LABEL)
+                keep += [kb, vb]
+                arr[i].name, arr[i].value = kb, vb
+            keep.append(arr)
+            cfg.const_labels = ctypes.cast(arr, ctypes.POINTER(_lib.Label))
+            cfg.n_const_labels = len(labels)
+        if prompt_bands is not None:
+            edges = [_int_arg(e, "prompt_bands edge", 1, _U32) for e in prompt_bands]
+            if len(edges) > _lib.TTFT_MAX_BANDS - 1:
+                raise ValueError("at most %d prompt band edges" % (_lib.TTFT_MAX_BANDS - 1))
+            if any(b <= a for a, b in zip(edges, edges[1:])):
+                raise ValueError("prompt_bands edges must be strictly ascending")
+            cfg.n_prompt_bands = len(edges)
+            for i, e in enumerate(edges):
+                cfg.prompt_band_edges[i] = e
+        if prom_buckets:
+            if not isinstance(prom_buckets, dict):
+                raise TypeError("prom_buckets must be a dict of metric -> bounds")
+            for metric, bounds in prom_buckets.items():
+                m = _metric_index(metric)
+                if metric == "output_tokens":
+                    vals = [_int_arg(b, "output_tokens bucket", 1, _U64) for b in bounds]
+                else:
+                    vals = [_seconds_arg(b, "%s bucket" % metric, allow_zero=False)
+                            for b in bounds]
+                if not vals or len(vals) > _lib.TTFT_MAX_PROM_BUCKETS:
+                    raise ValueError("%s: 1 to %d buckets" % (metric, _lib.TTFT_MAX_PROM_BUCKETS))
+                if any(b <= a for a, b in zip(vals, vals[1:])):
+                    raise ValueError("%s buckets must be strictly ascending" % metric)
+                arr = (ctypes.c_uint64 * len(vals))(*vals)
+                keep.append(arr)
+                cfg.prom_buckets[m] = ctypes.cast(arr, ctypes.POINTER(ctypes.c_uint64))
+                cfg.prom_n_buckets[m] = len(vals)
+        cfg.prom_summaries = 1 if prom_summaries else 0
+        raw = lib.ttft_registry_new(ctypes.byref(cfg))
+        del keep
+        if not raw:
+            raise InvalidArgumentError(
+                "ttft_registry_new rejected the configuration (or memory is short)",
+                code=_lib.TTFT_EINVAL)
+        self._o = _Owner(raw, lib.ttft_registry_free)
+        self.default_class = Class(0, "default", self._key)
+
+    # --- lifetime
+    def close(self):
+        """Stop this registry's HTTP servers and release the registry.
+        Later calls (also on its Streams) raise ClosedError. Safe while other
+        threads are inside hooks: the C memory goes once nothing uses it.
+        Snapshots already taken stay valid. Idempotent."""
+        with self._lock:
+            servers, self._servers = self._servers, []
+            o, self._o = self._o, None
+        for srv in servers:
+            srv.stop()
+        if o is not None:
+            o.retire()
+
+    @property
+    def closed(self):
+        return self._o is None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __repr__(self):
+        return "<ttft.Registry %s>" % ("closed" if self.closed else "open")
+
+    @property
+    def address(self):
+        """The ttft_registry * as an int, for C extensions that record into
+        the same registry (valid until close())."""
+        o = self._o  # a local keeps the registry alive during the call
+        return _registry_ptr(o)
+
+    # --- classes
+    def add_class(self, name, ttft_slo=None, tpot_slo=None, e2e_slo=None,
+                  stall_threshold=None):
+        """Add a request class with SLO budgets in seconds (None = no budget;
+        stall_threshold None = the registry's). Returns a Class."""
+        nb = _str_arg(name, "class name")
+        if not _CLASS_NAME.match(name):
+            raise ValueError("class name must be 1..63 characters of [A-Za-z0-9_.:-], got %r"
+                             % name)
+        slo = _lib.Slo()
+        _L.ttft_slo_init(ctypes.byref(slo))
+        for field, value in (("ttft_ns", ttft_slo), ("tpot_ns", tpot_slo),
+                             ("e2e_ns", e2e_slo), ("stall_threshold_ns", stall_threshold)):
+            if value is not None:
+                setattr(slo, field, _seconds_arg(value, field[:-3], allow_zero=False))
+        o = self._o
+        rc = _L.ttft_class_add(_registry_ptr(o), nb, ctypes.byref(slo))
+        if rc < 0:
+            raise from_code(rc, "Registry.add_class(%r)" % name)
+        return Class(rc, name, self._key)
+
+    def find_class(self, name):
+        """The Class called name; KeyError when there is none."""
+        nb = _str_arg(name, "class name")
+        o = self._o
+        rc = _L.ttft_class_find(_registry_ptr(o), nb)
+        if rc < 0:
+            raise KeyError(name)
+        return Class(rc, name, self._key)
+
+    def _class_id(self, cls):
+        if cls is None:
+            return 0
+        if isinstance(cls, Class):
+            if cls._key is not self._key:
+                raise ValueError("%r belongs to another registry" % (cls,))
+            return cls.id
+        if isinstance(cls, str):
+            return self.find_class(cls).id
+        raise TypeError("cls must be a ttft.Class, a class name or None, not %s"
+                        % type(cls).__name__)
+
+    # --- hooks
+    def _prepare(self, cls, prompt_tokens, prefix_hit):
+        """A ttft_request for these arguments, or None for the defaults."""
+        cid = self._class_id(cls)
+        if prompt_tokens is not None:
+            prompt_tokens = _int_arg(prompt_tokens, "prompt_tokens", 0, _U32)
+        if prefix_hit is not None and not isinstance(prefix_hit, bool):
+            raise TypeError("prefix_hit must be True, False or None")
+        if cid == 0 and not prompt_tokens and prefix_hit is None:
+            return None
+        req = _lib.Request()
+        _L.ttft_request_init(ctypes.byref(req))
+        req.class_id = cid
+        req.prompt_tokens = prompt_tokens or 0
+        req.prefix_hit = -1 if prefix_hit is None else int(prefix_hit)
+        return req
+
+    def _resolve_cls(self, cls):
+        if isinstance(cls, str):
+            return self.find_class(cls)
+        return cls if cls is not None else self.default_class
+
+    def _begin_prepared(self, t, req, cls):
+        o = self._o
+        p = _registry_ptr(o)
+        if req is None:
+            seq = _begin(p, t)
+        else:
+            seq = _begin_ex(p, ctypes.byref(req), t)
+        return Stream(o, seq, cls)
+
+    def begin(self, t_ns=None, cls=None, prompt_tokens=None, prefix_hit=None):
+        """Start a stream at t_ns (None = now): the clock start of TTFT and
+        E2E. cls: a Class from add_class, its name, or None (default).
+        prompt_tokens: prompt length (band split); prefix_hit: True/False/None
+        (cache split). Returns a Stream (`dropped` when no slot was free)."""
+        t = _t_arg(t_ns)
+        req = self._prepare(cls, prompt_tokens, prefix_hit)
+        return self._begin_prepared(t, req, self._resolve_cls(cls))
+
+    def attach(self, handle):
+        """A Stream for a raw ttft_seq handle begun elsewhere on this
+        registry (e.g. by C code given Registry.address)."""
+        h = _int_arg(handle, "handle", 1, _U64)
+        o = self._o
+        _registry_ptr(o)
+        return Stream(o, h, None)
+
+    def stream(self, t_ns=None, cls=None, prompt_tokens=None, prefix_hit=None):
+        """A context manager (sync and async) that begins a stream on enter
+        and ends it on exit: completed, or cancelled for CancelledError,
+        GeneratorExit and ConnectionError (the client went away), or error
+        for any other exception."""
+        t = _t_arg(t_ns)
+        o = self._o
+        _registry_ptr(o)
+        req = self._prepare(cls, prompt_tokens, prefix_hit)
+        return _StreamScope(self, t, req, self._resolve_cls(cls))
+
+    def instrument(self, iterable, cls=None, t_ns=None, prompt_tokens=None,
+                   prefix_hit=None, count=None):
+        """Wrap a token iterable (sync or async): the stream begins when
+        iteration starts (or at t_ns, e.g. the request's arrival), each item
+        yielded is one emission of count(item) tokens (default 1; items with
+        0 are not emissions), and it ends completed when the iterable is
+        exhausted, cancelled when the consumer closes it early or is
+        cancelled, error when the iterable raises."""
+        t = _t_arg(t_ns)
+        req = self._prepare(cls, prompt_tokens, prefix_hit)
+        c = self._resolve_cls(cls)
+        if count is not None and not callable(count):
+            raise TypeError("count must be a callable item -> tokens")
+        o = self._o  # a local keeps the registry alive during the call
+        _registry_ptr(o)
+        if hasattr(iterable, "__aiter__"):
+            return _instrument_async(self, iterable, t, req, c, count)
+        if hasattr(iterable, "__iter__"):
+            return _instrument_sync(self, iterable, t, req, c, count)
+        raise TypeError("instrument() needs an iterable or async iterable, not %s"
+                        % type(iterable).__name__)
+
+    # --- live state
+    def stalled_now(self, now_ns=None):
+        """In-flight streams whose last token is older than their stall
+        budget at now_ns (None = now)."""
+        t = _t_arg(now_ns, "now_ns")
+        o = self._o  # a local keeps the registry alive during the call
+        rc = _L.ttft_stalled_now(_registry_ptr(o), t)
+        if rc < 0:
+            raise from_code(rc, "Registry.stalled_now")
+        return rc
+
+    def inflight(self):
+        """Streams begun and not yet ended."""
+        o = self._o  # a local keeps the registry alive during the call
+        rc = _L.ttft_inflight(_registry_ptr(o))
+        if rc < 0:
+            raise from_code(rc, "Registry.inflight")
+        return rc
+
+    def memory(self):
+        """Bytes the C registry holds."""
+        o = self._o  # a local keeps the registry alive during the call
+        return _L.ttft_registry_memory(_registry_ptr(o))
+
+    def now_ns(self):
+        """The registry's clock (what t_ns=None means), in ns."""
+        o = self._o  # a local keeps the registry alive during the call
+        return _L.ttft_registry_now_ns(_registry_ptr(o))
+
+    def thread_release(self):
+        """Hand the calling thread's recording shard back (call before a
+        long-lived thread stops recording; exiting threads do it anyway)."""
+        o = self._o  # a local keeps the registry alive during the call
+        rc = _L.ttft_thread_release(_registry_ptr(o))
+        if rc:
+            raise from_code(rc, "Registry.thread_release")
+
+    # --- reading
+    def snapshot(self):
+        """An immutable Snapshot of everything recorded so far."""
+        from ._snapshot import Snapshot
+        o = self._o  # a local keeps the registry alive during the call
+        raw = _L.ttft_snapshot_take(_registry_ptr(o))
+        if not raw:
+            raise from_code(_lib.TTFT_ENOMEM, "Registry.snapshot")
+        return Snapshot._wrap(raw)
+
+    def serve_http(self, addr="127.0.0.1:0"):
+        """Serve /metrics, /report and /report.json on addr in a background
+        C thread. Returns an HttpServer (.port, .stop())."""
+        ab = _str_arg(addr, "addr")
+        with self._lock:
+            o = self._o
+            p = _registry_ptr(o)
+            out = ctypes.c_void_p()
+            rc = _L.ttft_http_start(p, ab, ctypes.byref(out))
+            if rc:
+                raise from_code(rc, "Registry.serve_http(%r)" % addr)
+            srv = HttpServer(o, out.value, addr)
+            self._servers.append(srv)
+        return srv
+
+
+class HttpServer:
+    """A running ttft_http endpoint. stop() (or the context manager) stops
+    it; it also stops when the Registry closes or the object is collected."""
+
+    def __init__(self, owner, raw, addr):
+        self._o = owner      # the registry must outlive the server
+        self._raw = raw
+        self._lock = threading.Lock()
+        self.addr = addr
+        self.port = _L.ttft_http_port(raw)
+        self._stop = _L.ttft_http_stop
+
+    @property
+    def running(self):
+        return self._raw is not None
+
+    @property
+    def url(self):
+        host = self.addr.rsplit(":", 1)[0] or "127.0.0.1"
+        return "http://%s:%d" % (host, self.port)
+
+    def stop(self):
+        with self._lock:
+            raw, self._raw = self._raw, None
+        if raw:
+            self._stop(raw)
+        self._o = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+    def __del__(self):
+        try:
+            self.stop()
+        except Exception:
+            pass
+
+    def __repr__(self):
+        return "<ttft.HttpServer %s %s>" % (self.url, "running" if self.running else "stopped")
+
+
+_METRIC_INDEX = {name: i for i, name in enumerate(_lib.METRICS)}
+
+
+def _metric_index(metric):
+    if not isinstance(metric, str):
+        raise TypeError("metric must be a str, not %s" % type(metric).__name__)
+    try:
+        return _METRIC_INDEX[metric]
+    except KeyError:
+        raise ValueError("unknown metric %r; one of: %s"
+                         % (metric, ", ".join(_lib.METRICS))) from None
+
+
+def now_ns():
+    """ttft_now_ns(): CLOCK_MONOTONIC in ns, the clock of time.monotonic_ns()."""
+    return _bind().ttft_now_ns()

@@ -1,0 +1,307 @@
+"""Finding libttft and declaring its C ABI for ctypes.
+
+include/ttft.h is the source of truth: every structure below mirrors the
+header field by field, and every function the bindings call gets its
+argtypes and restype here, so no argument is ever passed with ctypes'
+default int conversion (which would truncate a 64-bit handle).
+"""
+
+import ctypes
+import ctypes.util
+import glob
+import os
+import threading
+
+# ------------------------------------------------------------ C constants
+# Values from include/ttft.h. Names are the lower-case enum suffixes, the
+# same strings the C library returns from ttft_metric_name() and friends
+# (tests/test_abi.py checks them against the loaded library).
+METRICS = ("ttft", "tpot", "itl", "e2e", "queue", "prefill", "decode",
+           "output_tokens", "seq_itl_p95", "seq_itl_max", "abandoned_wait")
+COUNTERS = ("begun", "completed", "cancelled", "errors", "dropped", "tokens",
+            "stalls", "stalled_seqs", "abandoned", "slo_met", "clock_clamped",
+            "preemptions", "no_tpot")
+STATUSES = ("completed", "cancelled", "error")
+FORMATS = ("text", "json", "prometheus", "openmetrics")
+GAUGES = ("inflight", "live_stalls")
+SPLITS = ("prefix_cache", "prompt_band")
+CLOCKS = ("monotonic", "tsc")
+
+ABI_MAJOR = 1  # TTFT_VERSION_MAJOR these declarations mirror
+TTFT_OK = 0
+ERRORS = {  # code: (name, ttft_strerror text as in the header's X-macro)
+    -1: ("TTFT_EINVAL", "invalid argument"),
+    -2: ("TTFT_ESTALE", "stale or unknown sequence handle (stream already ended?)"),
+    -3: ("TTFT_EFULL", "no free sequence slot or class slot"),
+    -4: ("TTFT_ENOMEM", "out of memory"),
+    -5: ("TTFT_ERANGE", "value out of range or buffer too small"),
+    -6: ("TTFT_ECORRUPT", "malformed, truncated or corrupted encoding"),
+    -7: ("TTFT_EEXIST", "name already exists"),
+    -8: ("TTFT_EIO", "socket or I/O error"),
+    -9: ("TTFT_ENOTSUP", "not supported by this build"),
+}
+TTFT_EINVAL, TTFT_ESTALE, TTFT_EFULL, TTFT_ENOMEM, TTFT_ERANGE = -1, -2, -3, -4, -5
+TTFT_ECORRUPT, TTFT_EEXIST, TTFT_EIO, TTFT_ENOTSUP = -6, -7, -8, -9
+
+TTFT_PHASE_SCHEDULED = 0
+TTFT_PHASE_PREEMPTED = 1
+TTFT_CLASS_ALL = -1
+TTFT_MAX_BANDS = 8
+TTFT_MAX_LABEL = 128
+TTFT_MAX_CONST_LABELS = 8
+TTFT_MAX_PROM_BUCKETS = 64
+TTFT_METRIC_COUNT = len(METRICS)
+
+U32_MAX = (1 << 32) - 1
+U64_MAX = (1 << 64) - 1
+
+# --------------------------------------------------------------- structs
+_c_enum = ctypes.c_int  # C enums are int-sized on every ABI we build for
+
+
+class Label(ctypes.Structure):
+    """struct ttft_label"""
+    _fields_ = [("name", ctypes.c_char_p),
+                ("value", ctypes.c_char_p)]
+
+
+class Config(ctypes.Structure):
+    """struct ttft_config"""
+    _fields_ = [("struct_size", ctypes.c_size_t),
+                ("max_inflight", ctypes.c_uint32),
+                ("max_threads", ctypes.c_uint32),
+                ("max_classes", ctypes.c_uint32),
+                ("stall_threshold_ns", ctypes.c_uint64),
+                ("clock", _c_enum),
+                ("start_point", ctypes.c_char_p),
+                ("token_point", ctypes.c_char_p),
+                ("model", ctypes.c_char_p),
+                ("metric_namespace", ctypes.c_char_p),
+                ("const_labels", ctypes.POINTER(Label)),
+                ("n_const_labels", ctypes.c_uint32),
+                ("n_prompt_bands", ctypes.c_uint32),
+                ("prompt_band_edges", ctypes.c_uint32 * (TTFT_MAX_BANDS - 1)),
+                ("prom_buckets", ctypes.POINTER(ctypes.c_uint64) * TTFT_METRIC_COUNT),
+                ("prom_n_buckets", ctypes.c_uint32 * TTFT_METRIC_COUNT),
+                ("prom_summaries", ctypes.c_int)]
+
+
+class Slo(ctypes.Structure):
+    """struct ttft_slo"""
+    _fields_ = [("struct_size", ctypes.c_size_t),
+                ("ttft_ns", ctypes.c_uint64),
+                ("tpot_ns", ctypes.c_uint64),
+                ("e2e_ns", ctypes.c_uint64),
+                ("stall_threshold_ns", ctypes.c_uint64)]
+
+
+class Request(ctypes.Structure):
+    """struct ttft_request"""
+    _fields_ = [("struct_size", ctypes.c_size_t),
+                ("class_id", ctypes.c_int),
+                ("prompt_tokens", ctypes.c_uint32),
+                ("prefix_hit", ctypes.c_int)]
+
+
+class SeqInfo(ctypes.Structure):
+    """struct ttft_seq_info"""
+    _fields_ = [("struct_size", ctypes.c_size_t),
+                ("class_id", ctypes.c_int),
+                ("emissions", ctypes.c_uint32),
+                ("tokens", ctypes.c_uint64),
+                ("t_begin_ns", ctypes.c_uint64),
+                ("t_last_ns", ctypes.c_uint64),
+                ("ttft_ns", ctypes.c_uint64),
+                ("itl_p50_ns", ctypes.c_uint64),
+                ("itl_p95_ns", ctypes.c_uint64),
+                ("itl_max_ns", ctypes.c_uint64),
+                ("stalls", ctypes.c_uint32),
+                ("preemptions", ctypes.c_uint32)]
+
+
+# ------------------------------------------------------------ prototypes
+_vp = ctypes.c_void_p      # ttft_registry *, ttft_snapshot *, ttft_http *
+_u64 = ctypes.c_uint64
+_u32 = ctypes.c_uint32
+_int = ctypes.c_int
+_long = ctypes.c_long
+_dbl = ctypes.c_double
+_str = ctypes.c_char_p
+_size = ctypes.c_size_t
+_P = ctypes.POINTER
+
+PROTOTYPES = {
+    # name: (restype, argtypes)
+    "ttft_version_number": (ctypes.c_uint, []),
+    "ttft_version_string": (_str, []),
+    "ttft_strerror": (_str, [_int]),
+    "ttft_err_name": (_str, [_int]),
+    "ttft_config_init": (None, [_P(Config)]),
+    "ttft_registry_new": (_vp, [_P(Config)]),
+    "ttft_registry_free": (None, [_vp]),
+    "ttft_registry_memory": (_size, [_vp]),
+    "ttft_thread_release": (_int, [_vp]),
+    "ttft_now_ns": (_u64, []),
+    "ttft_registry_now_ns": (_u64, [_vp]),
+    "ttft_slo_init": (None, [_P(Slo)]),
+    "ttft_class_add": (_int, [_vp, _str, _P(Slo)]),
+    "ttft_class_find": (_int, [_vp, _str]),
+    "ttft_request_init": (None, [_P(Request)]),
+    "ttft_begin": (_u64, [_vp, _u64]),
+    "ttft_begin_ex": (_u64, [_vp, _P(Request), _u64]),
+    "ttft_mark": (_int, [_vp, _u64, _c_enum, _u64]),
+    "ttft_token_emitted": (_int, [_vp, _u64, _u32, _u64]),
+    "ttft_stream_end": (_int, [_vp, _u64, _c_enum, _u64]),
+    "ttft_seq_stats": (_int, [_vp, _u64, _P(SeqInfo)]),
+    "ttft_stalled_now": (_long, [_vp, _u64]),
+    "ttft_inflight": (_long, [_vp]),
+    "ttft_snapshot_take": (_vp, [_vp]),
+    "ttft_snapshot_free": (None, [_vp]),
+    "ttft_snapshot_classes": (_int, [_vp]),
+    "ttft_snapshot_class_name": (_str, [_vp, _int]),
+    "ttft_snapshot_class_slo": (_int, [_vp, _int, _P(Slo)]),
+    "ttft_snapshot_class_count": (_u64, [_vp, _int, _c_enum]),
+    "ttft_snapshot_class_quantile": (_u64, [_vp, _int, _c_enum, _dbl]),
+    "ttft_snapshot_class_mean": (_dbl, [_vp, _int, _c_enum]),
+    "ttft_snapshot_class_sum": (_u64, [_vp, _int, _c_enum]),
+    "ttft_snapshot_class_counter": (_u64, [_vp, _int, _c_enum]),
+    "ttft_snapshot_gauge": (_u64, [_vp, _c_enum]),
+    "ttft_snapshot_attainment": (_dbl, [_vp, _int]),
+    "ttft_snapshot_split_count": (_u64, [_vp, _c_enum, ctypes.c_uint]),
+    "ttft_snapshot_split_quantile": (_u64, [_vp, _c_enum, ctypes.c_uint, _dbl]),
+    "ttft_snapshot_bands": (ctypes.c_uint, [_vp]),
+    "ttft_snapshot_band": (_int, [_vp, ctypes.c_uint, _P(_u32), _P(_u32)]),
+    "ttft_snapshot_interval": (_int, [_vp, _P(_u64), _P(_u64)]),
+    "ttft_snapshot_label": (_str, [_vp, _str]),
+    "ttft_snapshot_format": (_long, [_vp, _c_enum, ctypes.c_char_p, _size]),
+    "ttft_snapshot_merge": (_vp, [_vp, _vp, _P(_int)]),
+    "ttft_snapshot_delta": (_vp, [_vp, _vp, _P(_int)]),
+    "ttft_snapshot_encode": (_long, [_vp, ctypes.c_void_p, _size]),
+    "ttft_snapshot_decode": (_vp, [ctypes.c_void_p, _size, _P(_int)]),
+    "ttft_snapshot_encode_base64": (_long, [_vp, ctypes.c_char_p, _size]),
+    "ttft_snapshot_decode_base64": (_vp, [ctypes.c_char_p, _size, _P(_int)]),
+    "ttft_http_start": (_int, [_vp, _str, _P(_vp)]),
+    "ttft_http_port": (_int, [_vp]),
+    "ttft_http_stop": (None, [_vp]),
+    "ttft_metric_name": (_str, [_c_enum]),
+    "ttft_counter_name": (_str, [_c_enum]),
+    "ttft_status_name": (_str, [_c_enum]),
+    "ttft_format_name": (_str, [_c_enum]),
+}
+
+# ---------------------------------------------------------------- lookup
+_PKG_DIR = os.path.dirname(os.path.abspath(__file__))
+_SONAME = "libttft.so.1"
+
+
+def _checkout_root():
+    """The repository root when the package runs from a source checkout."""
+    root = os.path.dirname(os.path.dirname(_PKG_DIR))
+    if (os.path.isfile(os.path.join(root, "include", "ttft.h"))
+            and os.path.isfile(os.path.join(root, "CMakeLists.txt"))):
+        return root
+    return None
+
+
+def candidates(environ=None):
+    """Every place the loader tries, in order, as (description, path).
+
+    1. $TTFT_LIBRARY (when set, it is the only place tried: an explicit
+       choice must not silently fall back to another library);
+    2. libttft.so* next to the package (a copied or vendored library);
+    3. the path `make install` recorded when it installed the package;
+    4. ../build*/libttft.so* of a source checkout, newest first;
+    5. the system loader: ctypes.util.find_library("ttft"), then the
+       soname libttft.so.1 (LD_LIBRARY_PATH, ld.so.cache, default dirs).
+    """
+    env = os.environ if environ is None else environ
+    explicit = env.get("TTFT_LIBRARY")
+    if explicit:
+        return [("$TTFT_LIBRARY", explicit)]
+    out = []
+    beside = sorted(glob.glob(os.path.join(_PKG_DIR, "libttft.so*")))
+    if beside:
+        out += [("next to the package", p) for p in beside]
+    else:
+        out.append(("next to the package",
+                    os.path.join(_PKG_DIR, "libttft.so*") + " (none found)"))
+    try:
+        from . import _install_paths  # written by `make install`
+        out.append(("recorded by make install", _install_paths.LIBRARY))
+    except ImportError:
+        pass
+    root = _checkout_root()
+    if root is not None:
+        built = glob.glob(os.path.join(root, "build*", "libttft.so*"))
+        built.sort(key=lambda p: (-os.path.getmtime(p), p))
+        if built:
+            out += [("source checkout build tree", p) for p in built]
+        else:
+            out.append(("source checkout build tree",
+                        os.path.join(root, "build*", "libttft.so*") + " (none found)"))
+    found = ctypes.util.find_library("ttft")
+    if found:
+        out.append(("ctypes.util.find_library('ttft')", found))
+    else:
+        out.append(("ctypes.util.find_library('ttft')", "(not found)"))
+    out.append(("system loader", _SONAME))
+    return out
+
+
+def _declare(lib):
+    for name, (restype, argtypes) in PROTOTYPES.items():
+        fn = getattr(lib, name)  # AttributeError: not libttft / too old
+        fn.restype = restype
+        fn.argtypes = argtypes
+    return lib
+
+
+def load_from(cands):
+    """Load the first candidate that opens and exports the ABI; raise
+    LibraryNotFoundError listing every attempt otherwise."""
+    from ._errors import LibraryNotFoundError
+    tried = []
+    for where, path in cands:
+        if path.endswith("(none found)") or path == "(not found)":
+            tried.append("%s: %s" % (where, path))
+            continue
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError as e:
+            tried.append("%s: %s (%s)" % (where, path, e))
+            continue
+        try:
+            _declare(lib)
+        except AttributeError as e:
+            tried.append("%s: %s (not a compatible libttft: %s)" % (where, path, e))
+            continue
+        major = lib.ttft_version_number() // 10000
+        if major != ABI_MAJOR:
+            tried.append("%s: %s (libttft %s; these bindings need major version %d)"
+                         % (where, path, lib.ttft_version_string().decode(), ABI_MAJOR))
+            continue
+        return lib, path
+    raise LibraryNotFoundError(
+        "libttft shared library not found. Looked in:\n  " + "\n  ".join(tried) +
+        "\nBuild it (make), install it (make install), or set TTFT_LIBRARY "
+        "to the path of libttft.so.1.")
+
+
+_lock = threading.Lock()
+_loaded = None  # (CDLL, path)
+
+
+def load():
+    """The loaded library (cached; thread-safe)."""
+    global _loaded
+    if _loaded is None:
+        with _lock:
+            if _loaded is None:
+                _loaded = load_from(candidates())
+    return _loaded[0]
+
+
+def loaded_path():
+    """Path of the loaded library (loads it if needed)."""
+    load()
+    return _loaded[1]
