@@ -1,0 +1,769 @@
+/*
+ * ttft.hpp — header-only C++ RAII over the libttft C API (C++17 or later).
+ *
+ * Everything here is a thin inline layer over include/ttft.h; link the same
+ * library (pkg-config ttft, CMake ttft::ttft). The C header stays the API
+ * reference for what each call records; this file documents only what the
+ * C++ layer adds: ownership, exceptions and time types.
+ *
+ *   ttft::Registry reg{ttft::Config().max_inflight(1024).model("llama-3-8b")};
+ *   ttft::Class chat = reg.add_class("chat", ttft::Slo().ttft(500ms).tpot(50ms));
+ *   {
+ *     ttft::Stream s = reg.begin(ttft::Request().cls(chat).prompt_tokens(812));
+ *     s.mark_scheduled();
+ *     s.token();            // first visible token: TTFT
+ *     s.token(3);           // a 3-token speculative step: one ITL gap
+ *     s.end(TTFT_COMPLETED);
+ *   }                       // a Stream not ended by then ends as TTFT_CANCELLED
+ *   ttft::Snapshot snap = reg.snapshot();
+ *   std::chrono::nanoseconds p99 = snap.quantile(TTFT_METRIC_TTFT, 0.99);
+ *   std::string prom = snap.format(TTFT_FORMAT_PROMETHEUS);
+ *
+ * Which calls throw (ttft::Error, carrying the TTFT_E* code):
+ *   - set-up and reads that allocate: Registry constructors, add_class,
+ *     serve, Snapshot production (Registry::snapshot, merge, delta, decode),
+ *     Snapshot::format / encode / encode_base64, and the builders' setters
+ *     given out-of-range input (Config::prompt_bands, negative durations);
+ *   - std::bad_alloc may escape wherever a std::string/std::vector is built.
+ * Which never throw (noexcept, they return the C code or a value):
+ *   - every hook: Registry::begin, Stream::mark*, token, end, the destructor;
+ *   - every query on a Snapshot, Registry::now/inflight/stalled_now/memory.
+ * The hooks return int: TTFT_OK (0) or a negative TTFT_E* code, exactly as
+ * the C call. ttft::check(code) turns a code into an exception when a caller
+ * prefers that.
+ *
+ * Lifetimes: a Stream points into the Registry that began it (it does not
+ * own it): destroy or end every Stream before its Registry. A Snapshot owns
+ * its data and outlives the Registry freely.
+ *
+ * Threads: the objects themselves are like any C++ value (one thread uses a
+ * given Stream object at a time); the library underneath is thread-safe as
+ * documented in ttft.h. To end a stream from another thread (client
+ * disconnect racing the decode loop), copy its handle() first and call
+ * Registry::end(handle, TTFT_CANCELLED) there: exactly one end wins and the
+ * owner's later token()/end()/destructor get TTFT_ESTALE, harmlessly.
+ *
+ * Time: every hook takes an optional ttft::Time, which converts implicitly
+ * from std::chrono::steady_clock::time_point or from raw nanoseconds
+ * (std::uint64_t) on the library's clock; omitted (or ttft::now_tag) means
+ * "read the registry's clock" (TTFT_NOW). On Linux, libstdc++ and libc++
+ * implement steady_clock with clock_gettime(CLOCK_MONOTONIC), whose epoch
+ * and rate are the library's, so time points from steady_clock::now() and
+ * ttft_now_ns() mix within one sequence (tests/cpp/test_hpp.cpp checks
+ * this). Elsewhere that is not guaranteed, and the time_point overloads are
+ * only available when TTFT_STEADY_IS_MONOTONIC is 1 (define it yourself if
+ * you know your platform's steady_clock reads CLOCK_MONOTONIC).
+ */
+#ifndef TTFT_HPP
+#define TTFT_HPP
+
+#include "ttft.h"
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <initializer_list>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <system_error>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#if !defined(__cplusplus) || __cplusplus < 201703L
+#  if !(defined(_MSVC_LANG) && _MSVC_LANG >= 201703L)
+#    error "ttft.hpp needs C++17 or later"
+#  endif
+#endif
+
+#ifndef TTFT_STEADY_IS_MONOTONIC
+#  if defined(__linux__)
+#    define TTFT_STEADY_IS_MONOTONIC 1
+#  else
+#    define TTFT_STEADY_IS_MONOTONIC 0
+#  endif
+#endif
+
+namespace ttft {
+
+static_assert(std::chrono::steady_clock::is_steady, "steady_clock must be monotonic");
+static_assert(sizeof(ttft_seq) == 8, "ttft_seq is a 64-bit handle");
+
+// ------------------------------------------------------------------ errors
+
+/* The error category of TTFT_E* codes: message() is ttft_strerror(). */
+class ErrorCategory final : public std::error_category {
+ public:
+  const char *name() const noexcept override { return "ttft"; }
+  std::string message(int ev) const override { return ttft_strerror(ev); }
+};
+
+inline const std::error_category &error_category() noexcept {
+  static const ErrorCategory category;
+  return category;
+}
+
+/* What the library reported, as an exception. code() is the TTFT_E* value
+ * (negative), what() reads "<where>: TTFT_ENAME (message)". */
+class Error : public std::runtime_error {
+ public:
+  explicit Error(int code, const char *where = "ttft")
+      : std::runtime_error(describe(code, where)), code_(code) {}
+
+  int code() const noexcept { return code_; }
+  const char *name() const noexcept { return ttft_err_name(code_); }
+  std::error_code error_code() const noexcept { return std::error_code(code_, error_category()); }
+
+ private:
+  static std::string describe(int code, const char *where) {
+    std::string s(where != nullptr ? where : "ttft");
+    s += ": ";
+    s += ttft_err_name(code);
+    s += " (";
+    s += ttft_strerror(code);
+    s += ")";
+    return s;
+  }
+  int code_;
+};
+
+/* Throw Error(code) when code is negative; return it otherwise. */
+inline int check(int code, const char *where = "ttft") {
+  if (code < 0) throw Error(code, where);
+  return code;
+}
+
+// -------------------------------------------------------------------- time
+
+using time_point = std::chrono::steady_clock::time_point;
+
+/* Tag for "read the registry's clock" (TTFT_NOW). */
+struct now_tag_t {
+  explicit constexpr now_tag_t(int) noexcept {}
+};
+inline constexpr now_tag_t now_tag{0};
+
+/* A timestamp for a hook: raw ns on the library clock, a steady_clock time
+ * point (where TTFT_STEADY_IS_MONOTONIC), or now_tag. 0 ns means now. A time
+ * point at or before the clock's epoch becomes 1 ns (the library clamps and
+ * counts it as CLOCK_CLAMPED), never "now". */
+class Time {
+ public:
+  constexpr Time() noexcept : ns_(0) {}
+  constexpr Time(now_tag_t) noexcept : ns_(0) {}  // NOLINT: implicit by design
+  constexpr Time(std::uint64_t ns) noexcept : ns_(ns) {}  // NOLINT
+#if TTFT_STEADY_IS_MONOTONIC
+  constexpr Time(time_point tp) noexcept : ns_(from_time_point(tp)) {}  // NOLINT
+#endif
+  constexpr std::uint64_t ns() const noexcept { return ns_; }
+  constexpr bool is_now() const noexcept { return ns_ == 0; }
+
+ private:
+#if TTFT_STEADY_IS_MONOTONIC
+  static constexpr std::uint64_t from_time_point(time_point tp) noexcept {
+    const auto c = std::chrono::duration_cast<std::chrono::nanoseconds>(tp.time_since_epoch()).count();
+    return c > 0 ? static_cast<std::uint64_t>(c) : 1u;
+  }
+#endif
+  std::uint64_t ns_;
+};
+
+/* ttft_now_ns() (CLOCK_MONOTONIC). */
+inline std::uint64_t now_ns() noexcept { return ttft_now_ns(); }
+
+#if TTFT_STEADY_IS_MONOTONIC
+/* Raw library ns <-> steady_clock time points. */
+inline time_point to_time_point(std::uint64_t ns) noexcept {
+  return time_point(std::chrono::duration_cast<time_point::duration>(
+      std::chrono::nanoseconds(static_cast<std::chrono::nanoseconds::rep>(ns))));
+}
+inline std::uint64_t to_ns(time_point tp) noexcept { return Time(tp).ns(); }
+/* ttft_now_ns() as a steady_clock time point. */
+inline time_point now() noexcept { return to_time_point(ttft_now_ns()); }
+#endif
+
+namespace detail {
+template <class Rep, class Period>
+std::uint64_t duration_ns(std::chrono::duration<Rep, Period> d, const char *where) {
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
+  if (ns < 0) throw Error(TTFT_EINVAL, where);
+  return static_cast<std::uint64_t>(ns);
+}
+
+/* Calls a ttft_*_init(T*) from the library, which writes sizeof(T) *as the
+ * library was built*. A library newer than this header may have a larger T,
+ * so it writes into a buffer with slack, and the result is cut to the T this
+ * header knows, with struct_size saying so (the library gives the fields
+ * past it their defaults). */
+template <class T>
+T init_struct(void (*init)(T *)) noexcept {
+  static_assert(std::is_trivially_copyable<T>::value, "C struct expected");
+  union Slack {
+    T t;
+    unsigned char room[sizeof(T) + 1024];
+  } u;
+  std::memset(&u, 0, sizeof u);
+  init(&u.t);
+  T out;
+  std::memcpy(&out, &u.t, sizeof(T));
+  out.struct_size = sizeof(T);
+  return out;
+}
+}  // namespace detail
+
+// ----------------------------------------------------------------- classes
+
+/* A class id (TTFT_CLASS_DEFAULT = 0, or one from Registry::add_class).
+ * Class::all() stands for TTFT_CLASS_ALL in snapshot queries. */
+class Class {
+ public:
+  constexpr Class() noexcept : id_(TTFT_CLASS_DEFAULT) {}
+  constexpr explicit Class(int id) noexcept : id_(id) {}
+  constexpr int id() const noexcept { return id_; }
+  static constexpr Class all() noexcept { return Class(TTFT_CLASS_ALL); }
+  static constexpr Class default_class() noexcept { return Class(TTFT_CLASS_DEFAULT); }
+  friend constexpr bool operator==(Class a, Class b) noexcept { return a.id_ == b.id_; }
+  friend constexpr bool operator!=(Class a, Class b) noexcept { return a.id_ != b.id_; }
+
+ private:
+  int id_;
+};
+
+/* SLO budgets of a class; an unset budget is 0 (none). */
+class Slo {
+ public:
+  Slo() noexcept {
+    std::memset(&s_, 0, sizeof s_);
+    s_.struct_size = sizeof s_;
+  }
+  explicit Slo(const ttft_slo &s) noexcept : s_(s) {}
+  template <class R, class P> Slo &ttft(std::chrono::duration<R, P> d) {
+    s_.ttft_ns = detail::duration_ns(d, "ttft::Slo::ttft");
+    return *this;
+  }
+  template <class R, class P> Slo &tpot(std::chrono::duration<R, P> d) {
+    s_.tpot_ns = detail::duration_ns(d, "ttft::Slo::tpot");
+    return *this;
+  }
+  template <class R, class P> Slo &e2e(std::chrono::duration<R, P> d) {
+    s_.e2e_ns = detail::duration_ns(d, "ttft::Slo::e2e");
+    return *this;
+  }
+  template <class R, class P> Slo &stall_threshold(std::chrono::duration<R, P> d) {
+    s_.stall_threshold_ns = detail::duration_ns(d, "ttft::Slo::stall_threshold");
+    return *this;
+  }
+  std::chrono::nanoseconds ttft() const noexcept { return ns(s_.ttft_ns); }
+  std::chrono::nanoseconds tpot() const noexcept { return ns(s_.tpot_ns); }
+  std::chrono::nanoseconds e2e() const noexcept { return ns(s_.e2e_ns); }
+  std::chrono::nanoseconds stall_threshold() const noexcept { return ns(s_.stall_threshold_ns); }
+  const ttft_slo &c_slo() const noexcept { return s_; }
+
+ private:
+  static std::chrono::nanoseconds ns(std::uint64_t v) noexcept {
+    return std::chrono::nanoseconds(static_cast<std::chrono::nanoseconds::rep>(v));
+  }
+  ttft_slo s_;
+};
+
+/* What the scheduler knows about a request when it arrives (ttft_request).
+ * Built on the stack per request: no allocation, no library call. */
+class Request {
+ public:
+  Request() noexcept {
+    std::memset(&r_, 0, sizeof r_);
+    r_.struct_size = sizeof r_;
+    r_.class_id = TTFT_CLASS_DEFAULT;
+    r_.prompt_tokens = 0;
+    r_.prefix_hit = -1;
+  }
+  Request &cls(Class c) noexcept {
+    r_.class_id = c.id();
+    return *this;
+  }
+  Request &prompt_tokens(std::uint32_t n) noexcept {
+    r_.prompt_tokens = n;
+    return *this;
+  }
+  Request &prefix_hit(bool hit) noexcept {
+    r_.prefix_hit = hit ? 1 : 0;
+    return *this;
+  }
+  Request &prefix_unknown() noexcept {
+    r_.prefix_hit = -1;
+    return *this;
+  }
+  const ttft_request &c_request() const noexcept { return r_; }
+
+ private:
+  ttft_request r_;
+};
+
+// ------------------------------------------------------------------ config
+
+/* A ttft_config builder that owns its strings. Starts from the library's
+ * defaults (ttft_config_init). */
+class Config {
+ public:
+  Config() noexcept : c_(detail::init_struct<ttft_config>(&ttft_config_init)) {}
+  /* Start from a C config; its string and array pointers are used as they
+   * are (they must stay valid until the Registry is built) unless a setter
+   * below replaces them. */
+  explicit Config(const ttft_config &c) noexcept : c_(c) {}
+
+  Config &max_inflight(std::uint32_t n) noexcept { c_.max_inflight = n; return *this; }
+  Config &max_threads(std::uint32_t n) noexcept { c_.max_threads = n; return *this; }
+  Config &max_classes(std::uint32_t n) noexcept { c_.max_classes = n; return *this; }
+  template <class R, class P> Config &stall_threshold(std::chrono::duration<R, P> d) {
+    c_.stall_threshold_ns = detail::duration_ns(d, "ttft::Config::stall_threshold");
+    return *this;
+  }
+  Config &clock(ttft_clock k) noexcept { c_.clock = k; return *this; }
+  Config &start_point(std::string v) { start_point_ = std::move(v); return *this; }
+  Config &token_point(std::string v) { token_point_ = std::move(v); return *this; }
+  Config &model(std::string v) { model_ = std::move(v); return *this; }
+  Config &metric_namespace(std::string v) { namespace_ = std::move(v); return *this; }
+  /* A constant label on every exported series (at most TTFT_MAX_CONST_LABELS;
+   * the library validates names). */
+  Config &label(std::string name, std::string value) {
+    labels_.emplace_back(std::move(name), std::move(value));
+    return *this;
+  }
+  /* Ascending prompt-token band edges, at most TTFT_MAX_BANDS - 1. */
+  Config &prompt_bands(const std::vector<std::uint32_t> &edges) {
+    if (edges.size() > TTFT_MAX_BANDS - 1) throw Error(TTFT_EINVAL, "ttft::Config::prompt_bands");
+    c_.n_prompt_bands = static_cast<std::uint32_t>(edges.size());
+    for (std::size_t i = 0; i < edges.size(); i++) c_.prompt_band_edges[i] = edges[i];
+    return *this;
+  }
+  Config &prompt_bands(std::initializer_list<std::uint32_t> edges) {
+    return prompt_bands(std::vector<std::uint32_t>(edges));
+  }
+  /* Prometheus bucket upper bounds of metric m, ascending, ns (tokens for
+   * OUTPUT_TOKENS). */
+  Config &prom_buckets(ttft_metric m, std::vector<std::uint64_t> bounds) {
+    const int i = static_cast<int>(m);
+    if (i < 0 || i >= TTFT_METRIC_COUNT_ || bounds.size() > TTFT_MAX_PROM_BUCKETS)
+      throw Error(TTFT_EINVAL, "ttft::Config::prom_buckets");
+    buckets_[static_cast<std::size_t>(i)] = std::move(bounds);
+    has_buckets_[static_cast<std::size_t>(i)] = true;
+    return *this;
+  }
+  Config &prom_summaries(bool on) noexcept { c_.prom_summaries = on ? 1 : 0; return *this; }
+
+  /* The C struct with pointers into this Config (and labels into *storage):
+   * valid while both live unchanged. */
+  ttft_config c_config(std::vector<ttft_label> &storage) const {
+    ttft_config c = c_;
+    if (start_point_) c.start_point = start_point_->c_str();
+    if (token_point_) c.token_point = token_point_->c_str();
+    if (model_) c.model = model_->c_str();
+    if (namespace_) c.metric_namespace = namespace_->c_str();
+    if (!labels_.empty()) {
+      storage.clear();
+      for (const auto &l : labels_) storage.push_back(ttft_label{l.first.c_str(), l.second.c_str()});
+      c.const_labels = storage.data();
+      c.n_const_labels = static_cast<std::uint32_t>(storage.size());
+    }
+    for (std::size_t i = 0; i < static_cast<std::size_t>(TTFT_METRIC_COUNT_); i++) {
+      if (!has_buckets_[i]) continue;
+      c.prom_buckets[i] = buckets_[i].empty() ? nullptr : buckets_[i].data();
+      c.prom_n_buckets[i] = static_cast<std::uint32_t>(buckets_[i].size());
+    }
+    return c;
+  }
+
+ private:
+  ttft_config c_;
+  std::optional<std::string> start_point_, token_point_, model_, namespace_;
+  std::vector<std::pair<std::string, std::string>> labels_;
+  std::vector<std::uint64_t> buckets_[TTFT_METRIC_COUNT_];
+  bool has_buckets_[TTFT_METRIC_COUNT_] = {};
+};
+
+// ---------------------------------------------------------------- snapshot
+
+/* The interval a snapshot covers, ns on the monotonic clock. */
+struct Interval {
+  std::uint64_t start_ns = 0, end_ns = 0;
+  std::chrono::nanoseconds length() const noexcept {
+    return std::chrono::nanoseconds(static_cast<std::chrono::nanoseconds::rep>(end_ns - start_ns));
+  }
+};
+
+/* An immutable copy of what a registry recorded. Move-only; owns its
+ * ttft_snapshot. Queries are noexcept and return 0 (or nullopt) where the C
+ * call returns 0 / -1 for "nothing". A moved-from Snapshot answers like an
+ * empty one. */
+class Snapshot {
+ public:
+  Snapshot() noexcept = default;
+  /* Adopt a snapshot from the C API (may be NULL). */
+  explicit Snapshot(ttft_snapshot *adopt) noexcept : s_(adopt) {}
+  ~Snapshot() { ttft_snapshot_free(s_); }
+  Snapshot(Snapshot &&o) noexcept : s_(std::exchange(o.s_, nullptr)) {}
+  Snapshot &operator=(Snapshot &&o) noexcept {
+    if (this != &o) {
+      ttft_snapshot_free(s_);
+      s_ = std::exchange(o.s_, nullptr);
+    }
+    return *this;
+  }
+  Snapshot(const Snapshot &) = delete;
+  Snapshot &operator=(const Snapshot &) = delete;
+
+  const ttft_snapshot *get() const noexcept { return s_; }
+  ttft_snapshot *release() noexcept { return std::exchange(s_, nullptr); }
+  explicit operator bool() const noexcept { return s_ != nullptr; }
+
+  // --- metrics (every class unless a Class is given)
+  std::uint64_t count(ttft_metric m, Class c = Class::all()) const noexcept {
+    return ttft_snapshot_class_count(s_, c.id(), m);
+  }
+  /* Quantile as a duration; for TTFT_METRIC_OUTPUT_TOKENS use quantile_value. */
+  std::chrono::nanoseconds quantile(ttft_metric m, double q, Class c = Class::all()) const noexcept {
+    return as_ns(quantile_value(m, q, c));
+  }
+  /* The raw quantile: ns, or tokens for TTFT_METRIC_OUTPUT_TOKENS. */
+  std::uint64_t quantile_value(ttft_metric m, double q, Class c = Class::all()) const noexcept {
+    return ttft_snapshot_class_quantile(s_, c.id(), m, q);
+  }
+  std::chrono::duration<double, std::nano> mean(ttft_metric m, Class c = Class::all()) const noexcept {
+    return std::chrono::duration<double, std::nano>(mean_value(m, c));
+  }
+  double mean_value(ttft_metric m, Class c = Class::all()) const noexcept {
+    return ttft_snapshot_class_mean(s_, c.id(), m);
+  }
+  std::uint64_t sum(ttft_metric m, Class c = Class::all()) const noexcept {
+    return ttft_snapshot_class_sum(s_, c.id(), m);
+  }
+  std::uint64_t counter(ttft_counter k, Class c = Class::all()) const noexcept {
+    return ttft_snapshot_class_counter(s_, c.id(), k);
+  }
+  std::uint64_t gauge(ttft_gauge g) const noexcept { return ttft_snapshot_gauge(s_, g); }
+  /* good / ended in [0,1]; nullopt when nothing ended. */
+  std::optional<double> attainment(Class c = Class::all()) const noexcept {
+    const double a = ttft_snapshot_attainment(s_, c.id());
+    if (a < 0.0) return std::nullopt;
+    return a;
+  }
+
+  // --- classes
+  int classes() const noexcept { return ttft_snapshot_classes(s_); }
+  /* The class's name, owned by this snapshot; nullptr when out of range. */
+  const char *class_name(Class c) const noexcept { return ttft_snapshot_class_name(s_, c.id()); }
+  std::optional<Class> find_class(const char *name) const noexcept {
+    if (name == nullptr) return std::nullopt;
+    const int n = classes();
+    for (int i = 0; i < n; i++) {
+      const char *cn = ttft_snapshot_class_name(s_, i);
+      if (cn != nullptr && std::strcmp(cn, name) == 0) return Class(i);
+    }
+    return std::nullopt;
+  }
+  std::optional<Slo> class_slo(Class c) const noexcept {
+    ttft_slo out;
+    std::memset(&out, 0, sizeof out);
+    out.struct_size = sizeof out;
+    if (ttft_snapshot_class_slo(s_, c.id(), &out) != TTFT_OK) return std::nullopt;
+    return Slo(out);
+  }
+
+  // --- TTFT splits and bands
+  std::uint64_t split_count(ttft_split sp, unsigned index) const noexcept {
+    return ttft_snapshot_split_count(s_, sp, index);
+  }
+  std::chrono::nanoseconds split_quantile(ttft_split sp, unsigned index, double q) const noexcept {
+    return as_ns(ttft_snapshot_split_quantile(s_, sp, index, q));
+  }
+  unsigned bands() const noexcept { return ttft_snapshot_bands(s_); }
+  /* [lo, hi) prompt tokens of band i; nullopt when out of range. */
+  std::optional<std::pair<std::uint32_t, std::uint32_t>> band(unsigned index) const noexcept {
+    std::uint32_t lo = 0, hi = 0;
+    if (ttft_snapshot_band(s_, index, &lo, &hi) != TTFT_OK) return std::nullopt;
+    return std::make_pair(lo, hi);
+  }
+  std::optional<Interval> interval() const noexcept {
+    Interval iv;
+    if (ttft_snapshot_interval(s_, &iv.start_ns, &iv.end_ns) != TTFT_OK) return std::nullopt;
+    return iv;
+  }
+  /* "start_point", "token_point", "model" or "namespace"; nullptr otherwise.
+   * Owned by this snapshot. */
+  const char *label(const char *key) const noexcept { return ttft_snapshot_label(s_, key); }
+
+  // --- output (throw Error on failure)
+  std::string format(ttft_format f) const {
+    std::string out;
+    long need = ttft_snapshot_format(s_, f, nullptr, 0);
+    for (;;) {
+      if (need < 0) throw Error(static_cast<int>(need), "ttft_snapshot_format");
+      out.resize(static_cast<std::size_t>(need));
+      /* std::string keeps room for its terminator at out[size()]: the C
+       * call writes the NUL there. */
+      const long got = ttft_snapshot_format(s_, f, &out[0], out.size() + 1);
+      if (got < 0) throw Error(static_cast<int>(got), "ttft_snapshot_format");
+      if (got <= need) {
+        out.resize(static_cast<std::size_t>(got));
+        return out;
+      }
+      need = got;
+    }
+  }
+  std::vector<unsigned char> encode() const {
+    const long need = ttft_snapshot_encode(s_, nullptr, 0);
+    if (need < 0) throw Error(static_cast<int>(need), "ttft_snapshot_encode");
+    std::vector<unsigned char> out(static_cast<std::size_t>(need));
+    const long got = ttft_snapshot_encode(s_, out.data(), out.size());
+    if (got < 0) throw Error(static_cast<int>(got), "ttft_snapshot_encode");
+    if (got != need) throw Error(TTFT_ERANGE, "ttft_snapshot_encode");
+    return out;
+  }
+  std::string encode_base64() const {
+    const long need = ttft_snapshot_encode_base64(s_, nullptr, 0);
+    if (need < 0) throw Error(static_cast<int>(need), "ttft_snapshot_encode_base64");
+    std::string out(static_cast<std::size_t>(need), '\0');
+    const long got = ttft_snapshot_encode_base64(s_, &out[0], out.size() + 1);
+    if (got < 0) throw Error(static_cast<int>(got), "ttft_snapshot_encode_base64");
+    if (got != need) throw Error(TTFT_ERANGE, "ttft_snapshot_encode_base64");
+    return out;
+  }
+
+  // --- producing snapshots (throw Error on failure)
+  static Snapshot decode(const void *buf, std::size_t len) {
+    int err = TTFT_OK;
+    ttft_snapshot *s = ttft_snapshot_decode(buf, len, &err);
+    if (s == nullptr) throw Error(err != TTFT_OK ? err : TTFT_ECORRUPT, "ttft_snapshot_decode");
+    return Snapshot(s);
+  }
+  static Snapshot decode(const std::vector<unsigned char> &bytes) {
+    return decode(bytes.data(), bytes.size());
+  }
+  static Snapshot decode_base64(const std::string &text) {
+    int err = TTFT_OK;
+    ttft_snapshot *s = ttft_snapshot_decode_base64(text.c_str(), text.size(), &err);
+    if (s == nullptr) throw Error(err != TTFT_OK ? err : TTFT_ECORRUPT, "ttft_snapshot_decode_base64");
+    return Snapshot(s);
+  }
+  static Snapshot merge(const Snapshot &a, const Snapshot &b) {
+    int err = TTFT_OK;
+    ttft_snapshot *s = ttft_snapshot_merge(a.s_, b.s_, &err);
+    if (s == nullptr) throw Error(err != TTFT_OK ? err : TTFT_EINVAL, "ttft_snapshot_merge");
+    return Snapshot(s);
+  }
+  /* What happened between older and newer (two snapshots of one registry). */
+  static Snapshot delta(const Snapshot &newer, const Snapshot &older) {
+    int err = TTFT_OK;
+    ttft_snapshot *s = ttft_snapshot_delta(newer.s_, older.s_, &err);
+    if (s == nullptr) throw Error(err != TTFT_OK ? err : TTFT_EINVAL, "ttft_snapshot_delta");
+    return Snapshot(s);
+  }
+
+ private:
+  static std::chrono::nanoseconds as_ns(std::uint64_t v) noexcept {
+    return std::chrono::nanoseconds(static_cast<std::chrono::nanoseconds::rep>(v));
+  }
+  ttft_snapshot *s_ = nullptr;
+};
+
+// ------------------------------------------------------------------ stream
+
+/* One sequence. Move-only; owns the handle until end() succeeds. Its
+ * destructor (and move-assignment over it) ends a stream that is still open
+ * as TTFT_CANCELLED at the registry's now, so an exception or an early
+ * return in a handler never leaks a slot and is counted as a cancel. An
+ * empty Stream (begin refused for want of a slot, default-constructed or
+ * moved-from) returns TTFT_ESTALE from every hook. */
+class Stream {
+ public:
+  Stream() noexcept = default;
+  /* Adopt handle s of registry r (s may be 0). */
+  Stream(ttft_registry *r, ttft_seq s) noexcept : r_(r), s_(s) {}
+  ~Stream() { cancel_if_open(); }
+  Stream(Stream &&o) noexcept : r_(o.r_), s_(std::exchange(o.s_, 0)) {}
+  Stream &operator=(Stream &&o) noexcept {
+    if (this != &o) {
+      cancel_if_open();
+      r_ = o.r_;
+      s_ = std::exchange(o.s_, 0);
+    }
+    return *this;
+  }
+  Stream(const Stream &) = delete;
+  Stream &operator=(const Stream &) = delete;
+
+  /* True while the stream is open (begun, not yet ended through this object). */
+  explicit operator bool() const noexcept { return s_ != 0; }
+  bool open() const noexcept { return s_ != 0; }
+  ttft_seq handle() const noexcept { return s_; }
+  ttft_registry *registry() const noexcept { return r_; }
+  /* Give up ownership: the caller ends the handle itself. */
+  ttft_seq release() noexcept { return std::exchange(s_, 0); }
+
+  int mark(ttft_phase p, Time t = now_tag) noexcept {
+    if (s_ == 0) return TTFT_ESTALE;
+    return ttft_mark(r_, s_, p, t.ns());
+  }
+  int mark_scheduled(Time t = now_tag) noexcept { return mark(TTFT_PHASE_SCHEDULED, t); }
+  int mark_preempted(Time t = now_tag) noexcept { return mark(TTFT_PHASE_PREEMPTED, t); }
+  /* n tokens became visible to the client (one emission). */
+  int token(std::uint32_t n = 1, Time t = now_tag) noexcept {
+    if (s_ == 0) return TTFT_ESTALE;
+    return ttft_token_emitted(r_, s_, n, t.ns());
+  }
+  /* Close the stream. On TTFT_OK, or TTFT_ESTALE (another thread ended it
+   * first), the Stream becomes empty; on TTFT_EINVAL (bad status) it stays
+   * open and the destructor still cancels it. */
+  int end(ttft_status st, Time t = now_tag) noexcept {
+    if (s_ == 0) return TTFT_ESTALE;
+    const int rc = ttft_stream_end(r_, s_, st, t.ns());
+    if (rc == TTFT_OK || rc == TTFT_ESTALE) s_ = 0;
+    return rc;
+  }
+  /* Live state of the sequence; nullopt once it ended. */
+  std::optional<ttft_seq_info> stats() const noexcept {
+    if (s_ == 0) return std::nullopt;
+    ttft_seq_info info;
+    std::memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    if (ttft_seq_stats(r_, s_, &info) != TTFT_OK) return std::nullopt;
+    return info;
+  }
+
+ private:
+  void cancel_if_open() noexcept {
+    if (s_ != 0) (void)ttft_stream_end(r_, std::exchange(s_, 0), TTFT_CANCELLED, std::uint64_t{0});
+  }
+  ttft_registry *r_ = nullptr;
+  ttft_seq s_ = 0;
+};
+
+// ------------------------------------------------------------- http server
+
+/* The optional /metrics endpoint; stops and joins its thread on destruction. */
+class HttpServer {
+ public:
+  HttpServer() noexcept = default;
+  explicit HttpServer(ttft_http *adopt) noexcept : h_(adopt) {}
+  ~HttpServer() { ttft_http_stop(h_); }
+  HttpServer(HttpServer &&o) noexcept : h_(std::exchange(o.h_, nullptr)) {}
+  HttpServer &operator=(HttpServer &&o) noexcept {
+    if (this != &o) {
+      ttft_http_stop(h_);
+      h_ = std::exchange(o.h_, nullptr);
+    }
+    return *this;
+  }
+  HttpServer(const HttpServer &) = delete;
+  HttpServer &operator=(const HttpServer &) = delete;
+  int port() const noexcept { return ttft_http_port(h_); }
+  void stop() noexcept { ttft_http_stop(std::exchange(h_, nullptr)); }
+  explicit operator bool() const noexcept { return h_ != nullptr; }
+
+ private:
+  ttft_http *h_ = nullptr;
+};
+
+// ---------------------------------------------------------------- registry
+
+/* Owns a ttft_registry. Move-only. Must outlive its Streams and HttpServer. */
+class Registry {
+ public:
+  /* Throws Error(TTFT_EINVAL) when the library refuses the configuration
+   * (ttft_registry_new returns NULL for an invalid config and for memory
+   * shortage alike; the message says both). */
+  explicit Registry(const Config &cfg = Config()) {
+    std::vector<ttft_label> labels;
+    const ttft_config c = cfg.c_config(labels);
+    r_ = create(&c);
+  }
+  explicit Registry(const ttft_config &cfg) : r_(create(&cfg)) {}
+  /* Adopt a registry from the C API (not NULL). */
+  static Registry adopt(ttft_registry *r) {
+    if (r == nullptr) throw Error(TTFT_EINVAL, "ttft::Registry::adopt");
+    return Registry(r, adopt_tag{});
+  }
+  ~Registry() { ttft_registry_free(r_); }
+  Registry(Registry &&o) noexcept : r_(std::exchange(o.r_, nullptr)) {}
+  Registry &operator=(Registry &&o) noexcept {
+    if (this != &o) {
+      ttft_registry_free(r_);
+      r_ = std::exchange(o.r_, nullptr);
+    }
+    return *this;
+  }
+  Registry(const Registry &) = delete;
+  Registry &operator=(const Registry &) = delete;
+
+  ttft_registry *get() const noexcept { return r_; }
+  ttft_registry *release() noexcept { return std::exchange(r_, nullptr); }
+  explicit operator bool() const noexcept { return r_ != nullptr; }
+
+  // --- classes (set-up; throw)
+  Class add_class(const std::string &name, const Slo &slo = Slo()) {
+    const int id = ttft_class_add(r_, name.c_str(), &slo.c_slo());
+    if (id < 0) throw Error(id, "ttft_class_add");
+    return Class(id);
+  }
+  std::optional<Class> find_class(const std::string &name) const noexcept {
+    const int id = ttft_class_find(r_, name.c_str());
+    if (id < 0) return std::nullopt;
+    return Class(id);
+  }
+
+  // --- hooks (noexcept; an empty Stream when no slot is free)
+  Stream begin(Time t = now_tag) noexcept { return Stream(r_, ttft_begin(r_, t.ns())); }
+  Stream begin(const Request &req, Time t = now_tag) noexcept {
+    return Stream(r_, ttft_begin_ex(r_, &req.c_request(), t.ns()));
+  }
+  /* End a stream by handle: for a thread that does not own the Stream. */
+  int end(ttft_seq s, ttft_status st, Time t = now_tag) noexcept {
+    return ttft_stream_end(r_, s, st, t.ns());
+  }
+
+  // --- state (noexcept)
+  std::uint64_t now_ns() const noexcept { return ttft_registry_now_ns(r_); }
+  long inflight() const noexcept { return ttft_inflight(r_); }
+  long stalled_now(Time t = now_tag) const noexcept { return ttft_stalled_now(r_, t.ns()); }
+  std::size_t memory() const noexcept { return ttft_registry_memory(r_); }
+  int thread_release() noexcept { return ttft_thread_release(r_); }
+
+  // --- reads (throw)
+  Snapshot snapshot() const {
+    ttft_snapshot *s = ttft_snapshot_take(r_);
+    if (s == nullptr) throw Error(r_ == nullptr ? TTFT_EINVAL : TTFT_ENOMEM, "ttft_snapshot_take");
+    return Snapshot(s);
+  }
+  /* Start the HTTP endpoint (see ttft_http_start); the Registry must
+   * outlive the returned server. */
+  HttpServer serve(const char *addr) {
+    ttft_http *h = nullptr;
+    const int rc = ttft_http_start(r_, addr, &h);
+    if (rc != TTFT_OK) throw Error(rc, "ttft_http_start");
+    return HttpServer(h);
+  }
+
+ private:
+  struct adopt_tag {};
+  Registry(ttft_registry *r, adopt_tag) noexcept : r_(r) {}
+  static ttft_registry *create(const ttft_config *c) {
+    ttft_registry *r = ttft_registry_new(c);
+    if (r == nullptr) throw Error(TTFT_EINVAL, "ttft_registry_new (invalid config or out of memory)");
+    return r;
+  }
+  ttft_registry *r_ = nullptr;
+};
+
+// ------------------------------------------------------------------- names
+
+inline const char *version() noexcept { return ttft_version_string(); }
+inline const char *name(ttft_metric m) noexcept { return ttft_metric_name(m); }
+inline const char *name(ttft_counter c) noexcept { return ttft_counter_name(c); }
+inline const char *name(ttft_status s) noexcept { return ttft_status_name(s); }
+inline const char *name(ttft_format f) noexcept { return ttft_format_name(f); }
+
+}  // namespace ttft
+
+#endif /* TTFT_HPP */

@@ -1,0 +1,91 @@
+# tests/cpp.cmake — C++ and header-compile tests (included by tests/CMakeLists.txt).
+#
+# The project is C-only, so these tests call the compilers directly through
+# tests/cpp/run_compiler.sh: each test compiles one source with one compiler
+# and standard, links the built library, and runs the program. A missing
+# compiler fails the test when CI is set (ctest shows it as Skipped
+# otherwise). Tests:
+#   cpp_hpp_<cxx>_<std>_<lib>  tests/cpp/test_hpp.cpp (ttft.hpp), g++ and clang++,
+#                              C++17 and C++20, shared lib; C++17 also static
+#   cpp_header_c_<cc>_<std>    ttft.h as strict C99 and C11, gcc and clang
+#   cpp_header_noshort_<cc>    TTFT_NO_SHORT_NAMES frees token_emitted/stream_end
+#   cpp_header_cxx_<cxx>_<std> a C++ TU including only ttft.h (C++11 and C++20)
+#   cpp_example_slot_server_<cxx>  examples/cpp/slot_server.cpp builds and runs
+# Under TTFT_SANITIZE only the compiler family that built the library is used
+# (sanitizer runtimes of gcc and clang do not mix), with the same flags.
+
+set(TTFT_CPP_SRC ${CMAKE_CURRENT_SOURCE_DIR}/cpp)
+set(TTFT_CPP_OUT ${CMAKE_CURRENT_BINARY_DIR}/cpp)
+set(TTFT_CPP_RUN ${TTFT_CPP_SRC}/run_compiler.sh)
+set(TTFT_CPP_INC ${PROJECT_SOURCE_DIR}/include)
+
+set(TTFT_CXX_WARN -Wall -Wextra -Werror -pedantic -Wshadow -Wconversion -Wsign-conversion
+    -Wold-style-cast -Wnon-virtual-dtor -Woverloaded-virtual -Wcast-qual -Wundef)
+set(TTFT_C_STRICT -pedantic -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes
+    -Wmissing-prototypes -Wconversion -Wundef -Wcast-qual)
+
+set(TTFT_CPP_SAN "")
+if(TTFT_SANITIZE)
+  set(TTFT_CPP_SAN -fsanitize=${TTFT_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
+endif()
+
+# (C compiler, C++ compiler) pairs to test with.
+set(TTFT_CPP_FAMILIES gnu clang)
+if(TTFT_SANITIZE)
+  if(CMAKE_C_COMPILER_ID MATCHES "Clang")
+    set(TTFT_CPP_FAMILIES clang)
+  else()
+    set(TTFT_CPP_FAMILIES gnu)
+  endif()
+endif()
+
+set(TTFT_CPP_HTTP "")
+if(TTFT_WITH_HTTP AND TTFT_HAVE_PTHREADS)
+  set(TTFT_CPP_HTTP -DTTFT_TEST_HTTP=1)
+endif()
+
+# ttft_cpp_test(NAME name COMPILER cc SOURCE src LIB shared|static FLAGS ...)
+function(ttft_cpp_test)
+  cmake_parse_arguments(T "" "NAME;COMPILER;SOURCE;LIB" "FLAGS" ${ARGN})
+  if(T_LIB STREQUAL "static")
+    set(link $<TARGET_FILE:ttft_static> -pthread -lm)
+  else()
+    set(link $<TARGET_FILE:ttft_shared> -Wl,-rpath,$<TARGET_FILE_DIR:ttft_shared>)
+  endif()
+  add_test(NAME ${T_NAME}
+    COMMAND sh ${TTFT_CPP_RUN} ${T_COMPILER} ${TTFT_CPP_OUT}/${T_NAME} 1
+            ${T_FLAGS} ${TTFT_CPP_SAN} -I${TTFT_CPP_INC} ${T_SOURCE} ${link} -pthread)
+  set_tests_properties(${T_NAME} PROPERTIES LABELS "cpp;${T_LIB}" TIMEOUT 300 SKIP_RETURN_CODE 77)
+endfunction()
+
+foreach(fam ${TTFT_CPP_FAMILIES})
+  if(fam STREQUAL "gnu")
+    set(cc gcc)
+    set(cxx g++)
+  else()
+    set(cc clang)
+    set(cxx clang++)
+  endif()
+
+  foreach(std 17 20)
+    ttft_cpp_test(NAME cpp_hpp_${cxx}_cxx${std}_shared COMPILER ${cxx} LIB shared
+      SOURCE ${TTFT_CPP_SRC}/test_hpp.cpp FLAGS -std=c++${std} -O1 -g ${TTFT_CXX_WARN} ${TTFT_CPP_HTTP})
+  endforeach()
+  ttft_cpp_test(NAME cpp_hpp_${cxx}_cxx17_static COMPILER ${cxx} LIB static
+    SOURCE ${TTFT_CPP_SRC}/test_hpp.cpp FLAGS -std=c++17 -O1 -g ${TTFT_CXX_WARN} ${TTFT_CPP_HTTP})
+
+  foreach(std c99 c11)
+    ttft_cpp_test(NAME cpp_header_c_${cc}_${std} COMPILER ${cc} LIB shared
+      SOURCE ${TTFT_CPP_SRC}/header_c.c FLAGS -std=${std} ${TTFT_C_STRICT} -Wdeclaration-after-statement)
+  endforeach()
+  ttft_cpp_test(NAME cpp_header_noshort_${cc} COMPILER ${cc} LIB shared
+    SOURCE ${TTFT_CPP_SRC}/header_noshort.c FLAGS -std=c99 ${TTFT_C_STRICT})
+
+  foreach(std 11 20)
+    ttft_cpp_test(NAME cpp_header_cxx_${cxx}_cxx${std} COMPILER ${cxx} LIB shared
+      SOURCE ${TTFT_CPP_SRC}/header_cxx.cpp FLAGS -std=c++${std} -pedantic -Wall -Wextra -Werror -Wshadow -Wconversion -Wundef)
+  endforeach()
+
+  ttft_cpp_test(NAME cpp_example_slot_server_${cxx} COMPILER ${cxx} LIB shared
+    SOURCE ${PROJECT_SOURCE_DIR}/examples/cpp/slot_server.cpp FLAGS -std=c++17 -O1 ${TTFT_CXX_WARN})
+endforeach()

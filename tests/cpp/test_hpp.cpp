@@ -1,0 +1,547 @@
+// test_hpp.cpp — ttft.hpp: RAII, move semantics, chrono quantiles, errors.
+//
+// Built by tests/cpp.cmake with g++ and clang++, -std=c++17 and c++20,
+// -Wall -Wextra -Werror (and more), linked against libttft.so, and run.
+// Every timestamp is explicit, so every expected value is exact.
+#include <ttft.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+using namespace std::chrono_literals;
+
+namespace {
+
+int g_failures = 0;
+int g_checks = 0;
+
+template <class T>
+std::string repr(const T &v) {
+  std::ostringstream o;
+  o << v;
+  return o.str();
+}
+template <class R, class P>
+std::string repr(const std::chrono::duration<R, P> &d) {
+  return repr(std::chrono::duration_cast<std::chrono::duration<double, std::nano>>(d).count()) + "ns";
+}
+std::string repr(const std::string &s) { return "\"" + s + "\""; }
+
+template <class A, class B>
+void expect_eq(const A &actual, const B &expected, const char *a_src, const char *b_src,
+               const char *file, int line) {
+  g_checks++;
+  if (!(actual == expected)) {
+    g_failures++;
+    std::cerr << file << ":" << line << ": FAILED " << a_src << " == " << b_src
+              << "\n    expected: " << repr(expected) << "\n    actual:   " << repr(actual) << "\n";
+  }
+}
+
+void expect_true(bool ok, const char *src, const char *file, int line) {
+  g_checks++;
+  if (!ok) {
+    g_failures++;
+    std::cerr << file << ":" << line << ": FAILED " << src << " (was false)\n";
+  }
+}
+
+#define EXPECT_EQ(a, b) expect_eq((a), (b), #a, #b, __FILE__, __LINE__)
+#define EXPECT_TRUE(x) expect_true(static_cast<bool>(x), #x, __FILE__, __LINE__)
+#define EXPECT_STREQ(a, b) expect_eq(std::string(a), std::string(b), #a, #b, __FILE__, __LINE__)
+/* Expect that stmt throws ttft::Error with code want. */
+#define EXPECT_THROWS_CODE(stmt, want)                                                   \
+  do {                                                                                   \
+    int got_ = 1;                                                                        \
+    try {                                                                                \
+      stmt;                                                                              \
+    } catch (const ttft::Error &e_) {                                                    \
+      got_ = e_.code();                                                                  \
+    }                                                                                    \
+    expect_eq(got_, static_cast<int>(want), "code thrown by " #stmt, #want, __FILE__,    \
+              __LINE__);                                                                 \
+  } while (0)
+
+constexpr std::uint64_t T0 = 1000000000ull;  // 1 s after the clock's epoch
+
+// ------------------------------------------------------------ type traits
+static_assert(!std::is_copy_constructible<ttft::Registry>::value, "Registry is move-only");
+static_assert(!std::is_copy_assignable<ttft::Registry>::value, "Registry is move-only");
+static_assert(std::is_nothrow_move_constructible<ttft::Registry>::value, "");
+static_assert(std::is_nothrow_move_assignable<ttft::Registry>::value, "");
+static_assert(!std::is_copy_constructible<ttft::Stream>::value, "Stream is move-only");
+static_assert(!std::is_copy_assignable<ttft::Stream>::value, "Stream is move-only");
+static_assert(std::is_nothrow_move_constructible<ttft::Stream>::value, "");
+static_assert(std::is_nothrow_move_assignable<ttft::Stream>::value, "");
+static_assert(std::is_nothrow_destructible<ttft::Stream>::value, "");
+static_assert(!std::is_copy_constructible<ttft::Snapshot>::value, "Snapshot is move-only");
+static_assert(std::is_nothrow_move_constructible<ttft::Snapshot>::value, "");
+static_assert(std::is_nothrow_move_assignable<ttft::Snapshot>::value, "");
+static_assert(!std::is_copy_constructible<ttft::HttpServer>::value, "");
+static_assert(std::is_base_of<std::runtime_error, ttft::Error>::value, "Error is a runtime_error");
+static_assert(noexcept(std::declval<ttft::Stream &>().token()), "hooks never throw");
+static_assert(noexcept(std::declval<ttft::Stream &>().end(TTFT_COMPLETED)), "hooks never throw");
+static_assert(noexcept(std::declval<ttft::Stream &>().mark_scheduled()), "hooks never throw");
+static_assert(noexcept(std::declval<ttft::Registry &>().begin()), "hooks never throw");
+static_assert(noexcept(std::declval<const ttft::Snapshot &>().quantile(TTFT_METRIC_TTFT, 0.5)), "");
+static_assert(std::is_same<decltype(std::declval<const ttft::Snapshot &>().quantile(TTFT_METRIC_TTFT, 0.5)),
+                           std::chrono::nanoseconds>::value,
+              "quantiles are chrono durations");
+static_assert(std::is_convertible<std::chrono::steady_clock::time_point, ttft::Time>::value, "");
+static_assert(std::is_convertible<std::uint64_t, ttft::Time>::value, "");
+static_assert(ttft::Time().is_now() && ttft::Time(ttft::now_tag).is_now(), "");
+static_assert(ttft::Class().id() == TTFT_CLASS_DEFAULT && ttft::Class::all().id() == TTFT_CLASS_ALL, "");
+
+ttft::Registry small_registry(std::uint32_t slots = 16) {
+  return ttft::Registry(ttft::Config().max_inflight(slots).max_threads(2).stall_threshold(10ms));
+}
+
+std::uint64_t counter(const ttft::Registry &r, ttft_counter c) { return r.snapshot().counter(c); }
+
+// ---------------------------------------------------------------- errors
+void test_error_mapping() {
+#define CHECK_CODE(N, V, M)                                                           \
+  {                                                                                   \
+    ttft::Error e(TTFT_##N, "where");                                                 \
+    EXPECT_EQ(e.code(), (V));                                                         \
+    EXPECT_STREQ(e.name(), "TTFT_" #N);                                               \
+    EXPECT_STREQ(e.what(), std::string("where: TTFT_" #N " (") + (M) + ")");         \
+    EXPECT_EQ(e.error_code().value(), (V));                                           \
+    EXPECT_STREQ(e.error_code().category().name(), "ttft");                           \
+    EXPECT_STREQ(e.error_code().message(), ttft_strerror(V));                         \
+    EXPECT_STREQ(ttft_strerror(V), (M));                                              \
+    EXPECT_THROWS_CODE(ttft::check((V), "x"), (V));                                   \
+  }
+  TTFT_ERRNO_MAP(CHECK_CODE)
+#undef CHECK_CODE
+  EXPECT_EQ(ttft::check(0), 0);
+  EXPECT_EQ(ttft::check(7), 7);
+  EXPECT_TRUE(&ttft::error_category() == &ttft::Error(TTFT_EINVAL).error_code().category());
+  // An Error is catchable as std::runtime_error with the same text.
+  std::string what;
+  try {
+    throw ttft::Error(TTFT_EFULL, "ttft_class_add");
+  } catch (const std::runtime_error &e) {
+    what = e.what();
+  }
+  EXPECT_STREQ(what, std::string("ttft_class_add: TTFT_EFULL (") + ttft_strerror(TTFT_EFULL) + ")");
+}
+
+// ------------------------------------------------------------------ RAII
+void handler_that_throws(ttft::Registry &reg, bool emit_first) {
+  ttft::Stream s = reg.begin(T0);
+  if (emit_first) EXPECT_EQ(s.token(1, T0 + 1000), TTFT_OK);
+  throw std::runtime_error("client handler failed");
+}
+
+bool handler_with_early_return(ttft::Registry &reg, bool bail) {
+  ttft::Stream s = reg.begin(ttft::Request().prompt_tokens(10), T0);
+  EXPECT_TRUE(s.open());
+  if (bail) return false;  // the destructor ends the stream as CANCELLED
+  EXPECT_EQ(s.token(1, T0 + 10), TTFT_OK);
+  EXPECT_EQ(s.end(TTFT_COMPLETED, T0 + 20), TTFT_OK);
+  EXPECT_TRUE(!s.open());
+  return true;
+}
+
+void test_raii_cancels() {
+  ttft::Registry reg = small_registry();
+  for (int i = 0; i < 2; i++) {
+    bool caught = false;
+    try {
+      handler_that_throws(reg, i == 1);
+    } catch (const std::runtime_error &) {
+      caught = true;
+    }
+    EXPECT_TRUE(caught);
+  }
+  EXPECT_EQ(reg.inflight(), 0L);
+  ttft::Snapshot s = reg.snapshot();
+  EXPECT_EQ(s.counter(TTFT_COUNTER_BEGUN), 2u);
+  EXPECT_EQ(s.counter(TTFT_COUNTER_CANCELLED), 2u);
+  EXPECT_EQ(s.counter(TTFT_COUNTER_COMPLETED), 0u);
+  EXPECT_EQ(s.counter(TTFT_COUNTER_ABANDONED), 1u);  // the one without a token
+  EXPECT_EQ(s.count(TTFT_METRIC_TTFT), 1u);
+  EXPECT_EQ(s.quantile(TTFT_METRIC_TTFT, 0.5), std::chrono::nanoseconds(1000));
+
+  EXPECT_TRUE(!handler_with_early_return(reg, true));
+  EXPECT_TRUE(handler_with_early_return(reg, false));
+  EXPECT_EQ(reg.inflight(), 0L);
+  s = reg.snapshot();
+  EXPECT_EQ(s.counter(TTFT_COUNTER_CANCELLED), 3u);
+  EXPECT_EQ(s.counter(TTFT_COUNTER_COMPLETED), 1u);
+  EXPECT_EQ(s.counter(TTFT_COUNTER_ABANDONED), 2u);
+
+  // A stream that ended normally is not cancelled again by its destructor.
+  {
+    ttft::Stream t = reg.begin(T0);
+    EXPECT_EQ(t.token(2, T0 + 5), TTFT_OK);
+    EXPECT_EQ(t.end(TTFT_ERROR, T0 + 6), TTFT_OK);
+    EXPECT_EQ(t.end(TTFT_COMPLETED, T0 + 7), TTFT_ESTALE);  // empty now
+    EXPECT_EQ(t.token(1, T0 + 8), TTFT_ESTALE);
+  }
+  s = reg.snapshot();
+  EXPECT_EQ(s.counter(TTFT_COUNTER_CANCELLED), 3u);
+  EXPECT_EQ(s.counter(TTFT_COUNTER_ERRORS), 1u);
+
+  // A bad status keeps the stream open; the destructor still cancels it.
+  {
+    ttft::Stream t = reg.begin(T0);
+    EXPECT_EQ(t.end(TTFT_STATUS_COUNT_, T0 + 1), TTFT_EINVAL);
+    EXPECT_TRUE(t.open());
+  }
+  EXPECT_EQ(counter(reg, TTFT_COUNTER_CANCELLED), 4u);
+  EXPECT_EQ(reg.inflight(), 0L);
+
+  // release() hands the handle to the caller: the destructor leaves it.
+  ttft_seq raw = 0;
+  {
+    ttft::Stream t = reg.begin(T0);
+    raw = t.release();
+    EXPECT_TRUE(raw != 0);
+    EXPECT_TRUE(!t.open());
+  }
+  EXPECT_EQ(reg.inflight(), 1L);
+  EXPECT_EQ(reg.end(raw, TTFT_COMPLETED, T0 + 1), TTFT_OK);
+  EXPECT_EQ(reg.inflight(), 0L);
+}
+
+// ------------------------------------------------------------------ moves
+void test_moves() {
+  ttft::Registry reg = small_registry();
+  ttft::Stream a = reg.begin(T0);
+  const ttft_seq h = a.handle();
+  EXPECT_TRUE(h != 0);
+
+  ttft::Stream b(std::move(a));
+  EXPECT_EQ(b.handle(), h);
+  EXPECT_TRUE(!a.open());            // NOLINT(bugprone-use-after-move): documented state
+  EXPECT_EQ(a.token(1, T0 + 1), TTFT_ESTALE);  // NOLINT
+  EXPECT_EQ(b.token(1, T0 + 1), TTFT_OK);
+
+  // Move-assigning over an open stream cancels it first.
+  ttft::Stream c = reg.begin(T0);
+  EXPECT_EQ(reg.inflight(), 2L);
+  c = std::move(b);
+  EXPECT_EQ(c.handle(), h);
+  EXPECT_EQ(reg.inflight(), 1L);
+  EXPECT_EQ(counter(reg, TTFT_COUNTER_CANCELLED), 1u);
+  EXPECT_EQ(counter(reg, TTFT_COUNTER_ABANDONED), 1u);
+
+  // Self-move-assignment (through a reference, as generic code would) is a no-op.
+  ttft::Stream &alias = c;
+  c = std::move(alias);
+  EXPECT_EQ(c.handle(), h);
+  EXPECT_EQ(c.end(TTFT_COMPLETED, T0 + 2), TTFT_OK);
+  EXPECT_EQ(reg.inflight(), 0L);
+
+  // Streams live in containers and survive reallocation without ending.
+  {
+    std::vector<ttft::Stream> v;
+    for (int i = 0; i < 10; i++) v.push_back(reg.begin(T0));
+    EXPECT_EQ(reg.inflight(), 10L);
+    for (auto &s : v) EXPECT_EQ(s.token(1, T0 + 100), TTFT_OK);
+    EXPECT_EQ(reg.inflight(), 10L);
+  }
+  EXPECT_EQ(reg.inflight(), 0L);
+  EXPECT_EQ(counter(reg, TTFT_COUNTER_CANCELLED), 11u);
+
+  // Registry moves: the new owner works, the old one is empty.
+  ttft::Registry r2(std::move(reg));
+  EXPECT_TRUE(static_cast<bool>(r2));
+  EXPECT_TRUE(!reg);  // NOLINT
+  EXPECT_TRUE(reg.get() == nullptr);  // NOLINT
+  EXPECT_THROWS_CODE(reg.snapshot(), TTFT_EINVAL);  // NOLINT
+  EXPECT_TRUE(!reg.begin(T0).open());  // NOLINT: NULL registry -> empty stream
+  EXPECT_EQ(r2.snapshot().counter(TTFT_COUNTER_BEGUN), 12u);
+  ttft::Registry r3 = small_registry();
+  r3 = std::move(r2);  // frees r3's registry, adopts r2's
+  EXPECT_EQ(r3.snapshot().counter(TTFT_COUNTER_BEGUN), 12u);
+
+  // Snapshot moves.
+  ttft::Snapshot s1 = r3.snapshot();
+  ttft::Snapshot s2(std::move(s1));
+  EXPECT_TRUE(!s1);  // NOLINT
+  EXPECT_EQ(s1.counter(TTFT_COUNTER_BEGUN), 0u);  // NOLINT: empty answers 0
+  EXPECT_EQ(s2.counter(TTFT_COUNTER_BEGUN), 12u);
+  s1 = std::move(s2);
+  EXPECT_EQ(s1.counter(TTFT_COUNTER_BEGUN), 12u);
+
+  // Adopting a C registry.
+  ttft::Registry r4 = ttft::Registry::adopt(ttft_registry_new(nullptr));
+  EXPECT_TRUE(static_cast<bool>(r4));
+  EXPECT_THROWS_CODE(ttft::Registry::adopt(nullptr), TTFT_EINVAL);
+}
+
+// ------------------------------------------------------------- quantiles
+void test_quantiles() {
+  ttft::Registry reg = small_registry();
+  // Three streams with TTFT 1, 2, 3 ms and one with 4 tokens 500 ns apart
+  // after its first, so TPOT = 500 ns exactly.
+  for (std::uint64_t k = 1; k <= 3; k++) {
+    ttft::Stream s = reg.begin(T0);
+    EXPECT_EQ(s.mark_scheduled(T0 + 10), TTFT_OK);
+    EXPECT_EQ(s.token(1, T0 + k * 1000000), TTFT_OK);
+    if (k == 3) {
+      EXPECT_EQ(s.token(1, T0 + k * 1000000 + 500), TTFT_OK);
+      EXPECT_EQ(s.token(2, T0 + k * 1000000 + 1000), TTFT_OK);  // multi-token step
+      EXPECT_EQ(s.token(1, T0 + k * 1000000 + 1500), TTFT_OK);
+    }
+    EXPECT_EQ(s.end(TTFT_COMPLETED, T0 + 4000000), TTFT_OK);
+  }
+  ttft::Snapshot snap = reg.snapshot();
+  EXPECT_EQ(snap.count(TTFT_METRIC_TTFT), 3u);
+  EXPECT_EQ(snap.quantile(TTFT_METRIC_TTFT, 0.0), std::chrono::nanoseconds(1ms));
+  EXPECT_EQ(snap.quantile(TTFT_METRIC_TTFT, 1.0), std::chrono::nanoseconds(3ms));
+  const auto p50 = snap.quantile(TTFT_METRIC_TTFT, 0.5);
+  EXPECT_TRUE(p50 >= 1990us && p50 <= 2010us);  // within 0.5 % of 2 ms
+  EXPECT_EQ(snap.mean(TTFT_METRIC_TTFT), (std::chrono::duration<double, std::nano>(2e6)));
+  EXPECT_EQ(snap.sum(TTFT_METRIC_TTFT), 6000000u);
+  // ITL: three gaps of exactly 500 ns (the 2-token step is one gap).
+  EXPECT_EQ(snap.count(TTFT_METRIC_ITL), 3u);
+  EXPECT_EQ(snap.quantile(TTFT_METRIC_ITL, 0.5), std::chrono::nanoseconds(500));
+  // TPOT = (t_last - t_first) / (N - 1) = 1500 / 4 = 375 ns; one stream has it.
+  EXPECT_EQ(snap.count(TTFT_METRIC_TPOT), 1u);
+  EXPECT_EQ(snap.quantile(TTFT_METRIC_TPOT, 0.99), std::chrono::nanoseconds(375));
+  EXPECT_EQ(snap.counter(TTFT_COUNTER_NO_TPOT), 2u);
+  EXPECT_EQ(snap.counter(TTFT_COUNTER_TOKENS), 7u);
+  EXPECT_EQ(snap.quantile_value(TTFT_METRIC_OUTPUT_TOKENS, 1.0), 5u);  // tokens, not ns
+  EXPECT_EQ(snap.quantile(TTFT_METRIC_QUEUE, 1.0), std::chrono::nanoseconds(10));
+  EXPECT_EQ(snap.quantile(TTFT_METRIC_E2E, 0.5), std::chrono::nanoseconds(4ms));
+  // Invalid input answers 0, never throws.
+  EXPECT_EQ(snap.quantile(TTFT_METRIC_TTFT, 1.5), std::chrono::nanoseconds(0));
+  EXPECT_EQ(snap.quantile(TTFT_METRIC_COUNT_, 0.5), std::chrono::nanoseconds(0));
+
+  // steady_clock time points and library ns are one clock.
+  const std::uint64_t a = ttft_now_ns();
+  const std::uint64_t b = ttft::to_ns(std::chrono::steady_clock::now());
+  const std::uint64_t c = ttft_now_ns();
+  EXPECT_TRUE(a <= b);
+  EXPECT_TRUE(b <= c);
+  EXPECT_EQ(ttft::to_ns(ttft::to_time_point(T0)), T0);
+
+  ttft::Registry r2 = small_registry();
+  const auto tp = ttft::to_time_point(T0);
+  {
+    ttft::Stream s = r2.begin(tp);
+    EXPECT_EQ(s.token(1, tp + 250ms), TTFT_OK);
+    EXPECT_EQ(s.token(1, T0 + 250000000 + 40000000), TTFT_OK);  // raw ns mixes in
+    EXPECT_EQ(s.end(TTFT_COMPLETED, tp + 1s), TTFT_OK);
+  }
+  ttft::Snapshot s2 = r2.snapshot();
+  EXPECT_EQ(s2.quantile(TTFT_METRIC_TTFT, 0.5), std::chrono::nanoseconds(250ms));
+  EXPECT_EQ(s2.quantile(TTFT_METRIC_ITL, 0.5), std::chrono::nanoseconds(40ms));
+  EXPECT_EQ(s2.quantile(TTFT_METRIC_E2E, 0.5), std::chrono::nanoseconds(1s));
+  EXPECT_EQ(s2.counter(TTFT_COUNTER_STALLS), 1u);  // 40 ms > the 10 ms budget
+  EXPECT_EQ(s2.counter(TTFT_COUNTER_CLOCK_CLAMPED), 0u);
+}
+
+// --------------------------------------------------- classes, config, live
+void test_classes_and_config() {
+  ttft::Registry reg(ttft::Config()
+                         .max_inflight(2)
+                         .max_classes(4)
+                         .model("m-7b")
+                         .start_point("client_send")
+                         .label("region", "eu")
+                         .prompt_bands({100, 1000}));
+  const ttft::Class chat = reg.add_class("chat", ttft::Slo().ttft(1ms).tpot(100us));
+  EXPECT_TRUE(chat.id() >= 1);
+  EXPECT_THROWS_CODE(reg.add_class("chat"), TTFT_EEXIST);
+  EXPECT_THROWS_CODE(reg.add_class("bad name!"), TTFT_EINVAL);
+  EXPECT_TRUE(reg.find_class("chat") == std::optional<ttft::Class>(chat));
+  EXPECT_TRUE(!reg.find_class("nope").has_value());
+
+  {  // good: TTFT 0.5 ms, completed
+    ttft::Stream s = reg.begin(ttft::Request().cls(chat).prompt_tokens(50).prefix_hit(true), T0);
+    EXPECT_TRUE(s.open());
+    EXPECT_EQ(s.token(1, T0 + 500000), TTFT_OK);
+    EXPECT_EQ(s.end(TTFT_COMPLETED, T0 + 600000), TTFT_OK);
+  }
+  {  // bad: TTFT 2 ms
+    ttft::Stream s = reg.begin(ttft::Request().cls(chat).prompt_tokens(500).prefix_hit(false), T0);
+    EXPECT_EQ(s.token(1, T0 + 2000000), TTFT_OK);
+    // Live state while open.
+    const auto info = s.stats();
+    EXPECT_TRUE(info.has_value());
+    if (info) {
+      EXPECT_EQ(info->class_id, chat.id());
+      EXPECT_EQ(info->tokens, 1u);
+      EXPECT_EQ(info->ttft_ns, 2000000u);
+    }
+    // Slots: 2 max; one is held here, so one more begin fits and the next is dropped.
+    ttft::Stream extra = reg.begin(T0);
+    ttft::Stream dropped = reg.begin(T0);
+    EXPECT_TRUE(extra.open());
+    EXPECT_TRUE(!dropped.open());
+    EXPECT_EQ(dropped.token(1, T0 + 1), TTFT_ESTALE);
+    EXPECT_EQ(dropped.end(TTFT_COMPLETED, T0 + 1), TTFT_ESTALE);
+    EXPECT_EQ(extra.end(TTFT_COMPLETED, T0 + 3), TTFT_OK);
+    EXPECT_EQ(s.end(TTFT_COMPLETED, T0 + 3000000), TTFT_OK);
+    EXPECT_TRUE(!s.stats().has_value());
+  }
+  ttft::Snapshot snap = reg.snapshot();
+  EXPECT_EQ(snap.counter(TTFT_COUNTER_DROPPED), 1u);
+  EXPECT_EQ(snap.counter(TTFT_COUNTER_BEGUN), 3u);
+  EXPECT_TRUE(snap.attainment(chat) == std::optional<double>(0.5));
+  EXPECT_EQ(snap.counter(TTFT_COUNTER_SLO_MET, chat), 1u);
+  EXPECT_EQ(snap.count(TTFT_METRIC_TTFT, chat), 2u);
+  EXPECT_EQ(snap.count(TTFT_METRIC_TTFT, ttft::Class::default_class()), 0u);
+  EXPECT_EQ(snap.quantile(TTFT_METRIC_TTFT, 1.0, chat), std::chrono::nanoseconds(2ms));
+  EXPECT_EQ(snap.classes(), 2);
+  EXPECT_STREQ(snap.class_name(chat), "chat");
+  EXPECT_TRUE(snap.class_name(ttft::Class(9)) == nullptr);
+  EXPECT_TRUE(snap.find_class("chat") == std::optional<ttft::Class>(chat));
+  const auto slo = snap.class_slo(chat);
+  EXPECT_TRUE(slo.has_value());
+  if (slo) {
+    EXPECT_EQ(slo->ttft(), std::chrono::nanoseconds(1ms));
+    EXPECT_EQ(slo->tpot(), std::chrono::nanoseconds(100us));
+    EXPECT_EQ(slo->e2e(), std::chrono::nanoseconds(0));
+  }
+  EXPECT_STREQ(snap.label("model"), "m-7b");
+  EXPECT_STREQ(snap.label("start_point"), "client_send");
+  EXPECT_TRUE(snap.label("no-such-key") == nullptr);
+  EXPECT_EQ(snap.bands(), 3u);
+  const auto band1 = snap.band(1);
+  EXPECT_TRUE(band1 == std::make_optional(std::make_pair(std::uint32_t{100}, std::uint32_t{1000})));
+  EXPECT_TRUE(!snap.band(3).has_value());
+  EXPECT_EQ(snap.split_count(TTFT_SPLIT_PREFIX_CACHE, 1), 1u);
+  EXPECT_EQ(snap.split_quantile(TTFT_SPLIT_PREFIX_CACHE, 1, 0.5), std::chrono::nanoseconds(500us));
+  EXPECT_EQ(snap.split_quantile(TTFT_SPLIT_PROMPT_BAND, 1, 0.5), std::chrono::nanoseconds(2ms));
+  const auto iv = snap.interval();
+  EXPECT_TRUE(iv.has_value() && iv->end_ns >= iv->start_ns);
+
+  // Invalid configurations throw at construction.
+  EXPECT_THROWS_CODE(ttft::Registry(ttft::Config().max_inflight(0)), TTFT_EINVAL);
+  EXPECT_THROWS_CODE(ttft::Registry(ttft::Config().label("0bad", "x")), TTFT_EINVAL);
+  EXPECT_THROWS_CODE(ttft::Config().prompt_bands({1, 2, 3, 4, 5, 6, 7, 8}), TTFT_EINVAL);
+  EXPECT_THROWS_CODE(ttft::Config().stall_threshold(-1ms), TTFT_EINVAL);
+  EXPECT_THROWS_CODE(ttft::Slo().ttft(std::chrono::duration<double>(-0.5)), TTFT_EINVAL);
+  // A C config works too, and fractional-second durations convert.
+  ttft_config c;
+  ttft_config_init(&c);
+  c.max_inflight = 8;
+  ttft::Registry from_c(c);
+  const ttft::Class batch =
+      from_c.add_class("batch", ttft::Slo().e2e(std::chrono::duration<double>(2.5)));
+  EXPECT_EQ(from_c.snapshot().class_slo(batch)->e2e(), std::chrono::nanoseconds(2500ms));
+  EXPECT_TRUE(from_c.memory() > 0);
+}
+
+// ----------------------------------------------------- output and codecs
+void test_snapshot_io() {
+  ttft::Registry reg = small_registry();
+  for (int i = 1; i <= 5; i++) {
+    ttft::Stream s = reg.begin(T0);
+    EXPECT_EQ(s.token(1, T0 + static_cast<std::uint64_t>(i) * 1000), TTFT_OK);
+    EXPECT_EQ(s.end(TTFT_COMPLETED, T0 + 100000), TTFT_OK);
+  }
+  ttft::Snapshot snap = reg.snapshot();
+  for (ttft_format f : {TTFT_FORMAT_TEXT, TTFT_FORMAT_JSON, TTFT_FORMAT_PROMETHEUS}) {
+    const std::string out = snap.format(f);
+    // Same bytes as the C call into a buffer of exactly the announced size.
+    const long n = ttft_snapshot_format(snap.get(), f, nullptr, 0);
+    EXPECT_TRUE(n > 0);
+    std::vector<char> buf(static_cast<std::size_t>(n) + 1);
+    EXPECT_EQ(ttft_snapshot_format(snap.get(), f, buf.data(), buf.size()), n);
+    EXPECT_EQ(out.size(), static_cast<std::size_t>(n));
+    EXPECT_TRUE(out == std::string(buf.data()));
+  }
+  EXPECT_THROWS_CODE(snap.format(TTFT_FORMAT_COUNT_), TTFT_EINVAL);
+  EXPECT_THROWS_CODE(ttft::Snapshot().format(TTFT_FORMAT_TEXT), TTFT_EINVAL);
+
+  const std::vector<unsigned char> bytes = snap.encode();
+  EXPECT_TRUE(!bytes.empty());
+  ttft::Snapshot back = ttft::Snapshot::decode(bytes);
+  EXPECT_EQ(back.count(TTFT_METRIC_TTFT), 5u);
+  EXPECT_EQ(back.quantile(TTFT_METRIC_TTFT, 1.0), std::chrono::nanoseconds(5000));
+  const std::string b64 = snap.encode_base64();
+  EXPECT_EQ(ttft::Snapshot::decode_base64(b64).counter(TTFT_COUNTER_COMPLETED), 5u);
+  std::vector<unsigned char> junk(bytes.size(), 0x5a);
+  EXPECT_THROWS_CODE(ttft::Snapshot::decode(junk), TTFT_ECORRUPT);
+  EXPECT_THROWS_CODE(ttft::Snapshot::decode_base64("!!not base64!!"), TTFT_ECORRUPT);
+
+  ttft::Snapshot merged = ttft::Snapshot::merge(snap, back);
+  EXPECT_EQ(merged.count(TTFT_METRIC_TTFT), 10u);
+  EXPECT_EQ(merged.quantile(TTFT_METRIC_TTFT, 0.0), std::chrono::nanoseconds(1000));
+  EXPECT_THROWS_CODE(ttft::Snapshot::merge(snap, ttft::Snapshot()), TTFT_EINVAL);
+
+  {
+    ttft::Stream s = reg.begin(T0);
+    EXPECT_EQ(s.token(1, T0 + 7000), TTFT_OK);
+    EXPECT_EQ(s.end(TTFT_COMPLETED, T0 + 8000), TTFT_OK);
+  }
+  ttft::Snapshot later = reg.snapshot();
+  ttft::Snapshot d = ttft::Snapshot::delta(later, snap);
+  EXPECT_EQ(d.count(TTFT_METRIC_TTFT), 1u);
+  EXPECT_EQ(d.counter(TTFT_COUNTER_COMPLETED), 1u);
+  EXPECT_THROWS_CODE(ttft::Snapshot::delta(snap, later), TTFT_EINVAL);  // wrong order
+
+  EXPECT_STREQ(ttft::name(TTFT_METRIC_TTFT), "ttft");
+  EXPECT_STREQ(ttft::name(TTFT_COUNTER_CANCELLED), "cancelled");
+  EXPECT_STREQ(ttft::version(), TTFT_VERSION_STRING);
+}
+
+// ------------------------------------------------- cancel from another thread
+void test_cross_thread_cancel() {
+  ttft::Registry reg = small_registry();
+  ttft::Stream s = reg.begin(T0);
+  EXPECT_EQ(s.token(1, T0 + 100), TTFT_OK);
+  const ttft_seq h = s.handle();  // copied before it crosses threads
+  std::atomic<int> rc{1};
+  std::thread canceller([&] { rc.store(reg.end(h, TTFT_CANCELLED, T0 + 200), std::memory_order_relaxed); });
+  canceller.join();
+  EXPECT_EQ(rc.load(std::memory_order_relaxed), TTFT_OK);
+  EXPECT_EQ(s.token(1, T0 + 300), TTFT_ESTALE);      // the decode loop learns it ended
+  EXPECT_EQ(s.end(TTFT_COMPLETED, T0 + 400), TTFT_ESTALE);
+  EXPECT_TRUE(!s.open());                             // and lets go of it
+  ttft::Snapshot snap = reg.snapshot();
+  EXPECT_EQ(snap.counter(TTFT_COUNTER_CANCELLED), 1u);
+  EXPECT_EQ(snap.counter(TTFT_COUNTER_COMPLETED), 0u);
+  EXPECT_EQ(reg.inflight(), 0L);
+}
+
+#ifdef TTFT_TEST_HTTP
+void test_http() {
+  ttft::Registry reg = small_registry();
+  ttft::HttpServer srv = reg.serve("127.0.0.1:0");
+  EXPECT_TRUE(static_cast<bool>(srv));
+  EXPECT_TRUE(srv.port() > 0);
+  srv.stop();
+  EXPECT_TRUE(!srv);
+}
+#endif
+
+}  // namespace
+
+int main() {
+  test_error_mapping();
+  test_raii_cancels();
+  test_moves();
+  test_quantiles();
+  test_classes_and_config();
+  test_snapshot_io();
+  test_cross_thread_cancel();
+#ifdef TTFT_TEST_HTTP
+  test_http();
+#endif
+  std::printf("test_hpp (%s, C++%ld): %d checks, %d failures\n",
+#if defined(__clang__)
+              "clang++",
+#else
+              "g++",
+#endif
+              static_cast<long>(__cplusplus / 100 % 100), g_checks, g_failures);
+  return g_failures == 0 ? 0 : 1;
+}
