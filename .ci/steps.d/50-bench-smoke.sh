@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Smoke test of the benchmark: ttft-bench --quick runs, exits 0 and writes
+# valid JSON with every row group. Timings are never asserted here
+# (docs/performance.md has the real numbers; `make bench` measures them).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+BUILD="${BUILD:-build-ci}"
+bin="$BUILD/bench/ttft-bench"
+if [ ! -x "$bin" ]; then
+  cmake --build "$BUILD" -j 2 --target ttft-bench
+fi
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+"$bin" --quick --json "$out/results.json" > "$out/stdout.txt" || {
+  cat "$out/stdout.txt"; echo "ttft-bench --quick failed" >&2; exit 1; }
+python3 - "$out/results.json" <<'PY'
+import json, math, sys
+d = json.load(open(sys.argv[1]))
+assert d["schema"] == "ttft-bench/1", d.get("schema")
+rows = {r["key"]: r for r in d["rows"]}
+need = ["clock_mono", "floor", "tok_1t", "tok_2t", "tok_s4", "tok_pingpong_k64",
+        "tok_now_mono", "tok_now_tsc", "life_1t", "life_2t", "snapshot", "quantile",
+        "mem_default", "mem_slot", "rss_growth", "heap_growth"]
+if d["peer"] is not None:
+    need += ["peer_1t", "peer_2t"]
+elif __import__("os").environ.get("CI"):
+    sys.exit("prometheus-cpp (the peer) was not found at build time; CI installs it")
+missing = [k for k in need if k not in rows]
+assert not missing, "rows missing: %s" % missing
+for r in d["rows"]:
+    assert r["reps"] >= 1 and len(r["samples"]) == r["reps"], r["key"]
+    assert r["median"] is not None and math.isfinite(r["median"]), r["key"]
+    assert r["median"] >= 0 or r["key"] in ("rss_growth", "heap_growth"), r["key"]
+assert len(d["targets"]) >= 12, len(d["targets"])
+for t in d["targets"]:
+    assert isinstance(t["met"], bool), t
+print("ttft-bench --quick: %d rows, %d targets, valid JSON" % (len(d["rows"]), len(d["targets"])))
+PY

@@ -1,0 +1,1204 @@
+/*
+ * ttft_bench.c — how much libttft costs, against the machine's floor and a
+ * peer library, measured in one run (docs/performance.md shows a run).
+ *
+ *   ttft-bench [--quick] [--json FILE] [--reps N] [--only GROUP[,GROUP]]
+ *
+ * Every row is the median of >= 5 repetitions. A repetition runs the loop
+ * on fresh threads that start together from a spin barrier, after a
+ * warm-up; each thread times itself. Nothing is pinned (the machines we
+ * run on have two shared cores). Caller-timestamp rows never read the
+ * clock in the loop: each sequence's timestamp advances by a pre-generated
+ * gap (20 ms +- 5 ms, one in 64 a 100..800 ms stall), so values spread
+ * over buckets as a decode loop's would. Hot-path rows feed sequences that
+ * were begun once, round-robin over 64 per thread (and one, for the
+ * single-sequence figure).
+ *
+ * Ratios are printed next to their targets (SPEC section 5) and marked met
+ * or MISSED; the program never fails because of a timing, only when a call
+ * it measures returns an error (exit 1) or it cannot run (exit 2).
+ */
+#include <ttft.h>
+
+#include <errno.h>
+#include <math.h>
+#if defined(__GLIBC__) || defined(__linux__)
+#  include <malloc.h>
+#endif
+#include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "floor.h"
+#include "peer.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#  include <x86intrin.h>
+#  define HAVE_RDTSC 1
+#  define cpu_relax() _mm_pause()
+#else
+#  define HAVE_RDTSC 0
+#  define cpu_relax() ((void)0)
+#endif
+
+#ifdef TTFT_BENCH_HAVE_PROMCPP
+#  define HAVE_PEER 1
+#else
+#  define HAVE_PEER 0
+#endif
+
+#define MAX_REPS 64
+#define MAX_THREADS 4
+#define NSEQ 64 /* sequences per thread in the hot rows (a power of two) */
+#define GAP_N 4096
+#define GAP_MASK (GAP_N - 1)
+#define PAD 128 /* two cache lines: no false sharing, no adjacent-line prefetch */
+
+/* ------------------------------------------------------------ options */
+static struct {
+  int quick;
+  int reps;
+  double rep_ms;       /* wall time one repetition aims at */
+  const char *json;
+  const char *only;    /* comma-separated groups, NULL = all */
+} opt;
+
+static int group_on(const char *g) {
+  if (!opt.only) return 1;
+  size_t n = strlen(g);
+  for (const char *p = opt.only; *p;) {
+    const char *e = strchr(p, ',');
+    size_t len = e ? (size_t)(e - p) : strlen(p);
+    if (len == n && memcmp(p, g, n) == 0) return 1;
+    if (!e) break;
+    p = e + 1;
+  }
+  return 0;
+}
+
+static void die(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("ttft-bench: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  exit(2);
+}
+
+static int call_errors; /* calls that returned an error: exit status 1 */
+
+static void check_rc(int bad, const char *what) {
+  if (bad) {
+    fprintf(stderr, "ttft-bench: %s returned an error during the run\n", what);
+    call_errors++;
+  }
+}
+
+/* ------------------------------------------------------------- helpers */
+static uint64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * UINT64_C(1000000000) + (uint64_t)ts.tv_nsec;
+}
+
+/* this thread's CPU time: time spent off the CPU (preempted by other work
+ * on a shared machine) does not count */
+static uint64_t cpu_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (uint64_t)ts.tv_sec * UINT64_C(1000000000) + (uint64_t)ts.tv_nsec;
+}
+
+static void *xalloc(size_t n) {
+  void *p = NULL;
+  if (posix_memalign(&p, PAD, n ? n : 1) != 0) die("out of memory");
+  memset(p, 0, n);
+  return p;
+}
+
+/* the compiler must believe the value is used */
+static volatile uint64_t g_sink;
+
+static uint64_t g_gaps[GAP_N]; /* ns between two emissions of one sequence */
+
+static uint64_t xorshift(uint64_t *s) {
+  uint64_t x = *s;
+  x ^= x << 13;
+  x ^= x >> 7;
+  x ^= x << 17;
+  return *s = x;
+}
+
+static void gaps_init(void) {
+  uint64_t s = UINT64_C(0x9E3779B97F4A7C15);
+  for (int i = 0; i < GAP_N; i++) {
+    uint64_t r = xorshift(&s);
+    if (r % 64 == 0) /* a stall: 100 .. 800 ms */
+      g_gaps[i] = UINT64_C(100000000) + (r >> 8) % UINT64_C(700000000);
+    else /* a decode step: 15 .. 25 ms */
+      g_gaps[i] = UINT64_C(15000000) + (r >> 8) % UINT64_C(10000000);
+  }
+}
+
+static long rss_bytes(void) {
+  FILE *f = fopen("/proc/self/statm", "r");
+  long size = 0, res = -1;
+  if (!f) return -1;
+  if (fscanf(f, "%ld %ld", &size, &res) != 2) res = -1;
+  fclose(f);
+  return res < 0 ? -1 : res * sysconf(_SC_PAGESIZE);
+}
+
+/* the 1-minute load average: other work on the machine skews every row */
+static double loadavg(void) {
+  double l = -1;
+  FILE *f = fopen("/proc/loadavg", "r");
+  if (!f) return -1;
+  if (fscanf(f, "%lf", &l) != 1) l = -1;
+  fclose(f);
+  return l;
+}
+
+static double g_load_start, g_load_end;
+
+/* bytes the process has allocated from malloc right now (-1: unknown) */
+static long heap_bytes(void) {
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+  struct mallinfo2 mi = mallinfo2();
+  return (long)(mi.uordblks + mi.hblkhd);
+#else
+  return -1;
+#endif
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double median_of(const double *v, int n) {
+  double tmp[MAX_REPS];
+  memcpy(tmp, v, (size_t)n * sizeof *v);
+  qsort(tmp, (size_t)n, sizeof *tmp, cmp_double);
+  return n % 2 ? tmp[n / 2] : (tmp[n / 2 - 1] + tmp[n / 2]) / 2;
+}
+
+/* --------------------------------------------------------------- rows */
+typedef struct row {
+  char key[32];
+  char group[16];
+  char name[80];
+  const char *unit;
+  int threads;
+  int reps;
+  uint64_t iters;        /* per thread per repetition */
+  double med, min, max;  /* unit per op (per thread, CPU time), median over reps */
+  double wall;           /* the same by wall-clock time, median over reps */
+  double agg;            /* threads > 1: slowest thread's wall / all ops (throughput) */
+  double samples[MAX_REPS];
+  char note[160];
+} row;
+
+static row g_rows[160];
+static int g_nrows;
+
+typedef struct target {
+  char name[96];
+  char num[32], den[32]; /* row keys, den empty: an absolute target */
+  double value, limit;
+  const char *unit;      /* "x" for ratios, else the unit of value */
+  int met;
+} target;
+
+static target g_targets[32];
+static int g_ntargets;
+
+static row *row_find(const char *key) {
+  for (int i = 0; i < g_nrows; i++)
+    if (strcmp(g_rows[i].key, key) == 0) return &g_rows[i];
+  return NULL;
+}
+
+static row *row_add(const char *key, const char *group, const char *name, const char *unit) {
+  if (g_nrows == (int)(sizeof g_rows / sizeof g_rows[0])) die("too many rows");
+  row *r = &g_rows[g_nrows++];
+  memset(r, 0, sizeof *r);
+  snprintf(r->key, sizeof r->key, "%s", key);
+  snprintf(r->group, sizeof r->group, "%s", group);
+  snprintf(r->name, sizeof r->name, "%s", name);
+  r->unit = unit;
+  r->threads = 1;
+  return r;
+}
+
+static void row_print(const row *r) {
+  char val[32];
+  if (strcmp(r->unit, "ns/op") == 0 || strcmp(r->unit, "us") == 0 || strcmp(r->unit, "ms") == 0)
+    snprintf(val, sizeof val, "%10.2f %-5s", r->med, r->unit);
+  else
+    snprintf(val, sizeof val, "%10.0f %-5s", r->med, r->unit);
+  printf("  %-52s %s", r->name, val);
+  if (r->reps > 1) printf("  [%.2f .. %.2f, %d reps", r->min, r->max, r->reps);
+  if (r->reps > 1 && r->iters) printf(" x %llu", (unsigned long long)r->iters);
+  if (r->reps > 1) printf("]");
+  if (r->wall > 0) printf("  wall %.2f", r->wall);
+  if (r->threads > 1 && r->agg > 0) printf("  all threads: %.2f ns/op", r->agg);
+  if (r->note[0]) printf("  %s", r->note);
+  printf("\n");
+  fflush(stdout);
+}
+
+static void row_set_samples(row *r, const double *v, int n) {
+  r->reps = n;
+  if (v != r->samples) memmove(r->samples, v, (size_t)n * sizeof *v);
+  r->med = median_of(v, n);
+  r->min = r->max = v[0];
+  for (int i = 1; i < n; i++) {
+    if (v[i] < r->min) r->min = v[i];
+    if (v[i] > r->max) r->max = v[i];
+  }
+}
+
+static void target_add(const char *name, const char *num, const char *den, double limit,
+                       const char *unit) {
+  const row *a = row_find(num);
+  const row *b = den ? row_find(den) : NULL;
+  if (!a || (den && !b)) return; /* a group was left out with --only */
+  target *t = &g_targets[g_ntargets++];
+  memset(t, 0, sizeof *t);
+  snprintf(t->name, sizeof t->name, "%s", name);
+  snprintf(t->num, sizeof t->num, "%s", num);
+  if (den) snprintf(t->den, sizeof t->den, "%s", den);
+  t->value = den ? (b->med > 0 ? a->med / b->med : INFINITY) : a->med;
+  t->limit = limit;
+  t->unit = den ? "x" : unit;
+  t->met = t->value <= limit;
+}
+
+/* ------------------------------------------------ the measuring harness */
+typedef void (*loop_fn)(void *ctx, uint64_t n, int tid);
+
+typedef struct harness {
+  loop_fn fn;
+  void *ctx;
+  uint64_t n, warm;
+  int tid;
+  _Atomic int *ready, *go;
+  double ns, wall;
+} harness;
+
+static void *harness_thread(void *p) {
+  harness *h = p;
+  if (h->warm) h->fn(h->ctx, h->warm, h->tid);
+  atomic_fetch_add_explicit(h->ready, 1, memory_order_relaxed);
+  /* acquire: pairs with the release that starts every thread at once */
+  while (!atomic_load_explicit(h->go, memory_order_acquire)) cpu_relax();
+  uint64_t c0 = cpu_ns(), t0 = mono_ns();
+  h->fn(h->ctx, h->n, h->tid);
+  uint64_t t1 = mono_ns(), c1 = cpu_ns();
+  h->ns = (double)(c1 - c0);
+  h->wall = (double)(t1 - t0);
+  return NULL;
+}
+
+/* One repetition on nthreads fresh threads; *per_op = mean over threads of
+ * own CPU time / n, *wall the same by wall clock, *agg = slowest thread's
+ * wall time / (n * nthreads). */
+static void run_once(loop_fn fn, void *ctx, int nthreads, uint64_t n, double *per_op, double *wall,
+                     double *agg) {
+  pthread_t th[MAX_THREADS];
+  harness h[MAX_THREADS];
+  _Atomic int ready = 0, go = 0;
+  uint64_t warm = n / 8 + 1;
+  for (int i = 0; i < nthreads; i++) {
+    h[i] = (harness){fn, ctx, n, warm, i, &ready, &go, 0, 0};
+    if (pthread_create(&th[i], NULL, harness_thread, &h[i]) != 0) die("pthread_create failed");
+  }
+  while (atomic_load_explicit(&ready, memory_order_relaxed) < nthreads) sched_yield();
+  /* release: the threads' acquire loads see everything set up before */
+  atomic_store_explicit(&go, 1, memory_order_release);
+  double sum = 0, wsum = 0, slowest = 0;
+  for (int i = 0; i < nthreads; i++) {
+    pthread_join(th[i], NULL);
+    sum += h[i].ns / (double)n;
+    wsum += h[i].wall / (double)n;
+    if (h[i].wall > slowest) slowest = h[i].wall;
+  }
+  *per_op = sum / nthreads;
+  *wall = wsum / nthreads;
+  *agg = slowest / ((double)n * nthreads);
+}
+
+/* Iterations that make one repetition last about opt.rep_ms (1 thread). */
+static uint64_t calibrate(loop_fn fn, void *ctx) {
+  uint64_t n = 1;
+  double min_ns = opt.rep_ms * 1e6 / 8;
+  for (;;) {
+    uint64_t t0 = mono_ns();
+    fn(ctx, n, 0);
+    double ns = (double)(mono_ns() - t0);
+    if (ns >= min_ns || n >= (UINT64_C(1) << 32)) {
+      double want = (double)n * (opt.rep_ms * 1e6) / (ns > 1 ? ns : 1);
+      if (want < 64) want = 64;
+      if (want > 4e9) want = 4e9;
+      return (uint64_t)want;
+    }
+    n *= 4;
+  }
+}
+
+/* Measure fn on nthreads threads; n = 0 means calibrate on one thread. */
+static row *measure(const char *key, const char *group, const char *name, loop_fn fn, void *ctx,
+                    int nthreads, uint64_t n) {
+  double v[MAX_REPS], w[MAX_REPS], a[MAX_REPS];
+  if (!n) n = calibrate(fn, ctx);
+  for (int i = 0; i < opt.reps; i++) run_once(fn, ctx, nthreads, n, &v[i], &w[i], &a[i]);
+  row *r = row_add(key, group, name, "ns/op");
+  row_set_samples(r, v, opt.reps);
+  r->threads = nthreads;
+  r->iters = n;
+  r->wall = median_of(w, opt.reps);
+  r->agg = nthreads > 1 ? median_of(a, opt.reps) : 0;
+  return r;
+}
+
+/* ============================================================ baselines */
+static void loop_clock_mono(void *ctx, uint64_t n, int tid) {
+  uint64_t acc = 0;
+  struct timespec ts;
+  for (uint64_t i = 0; i < n; i++) {
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    acc += (uint64_t)ts.tv_nsec;
+  }
+  g_sink = acc;
+}
+
+static void loop_clock_coarse(void *ctx, uint64_t n, int tid) {
+  uint64_t acc = 0;
+  struct timespec ts;
+  for (uint64_t i = 0; i < n; i++) {
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    acc += (uint64_t)ts.tv_nsec;
+  }
+  g_sink = acc;
+}
+
+#if HAVE_RDTSC
+static void loop_rdtsc(void *ctx, uint64_t n, int tid) {
+  uint64_t acc = 0;
+  for (uint64_t i = 0; i < n; i++) acc += __rdtsc();
+  g_sink = acc;
+}
+#endif
+
+typedef struct per_thread {
+  uint64_t t[NSEQ];       /* each sequence's last timestamp */
+  ttft_seq seq[NSEQ];
+  floor_hist *floor;
+  int bad;
+  char pad[PAD];
+} per_thread;
+
+typedef struct hot_ctx {
+  ttft_registry *r;
+  int now;                /* sequences fed with TTFT_NOW */
+  unsigned mask;          /* sequences used per thread - 1 */
+  per_thread *th[MAX_THREADS];
+  _Atomic int bad;
+} hot_ctx;
+
+static void loop_floor(void *p, uint64_t n, int tid) {
+  hot_ctx *c = p;
+  per_thread *pt = c->th[tid];
+  uint64_t *t = pt->t;
+  floor_hist *h = pt->floor;
+  unsigned mask = c->mask;
+  int ok = 1;
+  for (uint64_t i = 0; i < n; i++) {
+    unsigned k = (unsigned)i & mask;
+    uint64_t g = g_gaps[i & GAP_MASK];
+    t[k] += g;
+    ok &= floor_record(h, (int64_t)g);
+  }
+  if (!ok) atomic_fetch_add_explicit(&c->bad, 1, memory_order_relaxed);
+}
+
+typedef struct atom_ctx {
+  _Atomic uint64_t *ctr[MAX_THREADS];
+} atom_ctx;
+
+static void loop_atomic(void *p, uint64_t n, int tid) {
+  _Atomic uint64_t *ctr = ((atom_ctx *)p)->ctr[tid];
+  for (uint64_t i = 0; i < n; i++) floor_atomic_add(ctr, 1);
+}
+
+/* ============================================================ hot path */
+static void loop_tok(void *p, uint64_t n, int tid) {
+  hot_ctx *c = p;
+  per_thread *pt = c->th[tid];
+  ttft_registry *r = c->r;
+  uint64_t *t = pt->t;
+  const ttft_seq *seq = pt->seq;
+  unsigned mask = c->mask;
+  int bad = 0;
+  for (uint64_t i = 0; i < n; i++) {
+    unsigned k = (unsigned)i & mask;
+    uint64_t tk = t[k] + g_gaps[i & GAP_MASK];
+    t[k] = tk;
+    bad |= ttft_token_emitted(r, seq[k], 1, tk);
+  }
+  if (bad) atomic_fetch_add_explicit(&c->bad, 1, memory_order_relaxed);
+}
+
+static void loop_tok_now(void *p, uint64_t n, int tid) {
+  hot_ctx *c = p;
+  per_thread *pt = c->th[tid];
+  ttft_registry *r = c->r;
+  const ttft_seq *seq = pt->seq;
+  unsigned mask = c->mask;
+  int bad = 0;
+  for (uint64_t i = 0; i < n; i++) bad |= ttft_token_emitted(r, seq[(unsigned)i & mask], 1, TTFT_NOW);
+  if (bad) atomic_fetch_add_explicit(&c->bad, 1, memory_order_relaxed);
+}
+
+static void loop_lib_now(void *p, uint64_t n, int tid) {
+  const ttft_registry *r = ((hot_ctx *)p)->r;
+  uint64_t acc = 0;
+  for (uint64_t i = 0; i < n; i++) acc += ttft_registry_now_ns(r);
+  g_sink = acc;
+}
+
+/* Begin NSEQ sequences per thread (and their first token, so the timed
+ * loop measures the steady state: ITL, not TTFT). */
+static hot_ctx *hot_new(ttft_registry *r, int nthreads, int now) {
+  hot_ctx *c = xalloc(sizeof *c);
+  c->r = r;
+  c->now = now;
+  c->mask = NSEQ - 1;
+  uint64_t t0 = mono_ns();
+  for (int th = 0; th < nthreads; th++) {
+    per_thread *pt = c->th[th] = xalloc(sizeof *pt);
+    pt->floor = xalloc(sizeof *pt->floor);
+    floor_init(pt->floor);
+    for (int k = 0; k < NSEQ; k++) {
+      pt->t[k] = t0 + (uint64_t)(th * NSEQ + k) * 1000;
+      pt->seq[k] = ttft_begin(r, now ? TTFT_NOW : pt->t[k]);
+      if (!pt->seq[k]) die("ttft_begin refused a sequence while setting up");
+      pt->t[k] += 300000000; /* first token 300 ms later */
+      check_rc(ttft_token_emitted(r, pt->seq[k], 1, now ? TTFT_NOW : pt->t[k]) != TTFT_OK,
+               "ttft_token_emitted (setup)");
+    }
+  }
+  return c;
+}
+
+static void hot_free(hot_ctx *c, int nthreads, const char *what) {
+  check_rc(atomic_load_explicit(&c->bad, memory_order_relaxed) != 0, what);
+  for (int th = 0; th < nthreads; th++) {
+    per_thread *pt = c->th[th];
+    if (c->r)
+      for (int k = 0; k < NSEQ; k++)
+        check_rc(ttft_stream_end(c->r, pt->seq[k], TTFT_COMPLETED,
+                                 c->now ? TTFT_NOW : pt->t[k] + 1) != TTFT_OK,
+                 "ttft_stream_end (teardown)");
+    free(pt->floor);
+    free(pt);
+  }
+  free(c);
+}
+
+/* Two threads feed ONE sequence, handing it over every k tokens. */
+typedef struct pingpong {
+  ttft_registry *r;
+  ttft_seq s;
+  uint64_t t;             /* the sequence's last timestamp: moves with the turn */
+  floor_hist *fh;         /* non-NULL: the baseline, a floor increment instead */
+  unsigned k;
+  char pad0[PAD];
+  _Atomic int turn;
+  char pad1[PAD];
+  _Atomic int bad;
+} pingpong;
+
+static void loop_pingpong(void *p, uint64_t n, int tid) {
+  pingpong *c = p;
+  int bad = 0;
+  uint64_t gi = (uint64_t)tid * 977;
+  for (uint64_t done = 0; done < n; done += c->k) {
+    unsigned spins = 0;
+    /* acquire: the other thread's emissions and c->t happen before ours */
+    while (atomic_load_explicit(&c->turn, memory_order_acquire) != tid)
+      if (++spins % 1024 == 0) sched_yield(); else cpu_relax();
+    uint64_t t = c->t;
+    if (c->fh) {
+      for (unsigned j = 0; j < c->k; j++) {
+        uint64_t g = g_gaps[gi++ & GAP_MASK];
+        t += g;
+        bad |= !floor_record(c->fh, (int64_t)g);
+      }
+    } else {
+      for (unsigned j = 0; j < c->k; j++) {
+        t += g_gaps[gi++ & GAP_MASK];
+        bad |= ttft_token_emitted(c->r, c->s, 1, t);
+      }
+    }
+    c->t = t;
+    /* release: hand the sequence (and c->t) to the other thread */
+    atomic_store_explicit(&c->turn, tid ^ 1, memory_order_release);
+  }
+  if (bad) atomic_fetch_add_explicit(&c->bad, 1, memory_order_relaxed);
+}
+
+/* begin + stream_end, one sequence at a time per thread */
+typedef struct life_ctx {
+  ttft_registry *r;
+  uint64_t t[MAX_THREADS][PAD / 8];
+  _Atomic uint64_t dropped;
+  _Atomic int bad;
+} life_ctx;
+
+static void loop_life(void *p, uint64_t n, int tid) {
+  life_ctx *c = p;
+  ttft_registry *r = c->r;
+  uint64_t t = c->t[tid][0], dropped = 0;
+  int bad = 0;
+  for (uint64_t i = 0; i < n; i++) {
+    t += 1000;
+    ttft_seq s = ttft_begin(r, t);
+    if (!s) {
+      dropped++;
+      continue;
+    }
+    t += g_gaps[i & GAP_MASK];
+    bad |= ttft_stream_end(r, s, TTFT_COMPLETED, t);
+  }
+  c->t[tid][0] = t;
+  atomic_fetch_add_explicit(&c->dropped, dropped, memory_order_relaxed);
+  if (bad) atomic_fetch_add_explicit(&c->bad, 1, memory_order_relaxed);
+}
+
+#if HAVE_PEER
+typedef struct peer_ctx {
+  void *h;
+} peer_ctx;
+
+static void loop_peer(void *p, uint64_t n, int tid) {
+  peer_observe_loop(((peer_ctx *)p)->h, g_gaps, GAP_MASK, n);
+}
+#endif
+
+/* ============================================================ snapshots */
+typedef struct snap_ctx {
+  ttft_registry *r;
+  ttft_snapshot *s;
+  int bad;
+} snap_ctx;
+
+static void loop_snapshot(void *p, uint64_t n, int tid) {
+  snap_ctx *c = p;
+  for (uint64_t i = 0; i < n; i++) {
+    ttft_snapshot *s = ttft_snapshot_take(c->r);
+    if (!s) c->bad = 1;
+    ttft_snapshot_free(s);
+  }
+}
+
+static void loop_quantile(void *p, uint64_t n, int tid) {
+  static const double qs[8] = {0.5, 0.9, 0.95, 0.99, 0.999, 0.1, 0.75, 0.9999};
+  const ttft_snapshot *s = ((snap_ctx *)p)->s;
+  uint64_t acc = 0;
+  for (uint64_t i = 0; i < n; i++) acc += ttft_snapshot_quantile(s, TTFT_METRIC_ITL, qs[i & 7]);
+  g_sink = acc;
+}
+
+/* Record `events` emissions into r from this thread: 64 sequences at a
+ * time, each ending after 1000 tokens and replaced by a new one (so every
+ * metric, the slot recycling and the per-sequence histograms are used). */
+typedef struct filler {
+  ttft_seq seq[NSEQ];
+  uint64_t t[NSEQ];
+  uint32_t left[NSEQ];
+  uint64_t gi;
+} filler;
+
+static uint64_t fill(ttft_registry *r, filler *f, uint64_t events) {
+  int bad = 0;
+  uint64_t refused = 0;
+  for (uint64_t i = 0; i < events; i++) {
+    unsigned k = (unsigned)i & (NSEQ - 1);
+    if (!f->seq[k]) {
+      f->t[k] += 1000000;
+      f->seq[k] = ttft_begin(r, f->t[k] ? f->t[k] : 1);
+      if (!f->seq[k]) {
+        refused++;
+        continue;
+      }
+      f->t[k] += 200000000 + (f->gi * 7919) % 300000000; /* TTFT 200..500 ms */
+      f->left[k] = 1000;
+    } else {
+      f->t[k] += g_gaps[f->gi++ & GAP_MASK];
+    }
+    bad |= ttft_token_emitted(r, f->seq[k], 1, f->t[k]);
+    if (--f->left[k] == 0) {
+      f->t[k] += 1000;
+      bad |= ttft_stream_end(r, f->seq[k], TTFT_COMPLETED, f->t[k]);
+      f->seq[k] = 0;
+    }
+  }
+  check_rc(bad, "fill (token_emitted / stream_end)");
+  return refused;
+}
+
+static filler *filler_new(void) {
+  filler *f = xalloc(sizeof *f);
+  uint64_t t0 = mono_ns();
+  for (int k = 0; k < NSEQ; k++) f->t[k] = t0 + (uint64_t)k * 1000;
+  return f;
+}
+
+static void filler_end(ttft_registry *r, filler *f) {
+  for (int k = 0; k < NSEQ; k++)
+    if (f->seq[k]) check_rc(ttft_stream_end(r, f->seq[k], TTFT_CANCELLED, f->t[k] + 1) != TTFT_OK,
+                            "ttft_stream_end (filler)");
+}
+
+/* snapshot and quantile cost of r now, as two rows */
+static void measure_reads(ttft_registry *r, const char *key, const char *label) {
+  snap_ctx sc = {r, NULL, 0};
+  char k[32], name[80];
+  uint64_t n = opt.quick ? 2 : 0;
+  snprintf(k, sizeof k, "snap_%s", key);
+  snprintf(name, sizeof name, "snapshot_take+free, %s", label);
+  row *rs = measure(k, "growth", name, loop_snapshot, &sc, 1, n);
+  rs->unit = "us";
+  for (int i = 0; i < rs->reps; i++) rs->samples[i] /= 1000;
+  row_set_samples(rs, rs->samples, rs->reps);
+  rs->wall /= 1000;
+  row_print(rs);
+  check_rc(sc.bad, "ttft_snapshot_take");
+  sc.s = ttft_snapshot_take(r);
+  if (!sc.s) die("ttft_snapshot_take failed");
+  snprintf(k, sizeof k, "q_%s", key);
+  snprintf(name, sizeof name, "quantile (ITL), %s", label);
+  row_print(measure(k, "growth", name, loop_quantile, &sc, 1, 0));
+  ttft_snapshot_free(sc.s);
+}
+
+/* ================================================================ JSON */
+static void json_str(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; *s; s++) {
+    unsigned char ch = (unsigned char)*s;
+    if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
+    else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
+    else fputc(ch, f);
+  }
+  fputc('"', f);
+}
+
+static void json_num(FILE *f, double v) {
+  if (isfinite(v)) fprintf(f, "%.6g", v);
+  else fputs("null", f);
+}
+
+static void cpu_model(char *buf, size_t cap) {
+  snprintf(buf, cap, "unknown");
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (!f) return;
+  char line[512];
+  while (fgets(line, sizeof line, f)) {
+    if (strncmp(line, "model name", 10) == 0) {
+      char *c = strchr(line, ':');
+      if (c) {
+        c += 1 + (c[1] == ' ');
+        c[strcspn(c, "\n")] = 0;
+        snprintf(buf, cap, "%s", c);
+      }
+      break;
+    }
+  }
+  fclose(f);
+}
+
+static int write_json(const char *path, double total_s) {
+  FILE *f = fopen(path, "w");
+  if (!f) return -1;
+  struct utsname u;
+  char cpu[256];
+  cpu_model(cpu, sizeof cpu);
+  if (uname(&u) != 0) memset(&u, 0, sizeof u);
+  fprintf(f, "{\n  \"schema\": \"ttft-bench/1\",\n  \"library_version\": ");
+  json_str(f, ttft_version_string());
+  fprintf(f, ",\n  \"quick\": %s,\n  \"reps\": %d,\n  \"seconds\": %.1f,\n",
+          opt.quick ? "true" : "false", opt.reps, total_s);
+  fprintf(f, "  \"machine\": {\"cpu\": ");
+  json_str(f, cpu);
+  fprintf(f, ", \"online_cpus\": %ld, \"kernel\": ", sysconf(_SC_NPROCESSORS_ONLN));
+  json_str(f, u.release);
+  fprintf(f, ", \"arch\": ");
+  json_str(f, u.machine);
+  fprintf(f, ", \"loadavg_start\": ");
+  json_num(f, g_load_start);
+  fprintf(f, ", \"loadavg_end\": ");
+  json_num(f, g_load_end);
+  fprintf(f, "},\n  \"peer\": ");
+  if (HAVE_PEER) json_str(f, "prometheus-cpp");
+  else fputs("null", f);
+  fprintf(f, ",\n  \"rows\": [\n");
+  for (int i = 0; i < g_nrows; i++) {
+    const row *r = &g_rows[i];
+    fprintf(f, "    {\"key\": ");
+    json_str(f, r->key);
+    fprintf(f, ", \"group\": ");
+    json_str(f, r->group);
+    fprintf(f, ", \"name\": ");
+    json_str(f, r->name);
+    fprintf(f, ", \"unit\": ");
+    json_str(f, r->unit);
+    fprintf(f, ", \"threads\": %d, \"reps\": %d, \"iters\": %llu, \"median\": ", r->threads, r->reps,
+            (unsigned long long)r->iters);
+    json_num(f, r->med);
+    fprintf(f, ", \"min\": ");
+    json_num(f, r->min);
+    fprintf(f, ", \"max\": ");
+    json_num(f, r->max);
+    if (r->wall > 0) {
+      fprintf(f, ", \"wall_median\": ");
+      json_num(f, r->wall);
+    }
+    if (r->threads > 1) {
+      fprintf(f, ", \"all_threads_ns_per_op\": ");
+      json_num(f, r->agg);
+    }
+    fprintf(f, ", \"samples\": [");
+    for (int j = 0; j < r->reps; j++) {
+      if (j) fputs(", ", f);
+      json_num(f, r->samples[j]);
+    }
+    fprintf(f, "], \"note\": ");
+    json_str(f, r->note);
+    fprintf(f, "}%s\n", i + 1 < g_nrows ? "," : "");
+  }
+  fprintf(f, "  ],\n  \"targets\": [\n");
+  for (int i = 0; i < g_ntargets; i++) {
+    const target *t = &g_targets[i];
+    fprintf(f, "    {\"name\": ");
+    json_str(f, t->name);
+    fprintf(f, ", \"numerator\": ");
+    json_str(f, t->num);
+    fprintf(f, ", \"denominator\": ");
+    if (t->den[0]) json_str(f, t->den);
+    else fputs("null", f);
+    fprintf(f, ", \"unit\": ");
+    json_str(f, t->unit);
+    fprintf(f, ", \"value\": ");
+    json_num(f, t->value);
+    fprintf(f, ", \"limit\": ");
+    json_num(f, t->limit);
+    fprintf(f, ", \"met\": %s}%s\n", t->met ? "true" : "false", i + 1 < g_ntargets ? "," : "");
+  }
+  fprintf(f, "  ]\n}\n");
+  return fclose(f) == 0 ? 0 : -1;
+}
+
+/* ================================================================ main */
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: ttft-bench [--quick] [--json FILE] [--reps N] [--only GROUPS]\n"
+          "  --quick       tiny iteration counts (a smoke test; numbers mean little)\n"
+          "  --json FILE   write the results there (default bench/results.json when\n"
+          "                ./bench exists, else ttft-bench.json)\n"
+          "  --reps N      repetitions per row, 5 .. %d (default 7; medians are reported)\n"
+          "  --only GROUPS comma-separated subset of: baseline,hot,threads,clock,peer,\n"
+          "                lifecycle,snapshot,growth,memory\n",
+          MAX_REPS);
+}
+
+static ttft_registry *registry_or_die(const ttft_config *cfg) {
+  ttft_registry *r = ttft_registry_new(cfg);
+  if (!r) die("ttft_registry_new failed");
+  return r;
+}
+
+static void section(const char *title) {
+  printf("\n%s\n", title);
+  fflush(stdout);
+}
+
+int main(int argc, char **argv) {
+  opt.reps = 7;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--quick") == 0) opt.quick = 1;
+    else if (strcmp(argv[i], "--json") == 0 && i + 1 < argc) opt.json = argv[++i];
+    else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) opt.reps = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) opt.only = argv[++i];
+    else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      usage(stdout);
+      return 0;
+    } else {
+      usage(stderr);
+      return 2;
+    }
+  }
+  if (opt.reps < 5 || opt.reps > MAX_REPS) die("--reps must be 5 .. %d", MAX_REPS);
+  opt.rep_ms = opt.quick ? 0.5 : 40;
+  if (!opt.json) {
+    struct stat st;
+    opt.json = stat("bench", &st) == 0 && S_ISDIR(st.st_mode) ? "bench/results.json" : "ttft-bench.json";
+  }
+  gaps_init();
+  uint64_t t_start = mono_ns();
+  g_load_start = loadavg();
+
+  char cpu[256];
+  cpu_model(cpu, sizeof cpu);
+  printf("ttft-bench: libttft %s, %s, %ld online CPUs%s\n", ttft_version_string(), cpu,
+         sysconf(_SC_NPROCESSORS_ONLN), opt.quick ? ", QUICK (smoke test: numbers mean little)" : "");
+  printf("each row: median of %d repetitions of the per-op CPU time of each thread, [min .. max],\n"
+         "the median by wall-clock time, and for several threads 'all threads' = the slowest\n"
+         "thread's wall time / all operations (throughput)\n",
+         opt.reps);
+  printf("load average at start: %.2f (anything else running skews every row)\n", g_load_start);
+
+  ttft_config cfg;
+  ttft_config_init(&cfg);
+  ttft_registry *hot_r = registry_or_die(&cfg);
+  hot_ctx *hot = hot_new(hot_r, MAX_THREADS, 0);
+
+  /* -------------------------------------------------------- baselines */
+  if (group_on("baseline")) {
+    section("baselines (the machine's floor)");
+    row_print(measure("clock_mono", "baseline", "clock_gettime(CLOCK_MONOTONIC)", loop_clock_mono, NULL, 1, 0));
+    row_print(measure("clock_coarse", "baseline", "clock_gettime(CLOCK_MONOTONIC_COARSE)",
+                      loop_clock_coarse, NULL, 1, 0));
+#if HAVE_RDTSC
+    row_print(measure("rdtsc", "baseline", "rdtsc", loop_rdtsc, NULL, 1, 0));
+#endif
+    row *fl = measure("floor", "baseline", "floor: non-atomic log-linear increment, call", loop_floor,
+                      hot, 1, 0);
+    snprintf(fl->note, sizeof fl->note, "(HdrHistogram-style, %d buckets)", FLOOR_COUNTS);
+    row_print(fl);
+    atom_ctx ac;
+    _Atomic uint64_t *cells = xalloc(PAD * MAX_THREADS);
+    for (int i = 0; i < MAX_THREADS; i++) ac.ctr[i] = cells;
+    row_print(measure("atomic_1t", "baseline", "relaxed atomic add, call, 1 thread", loop_atomic, &ac, 1, 0));
+    row_print(measure("atomic_2t_same", "baseline", "relaxed atomic add, 2 threads, same line",
+                      loop_atomic, &ac, 2, 0));
+    for (int i = 0; i < MAX_THREADS; i++) ac.ctr[i] = (_Atomic uint64_t *)((char *)cells + (size_t)i * PAD);
+    row_print(measure("atomic_2t_sep", "baseline", "relaxed atomic add, 2 threads, separate lines",
+                      loop_atomic, &ac, 2, 0));
+    g_sink = atomic_load_explicit(cells, memory_order_relaxed);
+    free(cells);
+  }
+
+  /* --------------------------------------------------------- hot path */
+  if (group_on("hot")) {
+    section("ttft_token_emitted, caller timestamp");
+    row_print(measure("tok_1t", "hot", "token_emitted, 1 thread, 64 seqs round-robin", loop_tok, hot, 1, 0));
+    hot->mask = 0;
+    row_print(measure("tok_1t_1seq", "hot", "token_emitted, 1 thread, 1 seq", loop_tok, hot, 1, 0));
+    hot->mask = NSEQ - 1;
+  }
+  if (group_on("threads")) {
+    section("threads (one registry; each thread its own sequences unless said)");
+    row *r1 = row_find("tok_1t");
+    uint64_t n = r1 ? r1->iters : 0;
+    row_print(measure("tok_2t", "threads", "token_emitted, 2 threads x 64 seqs", loop_tok, hot, 2, n));
+    hot->mask = 0;
+    row_print(measure("tok_2t_1seq", "threads", "token_emitted, 2 threads x 1 seq", loop_tok, hot, 2, n));
+    hot->mask = NSEQ - 1;
+    row_print(measure("tok_s1", "threads", "scaling: 1 thread x 64 seqs", loop_tok, hot, 1, n));
+    row_print(measure("tok_s2", "threads", "scaling: 2 threads x 64 seqs", loop_tok, hot, 2, n));
+    row_print(measure("tok_s4", "threads", "scaling: 4 threads x 64 seqs (2 cores)", loop_tok, hot, 4, n));
+    static const unsigned ks[2] = {64, 1};
+    for (int i = 0; i < 4; i++) {
+      int base = i % 2 == 0; /* the hand-over alone, with a floor increment */
+      unsigned kk = ks[i / 2];
+      pingpong *pp = xalloc(sizeof *pp);
+      pp->r = hot_r;
+      pp->k = kk;
+      pp->t = mono_ns();
+      if (base) {
+        pp->fh = xalloc(sizeof *pp->fh);
+        floor_init(pp->fh);
+      } else {
+        pp->s = ttft_begin(hot_r, pp->t);
+        if (!pp->s) die("ttft_begin refused a sequence");
+      }
+      char key[32], name[80];
+      snprintf(key, sizeof key, base ? "pingpong_floor_k%u" : "tok_pingpong_k%u", kk);
+      snprintf(name, sizeof name, base ? "baseline: floor increment, handed over every %u"
+                                       : "one seq fed by 2 threads, handed over every %u", kk);
+      /* fixed counts: a single-thread calibration would wait forever for its partner */
+      uint64_t pn = n ? n / 4 : (opt.quick ? 4096 : 2000000);
+      if (kk == 1) pn /= 8;
+      pn += kk - pn % kk;
+      row *r = measure(key, "threads", name, loop_pingpong, pp, 2, pn);
+      /* the sequence sees 2n tokens in the wall time: that is its per-token cost */
+      for (int j = 0; j < r->reps; j++) r->samples[j] = r->samples[j] / 2;
+      row_set_samples(r, r->samples, r->reps);
+      r->wall /= 2;
+      snprintf(r->note, sizeof r->note, "(per token of the sequence, hand-over included)");
+      r->agg = 0;
+      row_print(r);
+      check_rc(atomic_load_explicit(&pp->bad, memory_order_relaxed) != 0, "ttft_token_emitted (ping-pong)");
+      if (!base) check_rc(ttft_stream_end(hot_r, pp->s, TTFT_COMPLETED, pp->t + 1) != TTFT_OK, "ttft_stream_end");
+      free(pp->fh);
+      free(pp);
+    }
+  }
+
+  /* ------------------------------------------------------------ clock */
+  if (group_on("clock")) {
+    section("library clock (t = TTFT_NOW)");
+    if (!row_find("clock_mono"))
+      row_print(measure("clock_mono", "clock", "clock_gettime(CLOCK_MONOTONIC)", loop_clock_mono, NULL, 1, 0));
+    ttft_registry *rm = registry_or_die(&cfg);
+    hot_ctx *hm = hot_new(rm, 1, 1);
+    row_print(measure("now_mono", "clock", "ttft_registry_now_ns, MONOTONIC registry", loop_lib_now, hm, 1, 0));
+    row_print(measure("tok_now_mono", "clock", "token_emitted(TTFT_NOW), MONOTONIC", loop_tok_now, hm, 1, 0));
+    hot_free(hm, 1, "ttft_token_emitted (TTFT_NOW, MONOTONIC)");
+    ttft_registry_free(rm);
+#if HAVE_RDTSC
+    if (!row_find("rdtsc")) row_print(measure("rdtsc", "clock", "rdtsc", loop_rdtsc, NULL, 1, 0));
+#endif
+    ttft_config tc = cfg;
+    tc.clock = TTFT_CLOCK_TSC;
+    ttft_registry *rt = registry_or_die(&tc);
+    hot_ctx *ht = hot_new(rt, 1, 1);
+    row_print(measure("now_tsc", "clock", "ttft_registry_now_ns, TSC registry", loop_lib_now, ht, 1, 0));
+    row_print(measure("tok_now_tsc", "clock", "token_emitted(TTFT_NOW), TSC", loop_tok_now, ht, 1, 0));
+    hot_free(ht, 1, "ttft_token_emitted (TTFT_NOW, TSC)");
+    ttft_registry_free(rt);
+  }
+
+  /* ------------------------------------------------------------- peer */
+  if (group_on("peer")) {
+    section("peer");
+#if HAVE_PEER
+    peer_ctx pc = {peer_hist_new()};
+    if (!pc.h) die("could not create the peer histogram");
+    row *p1 = measure("peer_1t", "peer", "prometheus-cpp Histogram::Observe, 1 thread", loop_peer, &pc, 1, 0);
+    row_print(p1);
+    row_print(measure("peer_2t", "peer", "prometheus-cpp Histogram::Observe, 2 threads", loop_peer, &pc, 2,
+                      p1->iters / 4));
+    if (peer_hist_count(pc.h) == 0) die("the peer recorded nothing");
+    peer_hist_free(pc.h);
+#else
+    printf("  prometheus-cpp not found at build time (install prometheus-cpp-dev and reconfigure):\n"
+           "  the peer rows and their ratios are left out of this run\n");
+#endif
+  }
+
+  /* -------------------------------------------------------- lifecycle */
+  if (group_on("lifecycle")) {
+    section("sequence lifecycle");
+    ttft_registry *rl = registry_or_die(&cfg);
+    life_ctx *lc = xalloc(sizeof *lc);
+    lc->r = rl;
+    for (int i = 0; i < MAX_THREADS; i++) lc->t[i][0] = mono_ns();
+    row *l1 = measure("life_1t", "lifecycle", "ttft_begin + ttft_stream_end, 1 thread", loop_life, lc, 1, 0);
+    uint64_t d1 = atomic_exchange_explicit(&lc->dropped, 0, memory_order_relaxed);
+    if (d1) snprintf(l1->note, sizeof l1->note, "(%llu begins refused: no free slot)", (unsigned long long)d1);
+    row_print(l1);
+    row *l2 = measure("life_2t", "lifecycle", "ttft_begin + ttft_stream_end, 2 threads", loop_life, lc, 2,
+                      l1->iters);
+    uint64_t d2 = atomic_exchange_explicit(&lc->dropped, 0, memory_order_relaxed);
+    if (d2) snprintf(l2->note, sizeof l2->note, "(%llu begins refused: no free slot)", (unsigned long long)d2);
+    row_print(l2);
+    check_rc(atomic_load_explicit(&lc->bad, memory_order_relaxed) != 0, "ttft_stream_end (lifecycle)");
+    free(lc);
+    ttft_registry_free(rl);
+  }
+
+  /* --------------------------------------------------------- snapshot */
+  if (group_on("snapshot")) {
+    section("reads (default registry, the data of the rows above plus 10^6 events)");
+    filler *f = filler_new();
+    uint64_t refused = fill(hot_r, f, opt.quick ? 10000 : 1000000);
+    if (refused) printf("  (%llu begins refused while filling: no free slot)\n", (unsigned long long)refused);
+    snap_ctx sc = {hot_r, NULL, 0};
+    row *rs = measure("snapshot", "snapshot", "ttft_snapshot_take + free, default registry", loop_snapshot,
+                      &sc, 1, opt.quick ? 2 : 0);
+    rs->unit = "ms";
+    for (int i = 0; i < rs->reps; i++) rs->samples[i] /= 1e6;
+    row_set_samples(rs, rs->samples, rs->reps);
+    rs->wall /= 1e6;
+    row_print(rs);
+    check_rc(sc.bad, "ttft_snapshot_take");
+    sc.s = ttft_snapshot_take(hot_r);
+    if (!sc.s) die("ttft_snapshot_take failed");
+    row *rq = measure("quantile", "snapshot", "ttft_snapshot_quantile (ITL), one query", loop_quantile, &sc,
+                      1, 0);
+    rq->unit = "us";
+    for (int i = 0; i < rq->reps; i++) rq->samples[i] /= 1e3;
+    row_set_samples(rq, rq->samples, rq->reps);
+    rq->wall /= 1e3;
+    snprintf(rq->note, sizeof rq->note, "(%llu ITL observations)",
+             (unsigned long long)ttft_snapshot_count(sc.s, TTFT_METRIC_ITL));
+    row_print(rq);
+    ttft_snapshot_free(sc.s);
+    filler_end(hot_r, f);
+    free(f);
+  }
+
+  /* ----------------------------------------------------------- growth */
+  long rss_1e6 = -1, rss_end = -1, heap_1e6 = -1, heap_end = -1;
+  if (group_on("growth") || group_on("memory")) {
+    static const uint32_t sizes[5] = {256, 1024, 4096, 16384, 65536};
+    size_t mem[5] = {0};
+    int do_growth = group_on("growth");
+    if (do_growth) section("cost growth against max_inflight (half the slots in flight, 10^5 events)");
+    for (int i = 0; i < 5; i++) {
+      ttft_config c2 = cfg;
+      c2.max_inflight = sizes[i];
+      ttft_registry *r = registry_or_die(&c2);
+      mem[i] = ttft_registry_memory(r);
+      if (do_growth) {
+        filler *f = filler_new();
+        uint64_t refused = fill(r, f, opt.quick ? 10000 : 100000);
+        uint32_t live = sizes[i] / 2 > NSEQ ? sizes[i] / 2 - NSEQ : 0;
+        ttft_seq *held = xalloc(sizeof *held * (live ? live : 1));
+        for (uint32_t j = 0; j < live; j++) held[j] = ttft_begin(r, TTFT_NOW);
+        char key[32], label[48];
+        snprintf(key, sizeof key, "inflight_%u", sizes[i]);
+        snprintf(label, sizeof label, "max_inflight %u", sizes[i]);
+        if (refused) printf("  (%llu begins refused while filling: no free slot)\n", (unsigned long long)refused);
+        measure_reads(r, key, label);
+        for (uint32_t j = 0; j < live; j++)
+          if (held[j]) ttft_stream_end(r, held[j], TTFT_CANCELLED, TTFT_NOW);
+        filler_end(r, f);
+        free(held);
+        free(f);
+      }
+      ttft_registry_free(r);
+    }
+    if (group_on("memory")) {
+      section("memory");
+      row *m = row_add("mem_default", "memory", "ttft_registry_memory, default registry", "KiB");
+      double v = (double)mem[2] / 1024;
+      row_set_samples(m, &v, 1);
+      row_print(m);
+      m = row_add("mem_slot", "memory", "per in-flight slot (65536 vs 256 slots)", "bytes");
+      v = (double)(mem[4] - mem[0]) / (double)(sizes[4] - sizes[0]);
+      row_set_samples(m, &v, 1);
+      row_print(m);
+      for (int i = 0; i < 5; i++) {
+        char key[32], name[80];
+        snprintf(key, sizeof key, "mem_inflight_%u", sizes[i]);
+        snprintf(name, sizeof name, "ttft_registry_memory, max_inflight %u", sizes[i]);
+        m = row_add(key, "memory", name, "KiB");
+        v = (double)mem[i] / 1024;
+        row_set_samples(m, &v, 1);
+        row_print(m);
+      }
+    }
+    if (do_growth) {
+      uint64_t top = opt.quick ? 100000 : 100000000;
+      section(opt.quick ? "cost growth against events recorded (default registry; quick: up to 10^5)"
+                        : "cost growth against events recorded (default registry)");
+      ttft_registry *r = registry_or_die(&cfg);
+      filler *f = filler_new();
+      uint64_t done = 0, refused = 0;
+      long rss0 = rss_bytes();
+      for (uint64_t level = 10000; level <= top; level *= 10) {
+        uint64_t t0 = mono_ns();
+        refused += fill(r, f, level - done);
+        double fill_ns = (double)(mono_ns() - t0) / (double)(level - done);
+        done = level;
+        char key[24], label[48];
+        snprintf(key, sizeof key, "events_%llu", (unsigned long long)level);
+        snprintf(label, sizeof label, "after 10^%d events", (int)lround(log10((double)level)));
+        measure_reads(r, key, label); /* first: the allocator's own caching settles */
+        long rss = rss_bytes(), heap = heap_bytes();
+        if (level == (opt.quick ? 10000 : 1000000)) {
+          rss_1e6 = rss;
+          heap_1e6 = heap;
+        }
+        rss_end = rss;
+        heap_end = heap;
+        printf("  -- %s: RSS %.1f MiB (+%.1f MiB since creation), fill %.1f ns/event", label,
+               rss / 1048576.0, (rss - rss0) / 1048576.0, fill_ns);
+        if (refused) printf(", %llu begins refused so far", (unsigned long long)refused);
+        printf("\n");
+      }
+      row *m = row_add("rss_growth", "growth",
+                       opt.quick ? "RSS growth, 10^4 -> 10^5 events" : "RSS growth, 10^6 -> 10^8 events",
+                       "KiB");
+      double v = (double)(rss_end - rss_1e6) / 1024;
+      row_set_samples(m, &v, 1);
+      snprintf(m->note, sizeof m->note, "(/proc/self/statm: first touches of preallocated pages count)");
+      row_print(m);
+      m = row_add("heap_growth", "growth",
+                  opt.quick ? "malloc'd bytes growth, 10^4 -> 10^5 events"
+                            : "malloc'd bytes growth, 10^6 -> 10^8 events",
+                  "bytes");
+      v = heap_1e6 < 0 ? NAN : (double)(heap_end - heap_1e6);
+      row_set_samples(m, &v, 1);
+      snprintf(m->note, sizeof m->note, "(glibc mallinfo2: what the process has allocated)");
+      row_print(m);
+      filler_end(r, f);
+      free(f);
+      ttft_registry_free(r);
+    }
+  }
+
+  hot_free(hot, MAX_THREADS, "ttft_token_emitted");
+  ttft_registry_free(hot_r);
+
+  /* ---------------------------------------------------------- targets */
+  target_add("token_emitted 1 thread / floor", "tok_1t", "floor", 2.0, NULL);
+  target_add("token_emitted 2 threads / 1 thread (per op)", "tok_2t", "tok_1t", 1.3, NULL);
+  target_add("token_emitted(TTFT_NOW) MONOTONIC / clock_gettime", "tok_now_mono", "clock_mono", 1.2, NULL);
+  target_add("token_emitted(TTFT_NOW) TSC / rdtsc", "tok_now_tsc", "rdtsc", 1.2, NULL);
+  target_add("token_emitted / prometheus-cpp Observe, 1 thread", "tok_1t", "peer_1t", 0.5, NULL);
+  target_add("token_emitted / prometheus-cpp Observe, 2 threads", "tok_2t", "peer_2t", 0.1, NULL);
+  target_add("ttft_begin + ttft_stream_end, 1 thread", "life_1t", NULL, 150, "ns");
+  target_add("ttft_begin + ttft_stream_end, 2 threads", "life_2t", NULL, 150, "ns");
+  target_add("snapshot of a default registry", "snapshot", NULL, 2.0, "ms");
+  target_add("one quantile query", "quantile", NULL, 5.0, "us");
+  target_add("memory of a default registry", "mem_default", NULL, 16384, "KiB");
+  target_add("memory per in-flight slot", "mem_slot", NULL, 2048, "bytes");
+  target_add(opt.quick ? "allocation growth 10^4 -> 10^5 events" : "allocation growth 10^6 -> 10^8 events",
+             "heap_growth", NULL, 0, "bytes");
+  target_add(opt.quick ? "RSS growth 10^4 -> 10^5 events" : "RSS growth 10^6 -> 10^8 events", "rss_growth",
+             NULL, 0, "KiB");
+
+  printf("\ntargets (SPEC section 5)%s\n", opt.quick ? " -- QUICK run: not a measurement" : "");
+  printf("  %-52s %12s  %12s\n", "", "measured", "target");
+  int met = 0;
+  for (int i = 0; i < g_ntargets; i++) {
+    const target *t = &g_targets[i];
+    char a[32], b[32];
+    if (strcmp(t->unit, "x") == 0) {
+      snprintf(a, sizeof a, "%.2fx", t->value);
+      snprintf(b, sizeof b, "<= %.2fx", t->limit);
+    } else {
+      snprintf(a, sizeof a, "%.2f %s", t->value, t->unit);
+      snprintf(b, sizeof b, "<= %g %s", t->limit, t->unit);
+    }
+    printf("  %-52s %12s  %12s  %s\n", t->name, a, b, t->met ? "met" : "MISSED");
+    met += t->met;
+  }
+  if (!HAVE_PEER && group_on("peer")) printf("  (peer ratios left out: prometheus-cpp not found)\n");
+  double total_s = (double)(mono_ns() - t_start) / 1e9;
+  g_load_end = loadavg();
+  printf("%d of %d targets met; %.1f s; load average %.2f at start, %.2f at the end\n", met, g_ntargets,
+         total_s, g_load_start, g_load_end);
+
+  if (write_json(opt.json, total_s) != 0) {
+    fprintf(stderr, "ttft-bench: cannot write %s: %s\n", opt.json, strerror(errno));
+    return 2;
+  }
+  printf("results written to %s\n", opt.json);
+  return call_errors ? 1 : 0;
+}
