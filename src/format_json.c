@@ -1,0 +1,321 @@
+/* format_json.c — a snapshot as one JSON document, schema "ttft.snapshot/1".
+ *
+ * docs/json.md documents every field. Rules the schema promises:
+ *  - integers (counts, ns, tokens) are JSON integers, never floats;
+ *  - doubles are printed with 17 significant digits (they read back to the
+ *    same double), and a value that is not finite is null;
+ *  - an empty metric has count 0, sum 0 and null for min/max/mean/pNN;
+ *  - strings are valid UTF-8: '"' and '\' are escaped, control characters
+ *    (and DEL) become \u00XX, valid multi-byte UTF-8 passes through, and a
+ *    byte that is not valid UTF-8 becomes \ufffd.
+ * Reads the snapshot only; allocates nothing. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define SCHEMA "ttft.snapshot/1"
+
+/* ------------------------------------------------------------- scalars */
+
+/* Length of the valid UTF-8 sequence at p (2..4) after a lead byte >= 0x80,
+ * or 0 when it is not one (bad lead, truncated, overlong, surrogate, above
+ * U+10FFFF). */
+static size_t utf8_multi(const unsigned char *p) {
+  unsigned c = p[0], v, min;
+  size_t n;
+  if (c >= 0xC2 && c <= 0xDF) n = 2, v = c & 0x1F, min = 0x80;
+  else if (c >= 0xE0 && c <= 0xEF) n = 3, v = c & 0x0F, min = 0x800;
+  else if (c >= 0xF0 && c <= 0xF4) n = 4, v = c & 0x07, min = 0x10000;
+  else return 0;
+  for (size_t i = 1; i < n; i++) {
+    if ((p[i] & 0xC0) != 0x80) return 0; /* also stops at the NUL */
+    v = (v << 6) | (p[i] & 0x3F);
+  }
+  if (v < min || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF)) return 0;
+  return n;
+}
+
+static void json_str(ttft__sb *sb, const char *str) {
+  const unsigned char *p = (const unsigned char *)(str ? str : "");
+  ttft__sb_puts(sb, "\"");
+  while (*p) {
+    /* copy the longest run that needs no escaping in one go */
+    const unsigned char *run = p;
+    while (*p >= 0x20 && *p < 0x7F && *p != '"' && *p != '\\') p++;
+    if (p > run) ttft__sb_put(sb, (const char *)run, (size_t)(p - run));
+    if (!*p) break;
+    if (*p == '"' || *p == '\\') {
+      char esc[2] = {'\\', (char)*p};
+      ttft__sb_put(sb, esc, 2);
+      p++;
+    } else if (*p < 0x20 || *p == 0x7F) {
+      ttft__sb_printf(sb, "\\u%04x", (unsigned)*p);
+      p++;
+    } else {
+      size_t n = utf8_multi(p);
+      if (n) {
+        ttft__sb_put(sb, (const char *)p, n);
+        p += n;
+      } else {
+        ttft__sb_puts(sb, "\\ufffd");
+        p++;
+      }
+    }
+  }
+  ttft__sb_puts(sb, "\"");
+}
+
+static void json_u64(ttft__sb *sb, uint64_t v) { ttft__sb_printf(sb, "%llu", (unsigned long long)v); }
+
+static void json_dbl(ttft__sb *sb, double v) {
+  if (!isfinite(v)) {
+    ttft__sb_puts(sb, "null");
+    return;
+  }
+  if (v == 0.0) v = 0.0; /* no "-0" */
+  ttft__sb_printf(sb, "%.17g", v);
+}
+
+/* ,"key": — or "key": for the first member (first is cleared). */
+static void json_key(ttft__sb *sb, const char *key, int *first) {
+  if (first && *first) *first = 0;
+  else ttft__sb_puts(sb, ",");
+  json_str(sb, key);
+  ttft__sb_puts(sb, ":");
+}
+
+/* ------------------------------------------------------------- objects */
+
+static const struct {
+  const char *key;
+  double q;
+} quantiles[] = {{"p50", 0.5}, {"p90", 0.9}, {"p95", 0.95}, {"p99", 0.99}, {"p999", 0.999}};
+
+/* {"unit":..,"count":..,"sum":..,"mean":..,"min":..,"max":..,"p50":..,...} */
+static void json_hist(ttft__sb *sb, const ttft__shist *h, const char *unit) {
+  uint64_t n = h ? h->count : 0;
+  int first = 1;
+  ttft__sb_puts(sb, "{");
+  json_key(sb, "unit", &first);
+  json_str(sb, unit);
+  json_key(sb, "count", &first);
+  json_u64(sb, n);
+  json_key(sb, "sum", &first);
+  json_u64(sb, n ? h->sum : 0);
+  json_key(sb, "mean", &first);
+  if (n) json_dbl(sb, (double)h->sum / (double)n);
+  else ttft__sb_puts(sb, "null");
+  json_key(sb, "min", &first);
+  if (n) json_u64(sb, h->min);
+  else ttft__sb_puts(sb, "null");
+  json_key(sb, "max", &first);
+  if (n) json_u64(sb, h->max);
+  else ttft__sb_puts(sb, "null");
+  for (size_t i = 0; i < sizeof quantiles / sizeof quantiles[0]; i++) {
+    json_key(sb, quantiles[i].key, &first);
+    if (n) json_u64(sb, ttft__shist_quantile(h, quantiles[i].q));
+    else ttft__sb_puts(sb, "null");
+  }
+  ttft__sb_puts(sb, "}");
+}
+
+static void json_metrics(ttft__sb *sb, const ttft__sclass *c) {
+  int first = 1;
+  ttft__sb_puts(sb, "{");
+  for (int m = 0; m < TTFT_METRIC_COUNT_; m++) {
+    json_key(sb, ttft_metric_name((ttft_metric)m), &first);
+    json_hist(sb, c->h[m], m == TTFT_METRIC_OUTPUT_TOKENS ? "tokens" : "ns");
+  }
+  ttft__sb_puts(sb, "}");
+}
+
+static void json_counters(ttft__sb *sb, const uint64_t *ctr) {
+  int first = 1;
+  ttft__sb_puts(sb, "{");
+  for (int c = 0; c < TTFT_COUNTER_COUNT_; c++) {
+    json_key(sb, ttft_counter_name((ttft_counter)c), &first);
+    json_u64(sb, ctr[c]);
+  }
+  ttft__sb_puts(sb, "}");
+}
+
+/* A budget of 0 means "no budget": null. */
+static void json_budget(ttft__sb *sb, const char *key, uint64_t ns, int *first) {
+  json_key(sb, key, first);
+  if (ns) json_u64(sb, ns);
+  else ttft__sb_puts(sb, "null");
+}
+
+static void json_attainment(ttft__sb *sb, const ttft__sclass *c) {
+  uint64_t ended = c->ctr[TTFT_COUNTER_COMPLETED] + c->ctr[TTFT_COUNTER_CANCELLED] +
+                   c->ctr[TTFT_COUNTER_ERRORS];
+  if (ended == 0) ttft__sb_puts(sb, "null");
+  else json_dbl(sb, (double)c->ctr[TTFT_COUNTER_SLO_MET] / (double)ended);
+}
+
+static void json_class(ttft__sb *sb, const ttft__sclass *c, int id) {
+  int first = 1, f2 = 1;
+  ttft__sb_puts(sb, "{");
+  json_key(sb, "id", &first);
+  ttft__sb_printf(sb, "%d", id);
+  json_key(sb, "name", &first);
+  json_str(sb, c->name);
+  json_key(sb, "slo", &first);
+  ttft__sb_puts(sb, "{");
+  json_budget(sb, "ttft_ns", c->slo.ttft_ns, &f2);
+  json_budget(sb, "tpot_ns", c->slo.tpot_ns, &f2);
+  json_budget(sb, "e2e_ns", c->slo.e2e_ns, &f2);
+  json_key(sb, "stall_ns", &f2);
+  json_u64(sb, c->slo.stall_threshold_ns);
+  ttft__sb_puts(sb, "}");
+  json_key(sb, "attainment", &first);
+  json_attainment(sb, c);
+  json_key(sb, "counters", &first);
+  json_counters(sb, c->ctr);
+  json_key(sb, "metrics", &first);
+  json_metrics(sb, c);
+  ttft__sb_puts(sb, "}");
+}
+
+/* ------------------------------------------------------------ sections */
+
+static void json_header(ttft__sb *sb, const ttft_snapshot *s, int *first) {
+  uint64_t t0 = s->t_start_ns, t1 = s->t_end_ns;
+  int f = 1;
+  json_key(sb, "schema", first);
+  json_str(sb, SCHEMA);
+  json_key(sb, "version", first);
+  json_str(sb, ttft_version_string());
+
+  json_key(sb, "interval", first);
+  ttft__sb_puts(sb, "{");
+  json_key(sb, "start_ns", &f);
+  json_u64(sb, t0);
+  json_key(sb, "end_ns", &f);
+  json_u64(sb, t1);
+  json_key(sb, "seconds", &f);
+  json_dbl(sb, t1 > t0 ? (double)(t1 - t0) / 1e9 : 0.0);
+  ttft__sb_puts(sb, "}");
+
+  json_key(sb, "labels", first);
+  f = 1;
+  ttft__sb_puts(sb, "{");
+  json_key(sb, "start_point", &f);
+  json_str(sb, s->start_point);
+  json_key(sb, "token_point", &f);
+  json_str(sb, s->token_point);
+  json_key(sb, "model", &f);
+  json_str(sb, s->model);
+  json_key(sb, "namespace", &f);
+  json_str(sb, s->ns);
+  ttft__sb_puts(sb, "}");
+
+  /* const_labels as an array: names are unique by construction, but an
+   * array keeps their order and cannot produce duplicate keys */
+  json_key(sb, "const_labels", first);
+  ttft__sb_puts(sb, "[");
+  for (uint32_t i = 0; i < s->n_const_labels && i < TTFT_MAX_CONST_LABELS; i++) {
+    f = 1;
+    ttft__sb_puts(sb, i ? ",{" : "{");
+    json_key(sb, "name", &f);
+    json_str(sb, s->const_name[i]);
+    json_key(sb, "value", &f);
+    json_str(sb, s->const_value[i]);
+    ttft__sb_puts(sb, "}");
+  }
+  ttft__sb_puts(sb, "]");
+
+  json_key(sb, "config", first);
+  f = 1;
+  ttft__sb_puts(sb, "{");
+  json_key(sb, "stall_ns", &f);
+  json_u64(sb, s->stall_threshold_ns);
+  json_key(sb, "prompt_band_edges", &f);
+  ttft__sb_puts(sb, "[");
+  for (uint32_t i = 0; i < s->n_band_edges && i < TTFT_MAX_BANDS - 1; i++) {
+    if (i) ttft__sb_puts(sb, ",");
+    json_u64(sb, s->band_edges[i]);
+  }
+  ttft__sb_puts(sb, "]}");
+
+  json_key(sb, "gauges", first);
+  f = 1;
+  ttft__sb_puts(sb, "{");
+  json_key(sb, "inflight", &f);
+  json_u64(sb, s->gauge[TTFT_GAUGE_INFLIGHT]);
+  json_key(sb, "live_stalls", &f);
+  json_u64(sb, s->gauge[TTFT_GAUGE_LIVE_STALLS]);
+  ttft__sb_puts(sb, "}");
+}
+
+static void json_splits(ttft__sb *sb, const ttft_snapshot *s, int *first) {
+  int f = 1;
+  json_key(sb, "splits", first);
+  ttft__sb_puts(sb, "{");
+  json_key(sb, "prefix_cache", &f);
+  ttft__sb_puts(sb, "{\"miss\":");
+  json_hist(sb, s->split_cache[0], "ns");
+  ttft__sb_puts(sb, ",\"hit\":");
+  json_hist(sb, s->split_cache[1], "ns");
+  ttft__sb_puts(sb, "}");
+  json_key(sb, "prompt_bands", &f);
+  ttft__sb_puts(sb, "[");
+  uint32_t nb = s->n_band_edges + 1;
+  if (nb > TTFT_MAX_BANDS) nb = TTFT_MAX_BANDS;
+  for (uint32_t i = 0; i < nb; i++) {
+    ttft__sb_puts(sb, i ? ",{\"lo\":" : "{\"lo\":");
+    json_u64(sb, i ? s->band_edges[i - 1] : 0);
+    ttft__sb_puts(sb, ",\"hi\":");
+    if (i + 1 < nb) json_u64(sb, s->band_edges[i]);
+    else ttft__sb_puts(sb, "null");
+    ttft__sb_puts(sb, ",\"ttft\":");
+    json_hist(sb, s->split_band[i], "ns");
+    ttft__sb_puts(sb, "}");
+  }
+  ttft__sb_puts(sb, "]}");
+}
+
+static void json_throughput(ttft__sb *sb, const ttft_snapshot *s, int *first) {
+  int f = 1;
+  double sec = s->t_end_ns > s->t_start_ns ? (double)(s->t_end_ns - s->t_start_ns) / 1e9 : 0.0;
+  json_key(sb, "throughput", first);
+  ttft__sb_puts(sb, "{");
+  json_key(sb, "kind", &f);
+  json_str(sb, "capacity");
+  json_key(sb, "note", &f);
+  json_str(sb, "tokens per second is a capacity view, not TPOT");
+  json_key(sb, "tokens_per_second", &f);
+  json_dbl(sb, sec > 0.0 ? (double)s->all.ctr[TTFT_COUNTER_TOKENS] / sec : NAN);
+  json_key(sb, "goodput_per_second", &f);
+  json_dbl(sb, sec > 0.0 ? (double)s->all.ctr[TTFT_COUNTER_SLO_MET] / sec : NAN);
+  ttft__sb_puts(sb, "}");
+}
+
+int ttft__format_json(const ttft_snapshot *s, ttft__sb *sb) {
+  if (!s || !sb) return TTFT_EINVAL;
+  int first = 1;
+  ttft__sb_puts(sb, "{");
+  json_header(sb, s, &first);
+
+  json_key(sb, "counters", &first);
+  json_counters(sb, s->all.ctr);
+  json_key(sb, "attainment", &first);
+  json_attainment(sb, &s->all);
+  json_key(sb, "metrics", &first);
+  json_metrics(sb, &s->all);
+
+  json_key(sb, "classes", &first);
+  ttft__sb_puts(sb, "[");
+  for (uint32_t i = 0; i < s->nclasses; i++) {
+    if (i) ttft__sb_puts(sb, ",");
+    json_class(sb, &s->cls[i], (int)i);
+  }
+  ttft__sb_puts(sb, "]");
+
+  json_splits(sb, s, &first);
+  json_throughput(sb, s, &first);
+  ttft__sb_puts(sb, "}\n");
+  return TTFT_OK;
+}

@@ -1,0 +1,357 @@
+/* format_text.c — a snapshot as a table a person reads in a terminal.
+ *
+ * Reads the snapshot only. Every duration is printed in a unit chosen per
+ * value (ns, µs, ms, s, min) with three significant digits; an empty metric
+ * prints "-". Lines stay within 100 columns (a long label value excepted:
+ * it is printed whole). Label values come from the integrator and may hold
+ * anything: control characters and invalid UTF-8 are written as \xNN (and
+ * a backslash as \\) so that a label can neither break the table nor send
+ * escape sequences to the terminal. */
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define NAME_W 20 /* first column                       */
+#define CELL_W 9  /* every numeric column, incl. a space */
+
+/* ------------------------------------------------------------ primitives */
+
+/* Columns a UTF-8 string occupies: one per code point (every character we
+ * emit ourselves is narrow; label values are not padded). */
+static size_t display_width(const char *s) {
+  size_t w = 0;
+  for (; *s; s++)
+    if (((unsigned char)*s & 0xC0) != 0x80) w++;
+  return w;
+}
+
+static void put_spaces(ttft__sb *sb, size_t n) {
+  static const char spaces[] = "                                ";
+  while (n > 0) {
+    size_t k = n < sizeof spaces - 1 ? n : sizeof spaces - 1;
+    ttft__sb_put(sb, spaces, k);
+    n -= k;
+  }
+}
+
+/* s right-aligned in a field of width w (at least one leading space). */
+static void put_right(ttft__sb *sb, const char *s, size_t w) {
+  size_t dw = display_width(s);
+  put_spaces(sb, dw < w ? w - dw : 1);
+  ttft__sb_puts(sb, s);
+}
+
+/* s left-aligned in a field of width w; longer names are cut with '~'. */
+static void put_left(ttft__sb *sb, const char *s, size_t w) {
+  size_t n = strlen(s);
+  if (n > w) {
+    ttft__sb_put(sb, s, w - 1);
+    ttft__sb_puts(sb, "~");
+    return;
+  }
+  ttft__sb_puts(sb, s);
+  put_spaces(sb, w - n);
+}
+
+/* Length of the valid UTF-8 sequence at p (1..4), or 0 when it is not one
+ * (bad lead byte, truncated, overlong, surrogate, above U+10FFFF). *cp
+ * receives the code point. */
+static size_t utf8_seq(const unsigned char *p, unsigned *cp) {
+  unsigned c = p[0];
+  size_t n;
+  unsigned v, min;
+  if (c < 0x80) {
+    *cp = c;
+    return 1;
+  }
+  if (c >= 0xC2 && c <= 0xDF) n = 2, v = c & 0x1F, min = 0x80;
+  else if (c >= 0xE0 && c <= 0xEF) n = 3, v = c & 0x0F, min = 0x800;
+  else if (c >= 0xF0 && c <= 0xF4) n = 4, v = c & 0x07, min = 0x10000;
+  else return 0;
+  for (size_t i = 1; i < n; i++) {
+    if ((p[i] & 0xC0) != 0x80) return 0; /* also stops at the NUL */
+    v = (v << 6) | (p[i] & 0x3F);
+  }
+  if (v < min || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF)) return 0;
+  *cp = v;
+  return n;
+}
+
+/* A label value made safe for a terminal. */
+static void put_clean(ttft__sb *sb, const char *str) {
+  const unsigned char *p = (const unsigned char *)str;
+  while (*p) {
+    unsigned cp;
+    size_t n = utf8_seq(p, &cp);
+    if (n == 0 || cp < 0x20 || cp == 0x7F || (cp >= 0x80 && cp < 0xA0)) {
+      /* escape the first byte only; the rest is looked at afresh */
+      ttft__sb_printf(sb, "\\x%02X", (unsigned)p[0]);
+      p++;
+      continue;
+    }
+    if (cp == '\\') ttft__sb_puts(sb, "\\\\");
+    else ttft__sb_put(sb, (const char *)p, n);
+    p += n;
+  }
+}
+
+/* ------------------------------------------------------------------ units */
+
+/* x with three significant digits (x >= 0, x < 999.5). */
+static void sig3(char *out, size_t cap, double x, const char *unit) {
+  if (x < 9.995) snprintf(out, cap, "%.2f%s", x, unit);
+  else if (x < 99.95) snprintf(out, cap, "%.1f%s", x, unit);
+  else snprintf(out, cap, "%.0f%s", x, unit);
+}
+
+/* A duration in ns, in the unit that fits it. */
+static void fmt_ns(char *out, size_t cap, double v) {
+  if (v < 999.5) snprintf(out, cap, "%.0fns", v);
+  else if (v < 999.5e3) sig3(out, cap, v / 1e3, "\xC2\xB5s"); /* µs */
+  else if (v < 999.5e6) sig3(out, cap, v / 1e6, "ms");
+  else if (v < 59.95e9) sig3(out, cap, v / 1e9, "s");
+  else if (v < 999.5 * 60e9) sig3(out, cap, v / 60e9, "min");
+  else snprintf(out, cap, "%.0fmin", v / 60e9);
+}
+
+static void fmt_value(char *out, size_t cap, double v, int tokens) {
+  if (!tokens) {
+    fmt_ns(out, cap, v);
+    return;
+  }
+  if (v == (double)(uint64_t)v) snprintf(out, cap, "%llu", (unsigned long long)v);
+  else snprintf(out, cap, "%.1f", v);
+}
+
+static double seconds_of(const ttft_snapshot *s) {
+  return s->t_end_ns > s->t_start_ns ? (double)(s->t_end_ns - s->t_start_ns) / 1e9 : 0.0;
+}
+
+/* ------------------------------------------------------------------ rows */
+
+static const double row_q[] = {0.5, 0.9, 0.95, 0.99, 0.999};
+
+static void metric_header(ttft__sb *sb, const char *title) {
+  static const char *const cols[] = {"p50", "p90", "p95", "p99", "p99.9", "max", "mean"};
+  put_left(sb, title, NAME_W);
+  put_right(sb, "count", CELL_W);
+  for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++) put_right(sb, cols[i], CELL_W);
+  ttft__sb_puts(sb, "\n");
+}
+
+/* name, count, p50 p90 p95 p99 p99.9 max mean — or "-" when empty. */
+static void metric_row(ttft__sb *sb, const char *name, const ttft__shist *h, int tokens) {
+  char cell[32];
+  uint64_t n = h ? h->count : 0;
+  put_left(sb, name, NAME_W);
+  snprintf(cell, sizeof cell, "%llu", (unsigned long long)n);
+  put_right(sb, cell, CELL_W);
+  for (size_t i = 0; i < sizeof row_q / sizeof row_q[0] + 2; i++) {
+    if (n == 0) {
+      put_right(sb, "-", CELL_W);
+      continue;
+    }
+    double v;
+    if (i < sizeof row_q / sizeof row_q[0]) v = (double)ttft__shist_quantile(h, row_q[i]);
+    else if (i == sizeof row_q / sizeof row_q[0]) v = (double)h->max;
+    else v = (double)h->sum / (double)n;
+    fmt_value(cell, sizeof cell, v, tokens);
+    put_right(sb, cell, CELL_W);
+  }
+  ttft__sb_puts(sb, "\n");
+}
+
+static void quantile_cell(ttft__sb *sb, const ttft__shist *h, double q, size_t w) {
+  char cell[32];
+  if (!h || h->count == 0) {
+    put_right(sb, "-", w);
+    return;
+  }
+  fmt_ns(cell, sizeof cell, (double)ttft__shist_quantile(h, q));
+  put_right(sb, cell, w);
+}
+
+static void budget_cell(ttft__sb *sb, uint64_t ns, size_t w) {
+  char cell[32];
+  if (ns == 0) {
+    put_right(sb, "-", w);
+    return;
+  }
+  fmt_ns(cell, sizeof cell, (double)ns);
+  put_right(sb, cell, w);
+}
+
+/* ------------------------------------------------------------- sections */
+
+static void section_header(ttft__sb *sb, const ttft_snapshot *s) {
+  char iv[32];
+  fmt_ns(iv, sizeof iv, (double)(s->t_end_ns > s->t_start_ns ? s->t_end_ns - s->t_start_ns : 0));
+  ttft__sb_printf(sb, "libttft %s report, interval %s\n", ttft_version_string(), iv);
+  ttft__sb_puts(sb, "clock starts at: ");
+  put_clean(sb, s->start_point);
+  ttft__sb_puts(sb, "; token counted at: ");
+  put_clean(sb, s->token_point);
+  ttft__sb_puts(sb, "\nmodel: ");
+  if (s->model[0]) put_clean(sb, s->model);
+  else ttft__sb_puts(sb, "-");
+  for (uint32_t i = 0; i < s->n_const_labels && i < TTFT_MAX_CONST_LABELS; i++) {
+    ttft__sb_puts(sb, i == 0 ? "; labels: " : ", ");
+    put_clean(sb, s->const_name[i]);
+    ttft__sb_puts(sb, "=");
+    put_clean(sb, s->const_value[i]);
+  }
+  ttft__sb_puts(sb, "\n\n");
+}
+
+static void section_metrics(ttft__sb *sb, const ttft_snapshot *s) {
+  metric_header(sb, "metric");
+  for (int m = 0; m < TTFT_METRIC_COUNT_; m++) {
+    int tokens = (m == TTFT_METRIC_OUTPUT_TOKENS);
+    char name[40];
+    snprintf(name, sizeof name, "%s%s", ttft_metric_name((ttft_metric)m), tokens ? " tok" : "");
+    metric_row(sb, name, s->all.h[m], tokens);
+  }
+  ttft__sb_puts(sb, "\n");
+}
+
+static void section_counts(ttft__sb *sb, const ttft_snapshot *s) {
+  const uint64_t *c = s->all.ctr;
+  char a[32], b[32], th[32];
+  ttft__sb_printf(sb,
+                  "requests: begun %llu, completed %llu, cancelled %llu, errors %llu, "
+                  "dropped %llu, in flight now %llu\n",
+                  (unsigned long long)c[TTFT_COUNTER_BEGUN],
+                  (unsigned long long)c[TTFT_COUNTER_COMPLETED],
+                  (unsigned long long)c[TTFT_COUNTER_CANCELLED],
+                  (unsigned long long)c[TTFT_COUNTER_ERRORS],
+                  (unsigned long long)c[TTFT_COUNTER_DROPPED],
+                  (unsigned long long)s->gauge[TTFT_GAUGE_INFLIGHT]);
+  fmt_ns(th, sizeof th, (double)s->stall_threshold_ns);
+  ttft__sb_printf(sb, "stalls (gap > %s): gaps %llu, stalled sequences %llu, stalled now %llu\n",
+                  th, (unsigned long long)c[TTFT_COUNTER_STALLS],
+                  (unsigned long long)c[TTFT_COUNTER_STALLED_SEQS],
+                  (unsigned long long)s->gauge[TTFT_GAUGE_LIVE_STALLS]);
+  const ttft__shist *w = s->all.h[TTFT_METRIC_ABANDONED_WAIT];
+  if (w && w->count) {
+    fmt_ns(a, sizeof a, (double)ttft__shist_quantile(w, 0.5));
+    fmt_ns(b, sizeof b, (double)ttft__shist_quantile(w, 0.99));
+  } else {
+    strcpy(a, "-");
+    strcpy(b, "-");
+  }
+  ttft__sb_printf(sb, "abandoned before first token: %llu, waited p50 %s, p99 %s\n",
+                  (unsigned long long)c[TTFT_COUNTER_ABANDONED], a, b);
+  ttft__sb_printf(sb, "clock clamps: %llu, preemptions: %llu, ended without TPOT (N < 2): %llu\n\n",
+                  (unsigned long long)c[TTFT_COUNTER_CLOCK_CLAMPED],
+                  (unsigned long long)c[TTFT_COUNTER_PREEMPTIONS],
+                  (unsigned long long)c[TTFT_COUNTER_NO_TPOT]);
+}
+
+static uint64_t ended_of(const ttft__sclass *c) {
+  return c->ctr[TTFT_COUNTER_COMPLETED] + c->ctr[TTFT_COUNTER_CANCELLED] +
+         c->ctr[TTFT_COUNTER_ERRORS];
+}
+
+static void attainment_cells(ttft__sb *sb, uint64_t good, uint64_t ended) {
+  char cell[48];
+  snprintf(cell, sizeof cell, "%llu/%llu", (unsigned long long)good, (unsigned long long)ended);
+  put_right(sb, cell, 15);
+  if (ended) snprintf(cell, sizeof cell, "%.1f%%", 100.0 * (double)good / (double)ended);
+  else strcpy(cell, "-");
+  put_right(sb, cell, CELL_W);
+  ttft__sb_puts(sb, "\n");
+}
+
+static void section_slo(ttft__sb *sb, const ttft_snapshot *s) {
+  static const char *const cols[] = {"ttft <=", "tpot <=", "e2e <=", "stall >"};
+  put_left(sb, "SLO attainment", 20);
+  for (size_t i = 0; i < 4; i++) put_right(sb, cols[i], CELL_W);
+  put_right(sb, "good/ended", 15);
+  put_right(sb, "%", CELL_W);
+  ttft__sb_puts(sb, "\n");
+  for (uint32_t i = 0; i < s->nclasses; i++) {
+    const ttft__sclass *c = &s->cls[i];
+    put_left(sb, c->name, 20);
+    budget_cell(sb, c->slo.ttft_ns, CELL_W);
+    budget_cell(sb, c->slo.tpot_ns, CELL_W);
+    budget_cell(sb, c->slo.e2e_ns, CELL_W);
+    budget_cell(sb, c->slo.stall_threshold_ns, CELL_W);
+    attainment_cells(sb, c->ctr[TTFT_COUNTER_SLO_MET], ended_of(c));
+  }
+  if (s->nclasses > 1) {
+    put_left(sb, "all classes", 20 + 4 * CELL_W);
+    attainment_cells(sb, s->all.ctr[TTFT_COUNTER_SLO_MET], ended_of(&s->all));
+  }
+  ttft__sb_puts(sb, "\n");
+  if (s->nclasses <= 1) return;
+
+  static const char *const pc[] = {"ttft n", "ttft p50", "ttft p99", "tpot n", "tpot p50",
+                                   "tpot p99", "stalls"};
+  put_left(sb, "per class", 20);
+  for (size_t i = 0; i < sizeof pc / sizeof pc[0]; i++) put_right(sb, pc[i], CELL_W + 1);
+  ttft__sb_puts(sb, "\n");
+  for (uint32_t i = 0; i < s->nclasses; i++) {
+    const ttft__sclass *c = &s->cls[i];
+    const ttft__shist *t = c->h[TTFT_METRIC_TTFT], *p = c->h[TTFT_METRIC_TPOT];
+    char cell[32];
+    put_left(sb, c->name, 20);
+    snprintf(cell, sizeof cell, "%llu", (unsigned long long)(t ? t->count : 0));
+    put_right(sb, cell, CELL_W + 1);
+    quantile_cell(sb, t, 0.5, CELL_W + 1);
+    quantile_cell(sb, t, 0.99, CELL_W + 1);
+    snprintf(cell, sizeof cell, "%llu", (unsigned long long)(p ? p->count : 0));
+    put_right(sb, cell, CELL_W + 1);
+    quantile_cell(sb, p, 0.5, CELL_W + 1);
+    quantile_cell(sb, p, 0.99, CELL_W + 1);
+    snprintf(cell, sizeof cell, "%llu", (unsigned long long)c->ctr[TTFT_COUNTER_STALLS]);
+    put_right(sb, cell, CELL_W + 1);
+    ttft__sb_puts(sb, "\n");
+  }
+  ttft__sb_puts(sb, "\n");
+}
+
+static void section_splits(ttft__sb *sb, const ttft_snapshot *s) {
+  metric_header(sb, "ttft split by");
+  metric_row(sb, "prefix miss", s->split_cache[0], 0);
+  metric_row(sb, "prefix hit", s->split_cache[1], 0);
+  uint32_t nb = s->n_band_edges + 1;
+  if (nb > TTFT_MAX_BANDS) nb = TTFT_MAX_BANDS;
+  for (uint32_t i = 0; i < nb; i++) {
+    const ttft__shist *h = s->split_band[i];
+    if (!h || h->count == 0) continue; /* bands with data only */
+    char name[40];
+    if (nb == 1) snprintf(name, sizeof name, "prompt any");
+    else if (i == 0) snprintf(name, sizeof name, "prompt <%u", (unsigned)s->band_edges[0]);
+    else if (i + 1 == nb) snprintf(name, sizeof name, "prompt >=%u", (unsigned)s->band_edges[i - 1]);
+    else
+      snprintf(name, sizeof name, "prompt %u-%u", (unsigned)s->band_edges[i - 1],
+               (unsigned)(s->band_edges[i] - 1));
+    metric_row(sb, name, h, 0);
+  }
+  ttft__sb_puts(sb, "\n");
+}
+
+static void section_throughput(ttft__sb *sb, const ttft_snapshot *s) {
+  double sec = seconds_of(s);
+  char iv[32];
+  fmt_ns(iv, sizeof iv, sec * 1e9);
+  ttft__sb_printf(sb, "throughput (capacity view, not TPOT) over %s:\n", iv);
+  if (sec > 0.0)
+    ttft__sb_printf(sb, "  %.1f tokens/s, goodput %.2f good streams/s\n",
+                    (double)s->all.ctr[TTFT_COUNTER_TOKENS] / sec,
+                    (double)s->all.ctr[TTFT_COUNTER_SLO_MET] / sec);
+  else
+    ttft__sb_puts(sb, "  - tokens/s, goodput - good streams/s (empty interval)\n");
+}
+
+int ttft__format_text(const ttft_snapshot *s, ttft__sb *sb) {
+  if (!s || !sb) return TTFT_EINVAL;
+  section_header(sb, s);
+  section_metrics(sb, s);
+  section_counts(sb, s);
+  section_slo(sb, s);
+  section_splits(sb, s);
+  section_throughput(sb, s);
+  return TTFT_OK;
+}
