@@ -200,23 +200,16 @@ int ttft_mark(ttft_registry *r, ttft_seq s, ttft_phase phase, uint64_t t_ns) {
 }
 
 /* ---------------------------------------------------------- token_emitted */
-/* one gap into the slot's 16-bit packed counters; halve all on saturation */
-static void seq_gaps_halve(ttft__slot *sl) {
-  for (uint32_t w = 0; w < TTFT__SG_WORDS; w++) {
-    uint64_t x = LD(&sl->gh[w]), y = 0;
-    for (unsigned k = 0; k < 4; k++) {
-      uint64_t c = (x >> (16 * k)) & 0xFFFFu;
-      y |= ((c + 1) / 2) << (16 * k);
-    }
-    ST(&sl->gh[w], y);
-  }
+/* the slot's gap counters: halved every 32768 emissions, so none can pass
+ * 2^16 - 1 (at most 32767 + 32768 increments after a halving) */
+__attribute__((noinline, cold)) static void seq_gaps_halve(ttft__slot *sl) {
+  for (uint32_t j = 0; j < TTFT__SG_BUCKETS; j++) ST(&sl->gh[j], (uint16_t)((LD(&sl->gh[j]) + 1u) / 2u));
 }
 
 TTFT__INLINE void seq_gap_rec(ttft__slot *sl, uint32_t hist_index, uint32_t em) {
-  if (TTFT_UNLIKELY((em & 0x7FFFu) == 0)) seq_gaps_halve(sl); /* keeps every counter < 2^16 */
-  uint32_t j = ttft__sg_index(hist_index);
-  _Atomic uint64_t *w = &sl->gh[j >> 2];
-  ST(w, LD(w) + (UINT64_C(1) << (16 * (j & 3))));
+  if (TTFT_UNLIKELY((em & 0x7FFFu) == 0)) seq_gaps_halve(sl);
+  _Atomic uint16_t *c = &sl->gh[hist_index >> 3];
+  ST(c, (uint16_t)(LD(c) + 1u));
 }
 
 __attribute__((noinline, cold)) static void first_emission(ttft_registry *r, ttft__shard *sh,

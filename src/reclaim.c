@@ -186,12 +186,15 @@ uint32_t ttft__slot_acquire(ttft_registry *r) {
   s = stack_pop(r, &r->free_list);
   if (s) return s;
   /* Full, but ended slots may be waiting for their grace period: wait for
-   * it (bounded; this only happens when the registry is exhausted). */
+   * it (bounded; this only happens when the registry is exhausted). Give
+   * up early only when nothing is pending, in limbo or being moved. */
   uint64_t t0 = ttft_now_ns();
-  while (LD(&r->npending) || LD(&r->limbo_head)) {
+  for (;;) {
+    int busy = (uint32_t)LD(&r->pending.head) != 0 || LD(&r->limbo_head) != 0 ||
+               LD(&r->reclaiming) != 0;
     try_reclaim(r, self);
     s = stack_pop(r, &r->free_list);
-    if (s) return s;
+    if (s || !busy) return s;
     if (ttft_now_ns() - t0 > 50 * TTFT__GRACE_NS) break; /* 10 ms */
     cpu_relax();
   }

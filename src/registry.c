@@ -443,22 +443,16 @@ void ttft_registry_free(ttft_registry *r) {
 size_t ttft_registry_memory(const ttft_registry *r) { return r ? r->memory : 0; }
 
 /* ---------------------------------------------------------- live queries */
-static inline uint64_t sg_count(const uint64_t *words, uint32_t j) {
-  return (words[j >> 2] >> (16 * (j & 3))) & 0xFFFFu;
-}
-
 /* q-quantile (nearest rank) of a slot's gap histogram, ns; 0 when it holds
  * nothing. gaps: the number of gaps recorded when the caller knows it
  * (no halving happened yet), else 0 and the counters are summed. The walk
- * goes down from the worst gap's bucket: high quantiles touch few words. */
+ * goes down from the worst gap's bucket: high quantiles touch few counters. */
 uint64_t ttft__seq_gap_quantile(const ttft__slot *sl, double q, uint64_t gaps) {
-  uint64_t words[TTFT__SG_WORDS];
   uint64_t mx = LD(&sl->max_gap);
-  uint32_t top = ttft__sg_index(ttft__hist_index(mx));
-  for (uint32_t w = 0; w <= top >> 2; w++) words[w] = LD(&sl->gh[w]);
+  uint32_t top = ttft__hist_index(mx) >> 3;
   uint64_t total = gaps;
   if (!total)
-    for (uint32_t j = 0; j <= top; j++) total += sg_count(words, j);
+    for (uint32_t j = 0; j <= top; j++) total += LD(&sl->gh[j]);
   if (!total) return 0;
   double want = q * (double)total;
   uint64_t rank = (uint64_t)want;
@@ -467,11 +461,11 @@ uint64_t ttft__seq_gap_quantile(const ttft__slot *sl, double q, uint64_t gaps) {
   /* smallest j with cum(j) >= rank, where cum(j) = total - (count above j) */
   uint64_t above = 0;
   uint32_t j = top;
-  while (j > 0 && total - (above + sg_count(words, j)) >= rank) above += sg_count(words, j--);
-  /* value range of j: aggregate buckets (j + 64) * 8 .. (j + 64) * 8 + 7 */
-  uint64_t lo = j ? ttft__bucket_lo((j + TTFT__SG_OFFSET) * 8) : 0;
-  uint64_t hi = j < TTFT__SG_BUCKETS - 1 ? ttft__bucket_lo((j + TTFT__SG_OFFSET + 1) * 8) - 1 : mx;
-  uint64_t v = lo + (hi > lo ? (hi - lo) / 2 : 0);
+  while (j > 0 && total - (above + LD(&sl->gh[j])) >= rank) above += LD(&sl->gh[j--]);
+  /* bucket j spans aggregate buckets 8j .. 8j + 7 */
+  uint64_t lo = ttft__bucket_lo(8 * j);
+  uint64_t hi = ttft__bucket_hi(8 * j + 7);
+  uint64_t v = lo + (hi - lo) / 2;
   return v > mx ? mx : v;
 }
 

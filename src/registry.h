@@ -18,6 +18,7 @@
 #define TTFT_REGISTRY_H
 
 #include <stdatomic.h>
+#include <time.h>
 
 #include "internal.h"
 
@@ -64,18 +65,9 @@ enum { SLOT_FREE = 0, SLOT_LIVE = 1, SLOT_ENDING = 2 };
 
 /* per-sequence gap histogram: the aggregate bucket index i (128 per
  * power of two) shifted right by 3 gives 16 buckets per power of two for
- * free; j = clamp((i >> 3) - 64, 0, 416) keeps gaps from 1.09 us (j = 0
- * holds everything below) to 73 s (j = 416 everything above). Four 16-bit
- * counters are packed per word; they are halved every 32768 emissions so
- * none can overflow. */
-#define TTFT__SG_OFFSET 64
-#define TTFT__SG_BUCKETS 417
-#define TTFT__SG_WORDS ((TTFT__SG_BUCKETS + 3) / 4)
-static inline uint32_t ttft__sg_index(uint32_t hist_index) {
-  uint32_t j = hist_index >> 3;
-  j = j < TTFT__SG_OFFSET ? 0 : j - TTFT__SG_OFFSET;
-  return j < TTFT__SG_BUCKETS - 1 ? j : TTFT__SG_BUCKETS - 1;
-}
+ * free, one 16-bit counter each. The counters are halved every 32768
+ * emissions so none can overflow. */
+#define TTFT__SG_BUCKETS (TTFT__HIST_BUCKETS / 8) /* 608 */
 
 enum {
   SF_SCHED = 1u,      /* SCHEDULED mark seen              */
@@ -97,7 +89,7 @@ typedef struct ttft__slot {
   _Atomic int32_t band;           /* prompt band, -1 unknown               */
   _Atomic int32_t prefix;         /* 1 hit, 0 miss, -1 unknown             */
   _Atomic uint32_t next;          /* free/pending list link (index + 1)    */
-  _Atomic uint64_t gh[TTFT__SG_WORDS];
+  _Atomic uint16_t gh[TTFT__SG_BUCKETS];
 } ttft__slot;
 
 /* ------------------------------------------------------------- classes */
@@ -164,8 +156,16 @@ TTFT_HIDDEN void ttft__stack_push(ttft_registry *r, ttft__stack *st, uint32_t id
 TTFT_HIDDEN uint64_t ttft__clock_read(ttft_clock c);
 TTFT_HIDDEN int ttft__tsc_usable(void);
 
+/* CLOCK_MONOTONIC in ns, inlined into the hooks (ttft_now_ns is exported,
+ * so calling it from inside the library would go through the PLT) */
+static inline uint64_t ttft__mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * UINT64_C(1000000000) + (uint64_t)ts.tv_nsec;
+}
+
 static inline uint64_t ttft__now(const ttft_registry *r) {
-  if (TTFT_LIKELY(r->clock == TTFT_CLOCK_MONOTONIC)) return ttft_now_ns();
+  if (TTFT_LIKELY(r->clock == TTFT_CLOCK_MONOTONIC)) return ttft__mono_ns();
   return ttft__clock_read(r->clock);
 }
 
