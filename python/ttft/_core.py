@@ -456,7 +456,7 @@ class Registry:
         self._key = object()
         lib = _bind()
         cfg = _lib.Config()
-        lib.ttft_config_init(ctypes.byref(cfg))
+        lib.ttft_config_init_sized(ctypes.byref(cfg), ctypes.sizeof(cfg))
         keep = []  # buffers that must live until ttft_registry_new returns
         cfg.max_inflight = _int_arg(max_inflight, "max_inflight", 1, 1 << 24)
         cfg.stall_threshold_ns = _seconds_arg(stall_threshold, "stall_threshold",
@@ -575,7 +575,7 @@ class Registry:
             raise ValueError("class name must be 1..63 characters of [A-Za-z0-9_.:-], got %r"
                              % name)
         slo = _lib.Slo()
-        _L.ttft_slo_init(ctypes.byref(slo))
+        _L.ttft_slo_init_sized(ctypes.byref(slo), ctypes.sizeof(slo))
         for field, value in (("ttft_ns", ttft_slo), ("tpot_ns", tpot_slo),
                              ("e2e_ns", e2e_slo), ("stall_threshold_ns", stall_threshold)):
             if value is not None:
@@ -618,7 +618,7 @@ class Registry:
         if cid == 0 and not prompt_tokens and prefix_hit is None:
             return None
         req = _lib.Request()
-        _L.ttft_request_init(ctypes.byref(req))
+        _L.ttft_request_init_sized(ctypes.byref(req), ctypes.sizeof(req))
         req.class_id = cid
         req.prompt_tokens = prompt_tokens or 0
         req.prefix_hit = -1 if prefix_hit is None else int(prefix_hit)
