@@ -2,6 +2,7 @@
  * live queries (seq stats, stalled now, in-flight). */
 #include <stdalign.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "registry.h"
 
@@ -156,7 +157,30 @@ static void block_free(ttft_registry *r, void *p) {
 /* ------------------------------------------------ the registry list
  * Thread-exit handlers release shards of registries that still exist; they
  * find them here. Only slow paths (create, free, thread exit) lock it. */
-static _Atomic uint64_t g_next_id = 1;
+static _Atomic uint64_t g_next_id; /* 0 until the first registry seeds it */
+
+/* A process-unique registry id that is also very unlikely to repeat in
+ * another process (ttft_snapshot_delta compares the ids of snapshots that
+ * may come from files): a hashed seed of time, pid and an address, then +1
+ * per registry. Never 0. */
+static uint64_t registry_id_next(void) {
+  uint64_t id = atomic_load_explicit(&g_next_id, memory_order_relaxed);
+  if (!id) {
+    uint64_t z = ttft_now_ns() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)&g_next_id;
+    z += UINT64_C(0x9E3779B97F4A7C15);
+    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+    z ^= z >> 31;
+    uint64_t zero = 0;
+    /* relaxed: only the value matters; a racing creator's seed is as good */
+    atomic_compare_exchange_strong_explicit(&g_next_id, &zero, z | 1, memory_order_relaxed,
+                                            memory_order_relaxed);
+  }
+  for (;;) {
+    id = atomic_fetch_add_explicit(&g_next_id, 1, memory_order_relaxed);
+    if (id) return id; /* skip 0 after a wrap */
+  }
+}
 
 #ifdef TTFT_HAVE_PTHREADS
 static pthread_mutex_t g_live_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -379,7 +403,7 @@ ttft_registry *ttft_registry_new(const ttft_config *cfg) {
   if (!r) return NULL;
   r->alloc = a;
   r->memory = sizeof *r;
-  r->id = atomic_fetch_add_explicit(&g_next_id, 1, memory_order_relaxed);
+  r->id = registry_id_next();
   r->nslots = c.max_inflight;
   r->nshards = c.max_threads + 1;
   r->max_classes = c.max_classes;
