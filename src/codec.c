@@ -1,0 +1,603 @@
+/* codec.c — snapshots as bytes: a compact, versioned, checksummed binary
+ * form and its one-line base64 text form. docs/encoding.md specifies the
+ * layout byte by byte.
+ *
+ * Decoding treats its input as hostile. It runs twice over the bytes: a
+ * first pass validates everything (structure, bounds, checksum) without
+ * allocating, so a bad input costs no memory; a second pass fills a
+ * snapshot sized from what the first pass counted. */
+#include <limits.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define CODEC_MAGIC "TTFS"
+#define CODEC_VERSION 1u
+#define CODEC_HEADER 12u        /* magic, version, flags, reserved, length */
+#define CODEC_TRAILER 4u        /* CRC-32C */
+#define CODEC_FLAG_SUMMARIES 1u /* prom_summaries */
+#define CODEC_FLAGS_KNOWN CODEC_FLAG_SUMMARIES
+#define CODEC_MAX_CLASSES 4096u
+#define CODEC_MAX_LIST 64u      /* gauges, counters, metrics per list */
+#define CODEC_MAX_LEN UINT32_MAX
+
+/* ------------------------------------------------------------- CRC-32C
+ * Castagnoli polynomial, reflected (0x82F63B78), init and final xor all
+ * ones: check value of "123456789" is 0xE3069283. Half-byte table: 16
+ * entries, two lookups per byte — snapshots are a few KiB. */
+static const uint32_t crc32c_nibble[16] = {
+  0x00000000, 0x105ec76f, 0x20bd8ede, 0x30e349b1,
+  0x417b1dbc, 0x5125dad3, 0x61c69362, 0x7198540d,
+  0x82f63b78, 0x92a8fc17, 0xa24bb5a6, 0xb21572c9,
+  0xc38d26c4, 0xd3d3e1ab, 0xe330a81a, 0xf36e6f75,
+};
+
+static uint32_t crc32c(const unsigned char *p, size_t n) {
+  uint32_t c = 0xFFFFFFFFu;
+  for (size_t i = 0; i < n; i++) {
+    c ^= p[i];
+    c = (c >> 4) ^ crc32c_nibble[c & 15u];
+    c = (c >> 4) ^ crc32c_nibble[c & 15u];
+  }
+  return c ^ 0xFFFFFFFFu;
+}
+
+static void le32_put(unsigned char *p, uint32_t v) {
+  p[0] = (unsigned char)v;
+  p[1] = (unsigned char)(v >> 8);
+  p[2] = (unsigned char)(v >> 16);
+  p[3] = (unsigned char)(v >> 24);
+}
+
+static uint32_t le32_get(const unsigned char *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* ------------------------------------------------------------- writer
+ * snprintf rules: counts every byte, stores those that fit. */
+typedef struct wr {
+  unsigned char *buf;
+  size_t cap, len;
+} wr;
+
+static void put_byte(wr *w, unsigned v) {
+  if (w->len < w->cap) w->buf[w->len] = (unsigned char)v;
+  w->len++;
+}
+
+static void put_bytes(wr *w, const void *p, size_t n) {
+  const unsigned char *b = p;
+  for (size_t i = 0; i < n; i++) put_byte(w, b[i]);
+}
+
+/* unsigned LEB128, shortest form */
+static void put_var(wr *w, uint64_t v) {
+  while (v >= 0x80) {
+    put_byte(w, (unsigned)(v & 0x7F) | 0x80u);
+    v >>= 7;
+  }
+  put_byte(w, (unsigned)v);
+}
+
+static void put_str(wr *w, const char *s, size_t field) {
+  const char *nul = memchr(s, '\0', field);
+  size_t n = nul ? (size_t)(nul - s) : 0; /* an unterminated field is a bug: write "" */
+  put_var(w, n);
+  put_bytes(w, s, n);
+}
+
+/* min/max as the decoder requires them: inside the first and last
+ * populated buckets (what ttft__shist_fix guarantees for taken snapshots). */
+static void hist_bounds(const ttft__shist *h, uint32_t first, uint32_t last,
+                        uint64_t *min, uint64_t *max) {
+  uint64_t lo = ttft__bucket_lo(first), hi = ttft__bucket_hi(first);
+  *min = h->min < lo ? lo : h->min > hi ? hi : h->min;
+  lo = ttft__bucket_lo(last);
+  hi = ttft__bucket_hi(last);
+  *max = h->max < lo ? lo : h->max > hi ? hi : h->max;
+  if (*max < *min) *max = *min;
+}
+
+static void put_hist(wr *w, const ttft__shist *h) {
+  uint32_t nnz = 0, first = 0, last = 0;
+  uint64_t count = 0;
+  if (h) {
+    for (uint32_t i = 0; i < TTFT__HIST_BUCKETS; i++) {
+      if (!h->b[i]) continue;
+      if (!nnz) first = i;
+      last = i;
+      nnz++;
+      count += h->b[i];
+    }
+  }
+  put_var(w, nnz);
+  if (!nnz) return;
+  uint32_t prev = 0;
+  for (uint32_t i = first; i <= last; i++) {
+    if (!h->b[i]) continue;
+    put_var(w, i - prev);
+    put_var(w, h->b[i]);
+    prev = i;
+  }
+  uint64_t min, max;
+  hist_bounds(h, first, last, &min, &max);
+  put_var(w, count);
+  put_var(w, h->sum);
+  put_var(w, min);
+  put_var(w, max - min);
+}
+
+/* strictly ascending values: first, then differences (each >= 1) */
+static void put_ascending(wr *w, const uint64_t *v, uint32_t n) {
+  put_var(w, n);
+  for (uint32_t i = 0; i < n; i++) put_var(w, i ? v[i] - v[i - 1] : v[0]);
+}
+
+static void encode_body(const ttft_snapshot *s, wr *w) {
+  put_var(w, s->registry_id);
+  put_var(w, s->t_start_ns);
+  put_var(w, s->t_end_ns >= s->t_start_ns ? s->t_end_ns - s->t_start_ns : 0);
+  put_var(w, s->stall_threshold_ns);
+  put_str(w, s->start_point, sizeof s->start_point);
+  put_str(w, s->token_point, sizeof s->token_point);
+  put_str(w, s->model, sizeof s->model);
+  put_str(w, s->ns, sizeof s->ns);
+
+  put_var(w, TTFT_GAUGE_COUNT_);
+  for (unsigned g = 0; g < TTFT_GAUGE_COUNT_; g++) put_var(w, s->gauge[g]);
+
+  uint32_t nl = s->n_const_labels > TTFT_MAX_CONST_LABELS ? TTFT_MAX_CONST_LABELS : s->n_const_labels;
+  put_var(w, nl);
+  for (uint32_t i = 0; i < nl; i++) {
+    put_str(w, s->const_name[i], sizeof s->const_name[i]);
+    put_str(w, s->const_value[i], sizeof s->const_value[i]);
+  }
+
+  uint64_t edges[TTFT_MAX_BANDS - 1];
+  uint32_t ne = s->n_band_edges > TTFT_MAX_BANDS - 1 ? TTFT_MAX_BANDS - 1 : s->n_band_edges;
+  for (uint32_t i = 0; i < ne; i++) edges[i] = s->band_edges[i];
+  put_ascending(w, edges, ne);
+
+  put_var(w, TTFT_METRIC_COUNT_);
+  for (unsigned m = 0; m < TTFT_METRIC_COUNT_; m++) {
+    uint32_t nb = s->prom_n_buckets[m] > TTFT_MAX_PROM_BUCKETS ? TTFT_MAX_PROM_BUCKETS
+                                                               : s->prom_n_buckets[m];
+    put_ascending(w, s->prom_buckets[m], nb);
+  }
+
+  put_var(w, s->nclasses);
+  for (uint32_t c = 0; c < s->nclasses; c++) {
+    const ttft__sclass *k = &s->cls[c];
+    put_str(w, k->name, sizeof k->name);
+    put_var(w, k->slo.ttft_ns);
+    put_var(w, k->slo.tpot_ns);
+    put_var(w, k->slo.e2e_ns);
+    put_var(w, k->slo.stall_threshold_ns);
+    put_var(w, TTFT_COUNTER_COUNT_);
+    for (unsigned i = 0; i < TTFT_COUNTER_COUNT_; i++) put_var(w, k->ctr[i]);
+    put_var(w, TTFT_METRIC_COUNT_);
+    for (unsigned m = 0; m < TTFT_METRIC_COUNT_; m++) put_hist(w, k->h[m]);
+  }
+
+  put_var(w, 2);
+  for (unsigned i = 0; i < 2; i++) put_hist(w, s->split_cache[i]);
+  put_var(w, TTFT_MAX_BANDS);
+  for (unsigned i = 0; i < TTFT_MAX_BANDS; i++) put_hist(w, s->split_band[i]);
+}
+
+long ttft_snapshot_encode(const ttft_snapshot *s, void *buf, size_t cap) {
+  if (!s || (!buf && cap > 0)) return TTFT_EINVAL;
+  wr w = {buf, cap, 0};
+  put_bytes(&w, CODEC_MAGIC, 4);
+  put_byte(&w, CODEC_VERSION);
+  put_byte(&w, s->prom_summaries ? CODEC_FLAG_SUMMARIES : 0u);
+  put_byte(&w, 0);
+  put_byte(&w, 0);
+  put_bytes(&w, "\0\0\0\0", 4); /* total length, patched below */
+  encode_body(s, &w);
+  size_t total = w.len + CODEC_TRAILER;
+  if (total > CODEC_MAX_LEN || total > (size_t)LONG_MAX) return TTFT_ERANGE;
+  if (total <= cap) {
+    unsigned char *b = buf;
+    le32_put(b + 8, (uint32_t)total);
+    le32_put(b + w.len, crc32c(b, w.len));
+  }
+  return (long)total;
+}
+
+/* ------------------------------------------------------------- reader
+ * Every read is bounds-checked; the first failure sets bad and every later
+ * read returns 0, so callers check once at the end of a unit. */
+typedef struct rd {
+  const unsigned char *p;
+  size_t pos, end;
+  int bad;
+} rd;
+
+static uint64_t get_var(rd *r) {
+  uint64_t v = 0;
+  for (unsigned shift = 0;; shift += 7) {
+    if (r->bad || r->pos >= r->end) {
+      r->bad = 1;
+      return 0;
+    }
+    unsigned c = r->p[r->pos++];
+    if (shift == 63 && c > 1) break;          /* more than 64 bits */
+    v |= (uint64_t)(c & 0x7Fu) << shift;
+    if (!(c & 0x80u)) {
+      if (c == 0 && shift > 0) break;         /* not the shortest form */
+      return v;
+    }
+    if (shift == 63) break;
+  }
+  r->bad = 1;
+  return 0;
+}
+
+/* a varint that must be <= max */
+static uint64_t get_bounded(rd *r, uint64_t max) {
+  uint64_t v = get_var(r);
+  if (v > max) r->bad = 1;
+  return r->bad ? 0 : v;
+}
+
+/* Well-formed UTF-8 (no overlongs, no surrogates, <= U+10FFFF), no NUL. */
+static int utf8_ok(const unsigned char *s, size_t n) {
+  size_t i = 0;
+  while (i < n) {
+    unsigned c = s[i];
+    if (c == 0) return 0;
+    if (c < 0x80) {
+      i++;
+      continue;
+    }
+    size_t k;
+    unsigned lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) k = 1;
+    else if (c >= 0xE0 && c <= 0xEF) {
+      k = 2;
+      if (c == 0xE0) lo = 0xA0;
+      if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      k = 3;
+      if (c == 0xF0) lo = 0x90;
+      if (c == 0xF4) hi = 0x8F;
+    } else {
+      return 0;
+    }
+    if (n - i <= k) return 0;
+    if (s[i + 1] < lo || s[i + 1] > hi) return 0;
+    for (size_t j = 2; j <= k; j++)
+      if ((s[i + j] & 0xC0u) != 0x80u) return 0;
+    i += k + 1;
+  }
+  return 1;
+}
+
+enum { STR_UTF8, STR_CLASS, STR_LABEL_NAME, STR_NAMESPACE };
+
+static int char_ok(int kind, unsigned c, int first) {
+  int alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+  int digit = c >= '0' && c <= '9';
+  switch (kind) {
+  case STR_CLASS: return alpha || digit || c == '.' || c == ':' || c == '-';
+  case STR_LABEL_NAME: return alpha || (!first && digit);
+  case STR_NAMESPACE: return alpha || c == ':' || (!first && digit);
+  default: return 0;
+  }
+}
+
+/* A length-prefixed string into dst (capacity field, NUL included); dst
+ * NULL validates only. min_len/kind restrict it further. */
+static void get_str(rd *r, char *dst, size_t field, size_t min_len, int kind) {
+  uint64_t n = get_bounded(r, field - 1);
+  if (r->bad) return;
+  if (n < min_len || n > r->end - r->pos) {
+    r->bad = 1;
+    return;
+  }
+  const unsigned char *s = r->p + r->pos;
+  if (kind == STR_UTF8) {
+    if (!utf8_ok(s, (size_t)n)) r->bad = 1;
+  } else {
+    for (size_t i = 0; i < n; i++)
+      if (!char_ok(kind, s[i], i == 0)) r->bad = 1;
+  }
+  if (r->bad) return;
+  if (dst) {
+    memcpy(dst, s, (size_t)n);
+    dst[n] = '\0';
+  }
+  r->pos += (size_t)n;
+}
+
+/* Strictly ascending list of at most max values each <= vmax. */
+static uint32_t get_ascending(rd *r, uint64_t *dst, uint32_t max, uint64_t vmax) {
+  uint32_t n = (uint32_t)get_bounded(r, max);
+  uint64_t v = 0;
+  for (uint32_t i = 0; i < n && !r->bad; i++) {
+    uint64_t d = get_var(r);
+    if (i > 0 && (d == 0 || d > vmax - v)) r->bad = 1;
+    v = i ? v + d : d;
+    if (v > vmax) r->bad = 1;
+    if (dst) dst[i] = v;
+  }
+  return r->bad ? 0 : n;
+}
+
+/* One sparse histogram into h (NULL: validate and drop). *total, when
+ * given, accumulates the count and fails on overflow. */
+static void get_hist(rd *r, ttft__shist *h, uint64_t *total) {
+  uint64_t nnz = get_bounded(r, TTFT__HIST_BUCKETS);
+  if (r->bad || nnz == 0) return;
+  /* each bucket takes at least two bytes: refuse counts the input can't hold */
+  if (nnz > (r->end - r->pos) / 2) {
+    r->bad = 1;
+    return;
+  }
+  uint64_t idx = 0, sum_b = 0;
+  uint32_t first = 0;
+  for (uint64_t k = 0; k < nnz && !r->bad; k++) {
+    uint64_t d = get_var(r);
+    uint64_t n = get_var(r);
+    if (r->bad) return;
+    if ((k > 0 && d == 0) || d >= TTFT__HIST_BUCKETS - idx || n == 0 || n > UINT64_MAX - sum_b) {
+      r->bad = 1;
+      return;
+    }
+    idx += d;
+    if (k == 0) first = (uint32_t)idx;
+    sum_b += n;
+    if (h) h->b[idx] = n;
+  }
+  uint64_t count = get_var(r), sum = get_var(r), min = get_var(r), span = get_var(r);
+  if (r->bad) return;
+  uint32_t last = (uint32_t)idx;
+  if (count != sum_b || span > UINT64_MAX - min ||
+      min < ttft__bucket_lo(first) || min > ttft__bucket_hi(first) ||
+      min + span < ttft__bucket_lo(last) || min + span > ttft__bucket_hi(last)) {
+    r->bad = 1;
+    return;
+  }
+  if (total) {
+    if (count > UINT64_MAX - *total) {
+      r->bad = 1;
+      return;
+    }
+    *total += count;
+  }
+  if (h) {
+    h->count = count;
+    h->sum = sum;
+    h->min = min;
+    h->max = min + span;
+  }
+}
+
+/* The body after the header. s NULL: validate only, return nclasses. */
+static uint32_t decode_body(rd *r, ttft_snapshot *s) {
+  uint64_t tmp[TTFT_MAX_PROM_BUCKETS];
+  uint64_t id = get_var(r), t0 = get_var(r), span = get_var(r), stall = get_var(r);
+  if (span > UINT64_MAX - t0) r->bad = 1;
+  if (s) {
+    s->registry_id = id;
+    s->t_start_ns = t0;
+    s->t_end_ns = t0 + span;
+    s->stall_threshold_ns = stall;
+  }
+  get_str(r, s ? s->start_point : NULL, TTFT_MAX_LABEL, 0, STR_UTF8);
+  get_str(r, s ? s->token_point : NULL, TTFT_MAX_LABEL, 0, STR_UTF8);
+  get_str(r, s ? s->model : NULL, TTFT_MAX_LABEL, 0, STR_UTF8);
+  get_str(r, s ? s->ns : NULL, TTFT__NAME_MAX, 0, STR_NAMESPACE);
+
+  uint32_t n = (uint32_t)get_bounded(r, CODEC_MAX_LIST);
+  for (uint32_t i = 0; i < n && !r->bad; i++) {
+    uint64_t v = get_var(r);
+    if (s && i < TTFT_GAUGE_COUNT_) s->gauge[i] = v;
+  }
+
+  n = (uint32_t)get_bounded(r, TTFT_MAX_CONST_LABELS);
+  if (s) s->n_const_labels = n;
+  for (uint32_t i = 0; i < n && !r->bad; i++) {
+    get_str(r, s ? s->const_name[i] : NULL, TTFT__NAME_MAX, 1, STR_LABEL_NAME);
+    get_str(r, s ? s->const_value[i] : NULL, TTFT_MAX_LABEL, 0, STR_UTF8);
+  }
+
+  n = get_ascending(r, tmp, TTFT_MAX_BANDS - 1, UINT32_MAX);
+  if (s) {
+    s->n_band_edges = n;
+    for (uint32_t i = 0; i < n; i++) s->band_edges[i] = (uint32_t)tmp[i];
+  }
+
+  uint32_t nm = (uint32_t)get_bounded(r, CODEC_MAX_LIST);
+  for (uint32_t m = 0; m < nm && !r->bad; m++) {
+    int keep = s && m < TTFT_METRIC_COUNT_;
+    n = get_ascending(r, keep ? s->prom_buckets[m] : tmp, TTFT_MAX_PROM_BUCKETS, UINT64_MAX);
+    if (keep) s->prom_n_buckets[m] = n;
+  }
+
+  uint32_t nclasses = (uint32_t)get_bounded(r, CODEC_MAX_CLASSES);
+  if (nclasses == 0) r->bad = 1;
+  if (s && nclasses != s->nclasses) r->bad = 1; /* pass 2 must see what pass 1 saw */
+  uint64_t totals[CODEC_MAX_LIST] = {0};
+  for (uint32_t c = 0; c < nclasses && !r->bad; c++) {
+    ttft__sclass *k = s ? &s->cls[c] : NULL;
+    char name[TTFT__NAME_MAX];
+    get_str(r, name, sizeof name, 1, STR_CLASS);
+    if (!r->bad && (c == 0) != (strcmp(name, "default") == 0)) r->bad = 1;
+    uint64_t slo[4];
+    for (unsigned i = 0; i < 4; i++) slo[i] = get_var(r);
+    if (k) {
+      memcpy(k->name, name, sizeof name);
+      ttft_slo_init(&k->slo);
+      k->slo.ttft_ns = slo[0];
+      k->slo.tpot_ns = slo[1];
+      k->slo.e2e_ns = slo[2];
+      k->slo.stall_threshold_ns = slo[3];
+    }
+    n = (uint32_t)get_bounded(r, CODEC_MAX_LIST);
+    for (uint32_t i = 0; i < n && !r->bad; i++) {
+      uint64_t v = get_var(r);
+      if (k && i < TTFT_COUNTER_COUNT_) k->ctr[i] = v;
+    }
+    n = (uint32_t)get_bounded(r, CODEC_MAX_LIST);
+    for (uint32_t m = 0; m < n && !r->bad; m++)
+      get_hist(r, k && m < TTFT_METRIC_COUNT_ ? k->h[m] : NULL, &totals[m]);
+  }
+
+  n = (uint32_t)get_bounded(r, 2);
+  for (uint32_t i = 0; i < n && !r->bad; i++) get_hist(r, s ? s->split_cache[i] : NULL, NULL);
+  n = (uint32_t)get_bounded(r, TTFT_MAX_BANDS);
+  for (uint32_t i = 0; i < n && !r->bad; i++) get_hist(r, s ? s->split_band[i] : NULL, NULL);
+  return r->bad ? 0 : nclasses;
+}
+
+static int names_unique(const ttft_snapshot *s) {
+  for (uint32_t i = 1; i < s->nclasses; i++)
+    for (uint32_t j = 0; j < i; j++)
+      if (strcmp(s->cls[i].name, s->cls[j].name) == 0) return 0;
+  return 1;
+}
+
+static int hists_consistent(const ttft__sclass *k) {
+  for (unsigned m = 0; m < TTFT_METRIC_COUNT_; m++) {
+    const ttft__shist *h = k->h[m];
+    uint64_t n = 0;
+    for (uint32_t i = 0; i < TTFT__HIST_BUCKETS; i++) n += h->b[i];
+    if (n != h->count) return 0;
+  }
+  return 1;
+}
+
+static ttft_snapshot *fail(int *err, int code) {
+  if (err) *err = code;
+  return NULL;
+}
+
+ttft_snapshot *ttft_snapshot_decode(const void *buf, size_t len, int *err) {
+  if (!buf) return fail(err, TTFT_EINVAL);
+  const unsigned char *p = buf;
+  if (len < CODEC_HEADER + CODEC_TRAILER || memcmp(p, CODEC_MAGIC, 4) != 0 ||
+      p[4] != CODEC_VERSION || (p[5] & ~CODEC_FLAGS_KNOWN) || p[6] || p[7] ||
+      le32_get(p + 8) != len || crc32c(p, len - CODEC_TRAILER) != le32_get(p + len - CODEC_TRAILER))
+    return fail(err, TTFT_ECORRUPT);
+
+  rd r = {p, CODEC_HEADER, len - CODEC_TRAILER, 0};
+  uint32_t nclasses = decode_body(&r, NULL);
+  if (r.bad || r.pos != r.end) return fail(err, TTFT_ECORRUPT);
+
+  ttft_snapshot *s = ttft__snapshot_new(nclasses);
+  if (!s) return fail(err, TTFT_ENOMEM);
+  s->prom_summaries = (p[5] & CODEC_FLAG_SUMMARIES) ? 1 : 0;
+  r.pos = CODEC_HEADER;
+  decode_body(&r, s);
+  int ok = !r.bad && r.pos == r.end && names_unique(s);
+  if (ok) {
+    ttft__snapshot_finish(s);
+    for (uint32_t c = 0; ok && c < s->nclasses; c++) ok = hists_consistent(&s->cls[c]);
+  }
+  if (!ok) {
+    ttft_snapshot_free(s);
+    return fail(err, TTFT_ECORRUPT);
+  }
+  if (err) *err = TTFT_OK;
+  return s;
+}
+
+/* -------------------------------------------------------------- base64
+ * RFC 4648 section 4, with padding, no line breaks. */
+static const char b64_alphabet[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+static int b64_value(unsigned char c) {
+  if (c >= 'A' && c <= 'Z') return c - 'A';
+  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+  if (c >= '0' && c <= '9') return c - '0' + 52;
+  if (c == '+') return 62;
+  if (c == '/') return 63;
+  return -1;
+}
+
+long ttft_snapshot_encode_base64(const ttft_snapshot *s, char *buf, size_t cap) {
+  if (!s || (!buf && cap > 0)) return TTFT_EINVAL;
+  long n = ttft_snapshot_encode(s, NULL, 0);
+  if (n < 0) return n;
+  size_t bin = (size_t)n, text = (bin + 2) / 3 * 4;
+  if (text > (size_t)LONG_MAX - 1) return TTFT_ERANGE;
+  if (cap == 0) return (long)text;
+  ttft_allocator a;
+  ttft__allocator_current(&a);
+  unsigned char *raw = ttft__alloc(&a, bin);
+  if (!raw) return TTFT_ENOMEM;
+  ttft_snapshot_encode(s, raw, bin);
+  size_t o = 0;
+  for (size_t i = 0; i < bin; i += 3) {
+    uint32_t v = (uint32_t)raw[i] << 16;
+    if (i + 1 < bin) v |= (uint32_t)raw[i + 1] << 8;
+    if (i + 2 < bin) v |= raw[i + 2];
+    char q[4] = {b64_alphabet[v >> 18 & 63], b64_alphabet[v >> 12 & 63],
+                 i + 1 < bin ? b64_alphabet[v >> 6 & 63] : '=',
+                 i + 2 < bin ? b64_alphabet[v & 63] : '='};
+    for (int j = 0; j < 4; j++, o++)
+      if (o < cap - 1) buf[o] = q[j];
+  }
+  buf[o < cap - 1 ? o : cap - 1] = '\0';
+  ttft__free(&a, raw);
+  return (long)text;
+}
+
+static int is_space(unsigned char c) {
+  return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+ttft_snapshot *ttft_snapshot_decode_base64(const char *text, size_t len, int *err) {
+  if (!text) return fail(err, TTFT_EINVAL);
+  const unsigned char *t = (const unsigned char *)text;
+  /* a log line may carry its newline: trim ASCII white space at both ends */
+  while (len > 0 && is_space(t[0])) t++, len--;
+  while (len > 0 && is_space(t[len - 1])) len--;
+  if (len == 0 || len % 4 != 0) return fail(err, TTFT_ECORRUPT);
+  size_t pad = t[len - 1] == '=' ? (t[len - 2] == '=' ? 2 : 1) : 0;
+  size_t bin = len / 4 * 3 - pad;
+  ttft_allocator a;
+  ttft__allocator_current(&a);
+  unsigned char *raw = ttft__alloc(&a, bin ? bin : 1);
+  if (!raw) return fail(err, TTFT_ENOMEM);
+  size_t o = 0;
+  int ok = 1;
+  for (size_t i = 0; i < len && ok; i += 4) {
+    int last = i + 4 == len;
+    int v[4];
+    for (int j = 0; j < 4; j++) {
+      v[j] = b64_value(t[i + (size_t)j]);
+      /* '=' only as the final one or two characters */
+      if (v[j] < 0 && !(last && t[i + (size_t)j] == '=' && (size_t)j >= 4 - pad)) ok = 0;
+    }
+    if (!ok) break;
+    uint32_t w = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12;
+    if (last && pad == 2) {
+      if (v[1] & 15) ok = 0; /* non-canonical: stray bits under the padding */
+      raw[o++] = (unsigned char)(w >> 16);
+      break;
+    }
+    w |= (uint32_t)v[2] << 6;
+    if (last && pad == 1) {
+      if (v[2] & 3) ok = 0;
+      raw[o++] = (unsigned char)(w >> 16);
+      raw[o++] = (unsigned char)(w >> 8);
+      break;
+    }
+    w |= (uint32_t)v[3];
+    raw[o++] = (unsigned char)(w >> 16);
+    raw[o++] = (unsigned char)(w >> 8);
+    raw[o++] = (unsigned char)w;
+  }
+  ttft_snapshot *s = NULL;
+  if (!ok || o != bin) {
+    fail(err, TTFT_ECORRUPT);
+  } else {
+    s = ttft_snapshot_decode(raw, bin, err);
+  }
+  ttft__free(&a, raw);
+  return s;
+}

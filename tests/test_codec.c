@@ -1,0 +1,711 @@
+/*
+ * test_codec.c — ttft_snapshot_encode/_decode and their base64 forms.
+ *
+ *  - a recorded workload round trips: encode -> decode -> encode is
+ *    bit-exact and every query answers the same on the decoded snapshot;
+ *  - snprintf rules: nothing written past cap, the full size returned;
+ *  - every truncation and every single-byte corruption is rejected;
+ *  - bytes mutated with the checksum repaired (what an attacker sends)
+ *    decode to an error or to a snapshot that is itself consistent;
+ *  - an encoding built by hand from docs/encoding.md decodes to the values
+ *    it spells, re-encodes to the same bytes, and each way of breaking one
+ *    field of it is rejected;
+ *  - base64: round trip, white space around a log line, malformed text;
+ *  - decode under a failing allocator returns TTFT_ENOMEM.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ttft.h"
+#include "testutil.h"
+#include "tools/workload.h"
+
+static const double QS[] = {0.0, 0.001, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 0.999, 1.0};
+#define NQ (sizeof QS / sizeof QS[0])
+
+/* CRC-32C from its definition (bit by bit, reflected 0x82F63B78), written
+ * independently of the library's half-byte table; a byte table built from
+ * it keeps the mutation loops fast. */
+static uint32_t crc_table[256];
+
+static void crc_table_init(void) {
+  for (uint32_t i = 0; i < 256; i++) {
+    uint32_t c = i;
+    for (int k = 0; k < 8; k++) c = (c & 1u) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+    crc_table[i] = c;
+  }
+}
+
+static uint32_t crc32c_ref(const unsigned char *p, size_t n) {
+  uint32_t c = 0xFFFFFFFFu;
+  for (size_t i = 0; i < n; i++) c = (c >> 8) ^ crc_table[(c ^ p[i]) & 0xFFu];
+  return ~c;
+}
+
+static void put_le32(unsigned char *p, uint32_t v) {
+  for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static void fix_crc(unsigned char *b, size_t n) { put_le32(b + n - 4, crc32c_ref(b, n - 4)); }
+
+static unsigned char *encode_alloc(const ttft_snapshot *s, size_t *n) {
+  long need = ttft_snapshot_encode(s, NULL, 0);
+  if (need <= 0) return NULL;
+  unsigned char *b = malloc((size_t)need);
+  if (!b) return NULL;
+  long got = ttft_snapshot_encode(s, b, (size_t)need);
+  EXPECT_EQ_INT(need, got);
+  *n = (size_t)need;
+  return b;
+}
+
+static ttft_registry *recorded(uint64_t seed, unsigned requests) {
+  ttft_config cfg;
+  ttft_config_init(&cfg);
+  cfg.model = "llama-\xc3\xa9\"quoted\"";
+  ttft_label labels[2] = {{"region", "eu-west-1"}, {"replica", "r\\7\n"}};
+  cfg.const_labels = labels;
+  cfg.n_const_labels = 2;
+  cfg.prom_summaries = 1;
+  ttft_registry *r = ttft_registry_new(&cfg);
+  if (!r) return NULL;
+  wl_params p;
+  wl_params_init(&p, seed, requests);
+  p.classes[0] = "chat";
+  p.classes[1] = "batch";
+  p.classes[2] = "default";
+  p.left_open = 3;
+  wl_add_classes(r, &p);
+  wl_play(r, &p);
+  return r;
+}
+
+/* every public query of a and b answers the same */
+static void expect_same(const ttft_snapshot *a, const ttft_snapshot *b) {
+  EXPECT_EQ_INT(ttft_snapshot_classes(a), ttft_snapshot_classes(b));
+  int nc = ttft_snapshot_classes(a);
+  for (int c = TTFT_CLASS_ALL; c < nc; c++) {
+    if (c >= 0) {
+      EXPECT_STREQ(ttft_snapshot_class_name(a, c), ttft_snapshot_class_name(b, c));
+      ttft_slo sa, sb;
+      sa.struct_size = sb.struct_size = sizeof sa;
+      EXPECT_ERR(TTFT_OK, ttft_snapshot_class_slo(a, c, &sa));
+      EXPECT_ERR(TTFT_OK, ttft_snapshot_class_slo(b, c, &sb));
+      EXPECT_EQ_U64(sa.ttft_ns, sb.ttft_ns);
+      EXPECT_EQ_U64(sa.tpot_ns, sb.tpot_ns);
+      EXPECT_EQ_U64(sa.e2e_ns, sb.e2e_ns);
+      EXPECT_EQ_U64(sa.stall_threshold_ns, sb.stall_threshold_ns);
+    }
+    for (int k = 0; k < TTFT_COUNTER_COUNT_; k++)
+      EXPECT_EQ_U64(ttft_snapshot_class_counter(a, c, (ttft_counter)k),
+                    ttft_snapshot_class_counter(b, c, (ttft_counter)k));
+    for (int m = 0; m < TTFT_METRIC_COUNT_; m++) {
+      EXPECT_EQ_U64(ttft_snapshot_class_count(a, c, (ttft_metric)m),
+                    ttft_snapshot_class_count(b, c, (ttft_metric)m));
+      EXPECT_EQ_U64(ttft_snapshot_class_sum(a, c, (ttft_metric)m),
+                    ttft_snapshot_class_sum(b, c, (ttft_metric)m));
+      for (size_t q = 0; q < NQ; q++)
+        EXPECT_EQ_U64(ttft_snapshot_class_quantile(a, c, (ttft_metric)m, QS[q]),
+                      ttft_snapshot_class_quantile(b, c, (ttft_metric)m, QS[q]));
+    }
+    EXPECT_EQ_DBL(ttft_snapshot_attainment(a, c), ttft_snapshot_attainment(b, c));
+  }
+  for (unsigned i = 0; i < 2; i++) {
+    EXPECT_EQ_U64(ttft_snapshot_split_count(a, TTFT_SPLIT_PREFIX_CACHE, i),
+                  ttft_snapshot_split_count(b, TTFT_SPLIT_PREFIX_CACHE, i));
+    EXPECT_EQ_U64(ttft_snapshot_split_quantile(a, TTFT_SPLIT_PREFIX_CACHE, i, 0.9),
+                  ttft_snapshot_split_quantile(b, TTFT_SPLIT_PREFIX_CACHE, i, 0.9));
+  }
+  EXPECT_EQ_U64(ttft_snapshot_bands(a), ttft_snapshot_bands(b));
+  for (unsigned i = 0; i < ttft_snapshot_bands(a); i++) {
+    uint32_t alo = 0, ahi = 0, blo = 1, bhi = 1;
+    EXPECT_ERR(TTFT_OK, ttft_snapshot_band(a, i, &alo, &ahi));
+    EXPECT_ERR(TTFT_OK, ttft_snapshot_band(b, i, &blo, &bhi));
+    EXPECT_EQ_U64(alo, blo);
+    EXPECT_EQ_U64(ahi, bhi);
+    EXPECT_EQ_U64(ttft_snapshot_split_count(a, TTFT_SPLIT_PROMPT_BAND, i),
+                  ttft_snapshot_split_count(b, TTFT_SPLIT_PROMPT_BAND, i));
+    EXPECT_EQ_U64(ttft_snapshot_split_quantile(a, TTFT_SPLIT_PROMPT_BAND, i, 0.5),
+                  ttft_snapshot_split_quantile(b, TTFT_SPLIT_PROMPT_BAND, i, 0.5));
+  }
+  for (int g = 0; g < TTFT_GAUGE_COUNT_; g++)
+    EXPECT_EQ_U64(ttft_snapshot_gauge(a, (ttft_gauge)g), ttft_snapshot_gauge(b, (ttft_gauge)g));
+  uint64_t a0 = 0, a1 = 0, b0 = 1, b1 = 1;
+  EXPECT_ERR(TTFT_OK, ttft_snapshot_interval(a, &a0, &a1));
+  EXPECT_ERR(TTFT_OK, ttft_snapshot_interval(b, &b0, &b1));
+  EXPECT_EQ_U64(a0, b0);
+  EXPECT_EQ_U64(a1, b1);
+  static const char *keys[] = {"start_point", "token_point", "model", "namespace"};
+  for (int i = 0; i < 4; i++)
+    EXPECT_STREQ(ttft_snapshot_label(a, keys[i]), ttft_snapshot_label(b, keys[i]));
+}
+
+static void test_round_trip(void) {
+  TU_SECTION("round trip");
+  ttft_registry *r = recorded(11, 1500);
+  EXPECT_NOT_NULL(r);
+  if (!r) return;
+  ttft_snapshot *s = ttft_snapshot_take(r);
+  EXPECT_NOT_NULL(s);
+  size_t n = 0;
+  unsigned char *b = encode_alloc(s, &n);
+  EXPECT_NOT_NULL(b);
+  if (!b) return;
+  printf("encoded %zu bytes for %llu TTFT / %llu ITL observations in %d classes\n", n,
+         (unsigned long long)ttft_snapshot_count(s, TTFT_METRIC_TTFT),
+         (unsigned long long)ttft_snapshot_count(s, TTFT_METRIC_ITL), ttft_snapshot_classes(s));
+  EXPECT_TRUE(n < 64 * 1024); /* sparse: far below one dense histogram (38 KiB) */
+  EXPECT_TRUE(memcmp(b, "TTFS", 4) == 0);
+  EXPECT_EQ_U64(crc32c_ref(b, n - 4),
+                (uint32_t)b[n - 4] | (uint32_t)b[n - 3] << 8 | (uint32_t)b[n - 2] << 16 |
+                    (uint32_t)b[n - 1] << 24);
+
+  int err = 1;
+  ttft_snapshot *d = ttft_snapshot_decode(b, n, &err);
+  EXPECT_ERR(TTFT_OK, err);
+  EXPECT_NOT_NULL(d);
+  if (d) {
+    expect_same(s, d);
+    size_t n2 = 0;
+    unsigned char *b2 = encode_alloc(d, &n2);
+    EXPECT_EQ_U64(n, n2);
+    EXPECT_TRUE(b2 && n == n2 && memcmp(b, b2, n) == 0);
+    free(b2);
+    /* the outputs built from a snapshot are the same too */
+    char t1[1 << 16], t2[1 << 16];
+    for (int f = 0; f < TTFT_FORMAT_COUNT_; f++) {
+      long l1 = ttft_snapshot_format(s, (ttft_format)f, t1, sizeof t1);
+      long l2 = ttft_snapshot_format(d, (ttft_format)f, t2, sizeof t2);
+      EXPECT_EQ_INT(l1, l2);
+      if (l1 > 0 && (size_t)l1 < sizeof t1) EXPECT_TRUE(strcmp(t1, t2) == 0);
+    }
+  }
+
+  TU_SECTION("snprintf rules");
+  unsigned char *small = malloc(n + 16);
+  for (size_t cap = 0; small && cap < n; cap += 1 + cap / 3) {
+    memset(small, 0xA5, n + 16);
+    EXPECT_EQ_INT((long)n, ttft_snapshot_encode(s, cap ? small : NULL, cap));
+    size_t past = 0;
+    for (size_t i = cap; i < n + 16; i++) past += small[i] != 0xA5;
+    EXPECT_EQ_U64(0, past);
+  }
+  free(small);
+  EXPECT_ERR(TTFT_EINVAL, ttft_snapshot_encode(NULL, NULL, 0));
+  EXPECT_ERR(TTFT_EINVAL, ttft_snapshot_encode(s, NULL, 10));
+  err = 0;
+  EXPECT_NULL(ttft_snapshot_decode(NULL, 10, &err));
+  EXPECT_ERR(TTFT_EINVAL, err);
+
+  ttft_snapshot_free(d);
+  free(b);
+  ttft_snapshot_free(s);
+  ttft_registry_free(r);
+}
+
+static void test_empty(void) {
+  TU_SECTION("empty registry");
+  ttft_registry *r = ttft_registry_new(NULL);
+  ttft_snapshot *s = ttft_snapshot_take(r);
+  size_t n = 0;
+  unsigned char *b = encode_alloc(s, &n);
+  int err = 1;
+  ttft_snapshot *d = b ? ttft_snapshot_decode(b, n, &err) : NULL;
+  EXPECT_ERR(TTFT_OK, err);
+  EXPECT_NOT_NULL(d);
+  if (d) {
+    expect_same(s, d);
+    EXPECT_EQ_INT(1, ttft_snapshot_classes(d));
+    EXPECT_STREQ("default", ttft_snapshot_class_name(d, 0));
+  }
+  printf("empty snapshot: %zu bytes\n", n);
+  EXPECT_TRUE(n < 4096); /* mostly the Prometheus bucket bounds */
+  ttft_snapshot_free(d);
+  free(b);
+  ttft_snapshot_free(s);
+  ttft_registry_free(r);
+}
+
+static void test_damage(void) {
+  ttft_registry *r = recorded(5, 120);
+  ttft_snapshot *s = ttft_snapshot_take(r);
+  size_t n = 0;
+  unsigned char *b = encode_alloc(s, &n);
+  if (!b) {
+    EXPECT_NOT_NULL(b);
+    return;
+  }
+  unsigned char *c = malloc(n + 1);
+
+  printf("damage tests on a %zu-byte encoding\n", n);
+  TU_SECTION("every truncation");
+  unsigned long accepted = 0, wrong_code = 0;
+  for (size_t len = 0; len < n; len++) {
+    int err = 0;
+    memcpy(c, b, len);
+    ttft_snapshot *d = ttft_snapshot_decode(c, len, &err);
+    if (d) accepted++;
+    if (err != TTFT_ECORRUPT) wrong_code++;
+    ttft_snapshot_free(d);
+  }
+  EXPECT_EQ_U64(0, accepted);
+  EXPECT_EQ_U64(0, wrong_code);
+
+  TU_SECTION("trailing byte");
+  memcpy(c, b, n);
+  c[n] = 0;
+  int err = 0;
+  EXPECT_NULL(ttft_snapshot_decode(c, n + 1, &err));
+  EXPECT_ERR(TTFT_ECORRUPT, err);
+
+  TU_SECTION("every single-byte corruption");
+  static const unsigned char flips[] = {0x01, 0x80, 0xFF};
+  accepted = wrong_code = 0;
+  for (size_t i = 0; i < n; i++) {
+    for (size_t f = 0; f < sizeof flips; f++) {
+      memcpy(c, b, n);
+      c[i] ^= flips[f];
+      err = 0;
+      ttft_snapshot *d = ttft_snapshot_decode(c, n, &err);
+      if (d) accepted++;
+      if (err != TTFT_ECORRUPT) wrong_code++;
+      ttft_snapshot_free(d);
+    }
+  }
+  EXPECT_EQ_U64(0, accepted);
+  EXPECT_EQ_U64(0, wrong_code);
+
+  TU_SECTION("mutations with a repaired checksum");
+  /* The structure checks alone: either ECORRUPT, or a snapshot that
+   * re-encodes and decodes again (never a crash, never garbage). */
+  static const unsigned char vals[] = {0x00, 0x80, 0xFF};
+  unsigned long rejected = 0, survived = 0, inconsistent = 0;
+  for (size_t i = 12; i + 4 < n; i++) {
+    for (size_t v = 0; v < sizeof vals; v++) {
+      memcpy(c, b, n);
+      if (c[i] == vals[v]) continue;
+      c[i] = vals[v];
+      fix_crc(c, n);
+      err = 0;
+      ttft_snapshot *d = ttft_snapshot_decode(c, n, &err);
+      if (!d) {
+        rejected++;
+        if (err != TTFT_ECORRUPT) wrong_code++;
+        continue;
+      }
+      /* every 8th survivor goes round the codec again (each costs a
+       * few MiB of dense histograms) */
+      if (survived++ % 8) {
+        for (int m = 0; m < TTFT_METRIC_COUNT_; m++)
+          if (ttft_snapshot_quantile(d, (ttft_metric)m, 0.5) > ttft_snapshot_quantile(d, (ttft_metric)m, 1.0))
+            inconsistent++;
+        ttft_snapshot_free(d);
+        continue;
+      }
+      size_t n2 = 0;
+      unsigned char *b2 = encode_alloc(d, &n2);
+      ttft_snapshot *d2 = b2 ? ttft_snapshot_decode(b2, n2, &err) : NULL;
+      if (!d2) inconsistent++;
+      for (int m = 0; d2 && m < TTFT_METRIC_COUNT_; m++) {
+        uint64_t cnt = ttft_snapshot_count(d2, (ttft_metric)m);
+        uint64_t lo = ttft_snapshot_quantile(d2, (ttft_metric)m, 0.0);
+        uint64_t hi = ttft_snapshot_quantile(d2, (ttft_metric)m, 1.0);
+        uint64_t mid = ttft_snapshot_quantile(d2, (ttft_metric)m, 0.5);
+        if (cnt != ttft_snapshot_count(d, (ttft_metric)m) || lo > mid || mid > hi) inconsistent++;
+      }
+      ttft_snapshot_free(d2);
+      free(b2);
+      ttft_snapshot_free(d);
+    }
+  }
+  printf("repaired-checksum mutations: %lu rejected, %lu decoded\n", rejected, survived);
+  EXPECT_TRUE(rejected > 0);
+  EXPECT_EQ_U64(0, wrong_code);
+  EXPECT_EQ_U64(0, inconsistent);
+
+  TU_SECTION("header fields (checksum repaired)");
+  struct {
+    size_t at;
+    unsigned char v;
+  } hdr[] = {{0, 'X'}, {3, 's'}, {4, 0}, {4, 2}, {5, 0x02}, {5, 0x80}, {6, 1}, {7, 1}, {8, 0}, {11, 1}};
+  for (size_t k = 0; k < sizeof hdr / sizeof hdr[0]; k++) {
+    memcpy(c, b, n);
+    c[hdr[k].at] = hdr[k].v;
+    fix_crc(c, n);
+    err = 0;
+    ttft_snapshot *d = ttft_snapshot_decode(c, n, &err);
+    EXPECT_NULL(d);
+    EXPECT_ERR(TTFT_ECORRUPT, err);
+    ttft_snapshot_free(d);
+  }
+  free(c);
+  free(b);
+  ttft_snapshot_free(s);
+  ttft_registry_free(r);
+}
+
+/* --------------------------------------------------- hand-built encodings
+ * Spelled out from docs/encoding.md. variant 0 is valid; each other
+ * variant breaks one rule the decoder must enforce. */
+typedef struct hb {
+  unsigned char b[8192];
+  size_t n;
+} hb;
+
+static void hb_byte(hb *h, unsigned v) {
+  if (h->n < sizeof h->b) h->b[h->n++] = (unsigned char)v;
+}
+static void hb_var(hb *h, uint64_t v) {
+  while (v >= 0x80) {
+    hb_byte(h, (unsigned)(v & 0x7F) | 0x80);
+    v >>= 7;
+  }
+  hb_byte(h, (unsigned)v);
+}
+static void hb_mem(hb *h, const void *p, size_t n) {
+  for (size_t i = 0; i < n; i++) hb_byte(h, ((const unsigned char *)p)[i]);
+}
+static void hb_str(hb *h, const char *s) {
+  hb_var(h, strlen(s));
+  hb_mem(h, s, strlen(s));
+}
+
+enum {
+  V_OK, V_VERSION, V_FLAG, V_RESERVED, V_UTF8, V_NUL, V_LONG_LABEL, V_NAMESPACE, V_LABEL_NAME,
+  V_BANDS, V_CLASS0, V_DUP_CLASS, V_NO_CLASS, V_MANY_CLASSES, V_IDX_REPEAT, V_IDX_RANGE,
+  V_ZERO_COUNT, V_COUNT_MISMATCH, V_MIN, V_MAX, V_OVERLONG, V_VAR_65BITS, V_TRAILING,
+  V_PROM_LONG, V_LABELS_MANY, V_NNZ_HUGE, V_CLASS_CHAR, V_GAUGES_MANY, V_TIME_OVERFLOW,
+  V_COUNT_OVERFLOW, V_PROM_ORDER, V_TRUNC_HIST, V_COUNT
+};
+
+static void hb_hist_ttft(hb *h, int v, int cls) {
+  /* values 10, 10, 345: bucket 10 (exact) twice, bucket 300 = [344, 345] once */
+  if (v == V_NNZ_HUGE) {
+    hb_var(h, 4864);
+    return;
+  }
+  if (v == V_COUNT_OVERFLOW) {
+    hb_var(h, 1);
+    hb_var(h, 10);
+    hb_var(h, UINT64_C(1) << 63);
+    hb_var(h, UINT64_C(1) << 63);
+    hb_var(h, 0);
+    hb_var(h, 10);
+    hb_var(h, 0);
+    return;
+  }
+  if (cls == 1) {
+    hb_var(h, 0);
+    return;
+  }
+  hb_var(h, 2);
+  hb_var(h, 10);
+  hb_var(h, v == V_ZERO_COUNT ? 0 : 2);
+  hb_var(h, v == V_IDX_REPEAT ? 0 : v == V_IDX_RANGE ? 4864 - 10 : 290);
+  hb_var(h, 1);
+  if (v == V_TRUNC_HIST) return;
+  hb_var(h, v == V_COUNT_MISMATCH ? 4 : 3); /* count */
+  hb_var(h, 365);                            /* sum   */
+  hb_var(h, v == V_MIN ? 11 : 10);           /* min   */
+  hb_var(h, v == V_MAX ? 336 : 335);         /* max - min */
+}
+
+static size_t hb_build(hb *h, int v) {
+  h->n = 0;
+  hb_mem(h, "TTFS", 4);
+  hb_byte(h, v == V_VERSION ? 2 : 1);
+  hb_byte(h, v == V_FLAG ? 0x03 : 0x01);
+  hb_byte(h, v == V_RESERVED ? 1 : 0);
+  hb_byte(h, 0);
+  hb_mem(h, "\0\0\0\0", 4);
+  if (v == V_OVERLONG) {
+    hb_byte(h, 0x87); /* 7, as two bytes */
+    hb_byte(h, 0x00);
+  } else if (v == V_VAR_65BITS) {
+    for (int i = 0; i < 9; i++) hb_byte(h, 0xFF);
+    hb_byte(h, 0x02);
+  } else {
+    hb_var(h, 7); /* registry id */
+  }
+  hb_var(h, v == V_TIME_OVERFLOW ? UINT64_MAX : 1000); /* t_start */
+  hb_var(h, 500);                                      /* t_end - t_start */
+  hb_var(h, 500000000);                                /* stall threshold */
+  hb_str(h, "client_send");
+  hb_str(h, "detokenized_flush");
+  if (v == V_UTF8) hb_str(h, "bad\xc0\x80");
+  else if (v == V_NUL) {
+    hb_var(h, 3);
+    hb_mem(h, "a\0b", 3);
+  } else if (v == V_LONG_LABEL) {
+    char big[129];
+    memset(big, 'x', 128);
+    big[128] = 0;
+    hb_str(h, big);
+  } else hb_str(h, "m\xc3\xa9");
+  hb_str(h, v == V_NAMESPACE ? "9bad" : "llm_");
+  if (v == V_GAUGES_MANY) {
+    hb_var(h, 65);
+    for (int i = 0; i < 65; i++) hb_var(h, 0);
+  } else {
+    hb_var(h, 2);
+    hb_var(h, 3);
+    hb_var(h, 1);
+  }
+  if (v == V_LABELS_MANY) {
+    hb_var(h, 9);
+    for (int i = 0; i < 9; i++) {
+      hb_str(h, "k");
+      hb_str(h, "v");
+    }
+  } else {
+    hb_var(h, 1);
+    hb_str(h, v == V_LABEL_NAME ? "bad-name" : "region");
+    hb_str(h, "eu \"west\"");
+  }
+  hb_var(h, 2); /* band edges 100, 500 */
+  hb_var(h, 100);
+  hb_var(h, v == V_BANDS ? 0 : 400);
+  hb_var(h, 11); /* prom lists */
+  for (int m = 0; m < 11; m++) {
+    if (m == 0 && v == V_PROM_LONG) {
+      hb_var(h, 65);
+      for (int i = 0; i < 65; i++) hb_var(h, 1);
+      continue;
+    }
+    hb_var(h, 2);
+    hb_var(h, 1000);
+    hb_var(h, m == 0 && v == V_PROM_ORDER ? 0 : 9000);
+  }
+  uint64_t ncls = v == V_NO_CLASS ? 0 : v == V_MANY_CLASSES ? 5000 : 2;
+  hb_var(h, ncls);
+  for (uint64_t c = 0; c < ncls && c < 2; c++) {
+    const char *name = c == 0 ? (v == V_CLASS0 ? "chat" : "default")
+                              : (v == V_DUP_CLASS ? "default" : v == V_CLASS_CHAR ? "a b" : "chat");
+    hb_str(h, name);
+    hb_var(h, c ? 300000000 : 0); /* slo ttft */
+    hb_var(h, c ? 50000000 : 0);  /* slo tpot */
+    hb_var(h, 0);                 /* slo e2e */
+    hb_var(h, c ? 250000000 : 500000000);
+    hb_var(h, 13);
+    for (uint64_t k = 0; k < 13; k++) hb_var(h, c * 100 + k);
+    hb_var(h, 11);
+    for (int m = 0; m < 11; m++) {
+      if (m == 0) hb_hist_ttft(h, v, (int)c);
+      else hb_var(h, 0);
+    }
+  }
+  hb_var(h, 2);
+  hb_var(h, 0);
+  hb_var(h, 0);
+  hb_var(h, 8);
+  for (int i = 0; i < 8; i++) hb_var(h, 0);
+  if (v == V_TRAILING) hb_byte(h, 0);
+  hb_mem(h, "\0\0\0\0", 4);
+  put_le32(h->b + 8, (uint32_t)h->n);
+  fix_crc(h->b, h->n);
+  return h->n;
+}
+
+static void test_hand_built(void) {
+  TU_SECTION("hand-built encoding from docs/encoding.md");
+  static hb h;
+  size_t n = hb_build(&h, V_OK);
+  int err = 1;
+  ttft_snapshot *s = ttft_snapshot_decode(h.b, n, &err);
+  EXPECT_ERR(TTFT_OK, err);
+  EXPECT_NOT_NULL(s);
+  if (s) {
+    EXPECT_EQ_U64(3, ttft_snapshot_count(s, TTFT_METRIC_TTFT));
+    EXPECT_EQ_U64(365, ttft_snapshot_sum(s, TTFT_METRIC_TTFT));
+    EXPECT_EQ_U64(10, ttft_snapshot_quantile(s, TTFT_METRIC_TTFT, 0.0));
+    EXPECT_EQ_U64(10, ttft_snapshot_quantile(s, TTFT_METRIC_TTFT, 0.5));
+    EXPECT_EQ_U64(345, ttft_snapshot_quantile(s, TTFT_METRIC_TTFT, 1.0));
+    EXPECT_EQ_U64(0, ttft_snapshot_count(s, TTFT_METRIC_ITL));
+    EXPECT_EQ_INT(2, ttft_snapshot_classes(s));
+    EXPECT_STREQ("chat", ttft_snapshot_class_name(s, 1));
+    EXPECT_EQ_U64(105, ttft_snapshot_class_counter(s, 1, (ttft_counter)5));
+    EXPECT_EQ_U64(5 + 105, ttft_snapshot_counter(s, (ttft_counter)5));
+    ttft_slo slo;
+    slo.struct_size = sizeof slo;
+    EXPECT_ERR(TTFT_OK, ttft_snapshot_class_slo(s, 1, &slo));
+    EXPECT_EQ_U64(300000000, slo.ttft_ns);
+    EXPECT_EQ_U64(250000000, slo.stall_threshold_ns);
+    EXPECT_EQ_U64(3, ttft_snapshot_gauge(s, TTFT_GAUGE_INFLIGHT));
+    EXPECT_EQ_U64(1, ttft_snapshot_gauge(s, TTFT_GAUGE_LIVE_STALLS));
+    EXPECT_EQ_U64(3, ttft_snapshot_bands(s));
+    uint32_t lo = 0, hi = 0;
+    EXPECT_ERR(TTFT_OK, ttft_snapshot_band(s, 1, &lo, &hi));
+    EXPECT_EQ_U64(100, lo);
+    EXPECT_EQ_U64(500, hi);
+    uint64_t t0 = 0, t1 = 0;
+    ttft_snapshot_interval(s, &t0, &t1);
+    EXPECT_EQ_U64(1000, t0);
+    EXPECT_EQ_U64(1500, t1);
+    EXPECT_STREQ("client_send", ttft_snapshot_label(s, "start_point"));
+    EXPECT_STREQ("m\xc3\xa9", ttft_snapshot_label(s, "model"));
+    EXPECT_STREQ("llm_", ttft_snapshot_label(s, "namespace"));
+    unsigned char re[8192];
+    long n2 = ttft_snapshot_encode(s, re, sizeof re);
+    EXPECT_EQ_INT((long)n, n2);
+    EXPECT_TRUE(n2 == (long)n && memcmp(re, h.b, n) == 0);
+    long tl = ttft_snapshot_format(s, TTFT_FORMAT_PROMETHEUS, NULL, 0);
+    EXPECT_TRUE(tl > 0);
+    char *text = tl > 0 ? malloc((size_t)tl + 1) : NULL;
+    if (text) {
+      EXPECT_EQ_INT(tl, ttft_snapshot_format(s, TTFT_FORMAT_PROMETHEUS, text, (size_t)tl + 1));
+      EXPECT_CONTAINS(text, "region=\"eu \\\"west\\\"\"");
+    }
+    free(text);
+  }
+  ttft_snapshot_free(s);
+
+  static const char *names[V_COUNT] = {
+    "ok", "version", "flag", "reserved", "utf8", "nul", "long label", "namespace",
+    "label name", "bands", "class0", "dup class", "no class", "many classes", "idx repeat",
+    "idx range", "zero count", "count mismatch", "min", "max", "overlong", "65 bits",
+    "trailing", "prom long", "labels many", "nnz huge", "class char", "gauges many",
+    "time overflow", "count overflow", "prom order", "truncated hist"};
+  for (int v = 1; v < V_COUNT; v++) {
+    n = hb_build(&h, v);
+    err = 0;
+    s = ttft_snapshot_decode(h.b, n, &err);
+    if (s || err != TTFT_ECORRUPT) fprintf(stderr, "variant \"%s\" was not rejected\n", names[v]);
+    EXPECT_NULL(s);
+    EXPECT_ERR(TTFT_ECORRUPT, err);
+    ttft_snapshot_free(s);
+  }
+}
+
+static void test_base64(void) {
+  TU_SECTION("base64");
+  ttft_registry *r = recorded(3, 200);
+  ttft_snapshot *s = ttft_snapshot_take(r);
+  long need = ttft_snapshot_encode_base64(s, NULL, 0);
+  long bin = ttft_snapshot_encode(s, NULL, 0);
+  EXPECT_EQ_INT((bin + 2) / 3 * 4, need);
+  char *t = malloc((size_t)need + 3);
+  if (!t) return;
+  EXPECT_EQ_INT(need, ttft_snapshot_encode_base64(s, t, (size_t)need + 1));
+  EXPECT_EQ_U64((uint64_t)need, strlen(t));
+  EXPECT_TRUE(strncmp(t, "VFRGU", 5) == 0); /* "TTFS" */
+  size_t bad = strspn(t, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=");
+  EXPECT_EQ_U64((uint64_t)need, bad);
+  int err = 1;
+  ttft_snapshot *d = ttft_snapshot_decode_base64(t, (size_t)need, &err);
+  EXPECT_ERR(TTFT_OK, err);
+  EXPECT_NOT_NULL(d);
+  if (d) expect_same(s, d);
+  ttft_snapshot_free(d);
+
+  /* a log line with its newline */
+  t[need] = '\n';
+  t[need + 1] = 0;
+  d = ttft_snapshot_decode_base64(t, (size_t)need + 1, &err);
+  EXPECT_NOT_NULL(d);
+  ttft_snapshot_free(d);
+  t[need] = 0;
+
+  /* truncation: snprintf rules, NUL-terminated */
+  char small[17];
+  memset(small, 'Z', sizeof small);
+  EXPECT_EQ_INT(need, ttft_snapshot_encode_base64(s, small, 9));
+  EXPECT_EQ_U64(8, strlen(small));
+  EXPECT_TRUE(strncmp(small, t, 8) == 0);
+  EXPECT_TRUE(small[9] == 'Z');
+
+  char *m = malloc((size_t)need + 1);
+  struct {
+    size_t at;
+    char c;
+  } edits[] = {{0, '*'}, {10, '='}, {20, ' '}, {30, '\n'}, {(size_t)need / 2, '-'}};
+  for (size_t k = 0; m && k < sizeof edits / sizeof edits[0]; k++) {
+    memcpy(m, t, (size_t)need + 1);
+    m[edits[k].at] = edits[k].c;
+    err = 0;
+    d = ttft_snapshot_decode_base64(m, (size_t)need, &err);
+    EXPECT_NULL(d);
+    EXPECT_ERR(TTFT_ECORRUPT, err);
+    ttft_snapshot_free(d);
+  }
+  free(m);
+  err = 0;
+  EXPECT_NULL(ttft_snapshot_decode_base64(t, (size_t)need - 1, &err)); /* not a multiple of 4 */
+  EXPECT_ERR(TTFT_ECORRUPT, err);
+  EXPECT_NULL(ttft_snapshot_decode_base64(t, (size_t)need - 4, &err)); /* whole quantum gone */
+  EXPECT_ERR(TTFT_ECORRUPT, err);
+  EXPECT_NULL(ttft_snapshot_decode_base64("", 0, &err));
+  EXPECT_ERR(TTFT_ECORRUPT, err);
+  EXPECT_NULL(ttft_snapshot_decode_base64(NULL, 4, &err));
+  EXPECT_ERR(TTFT_EINVAL, err);
+  EXPECT_NULL(ttft_snapshot_decode_base64("QUI=", 4, &err)); /* "AB": valid base64, not a snapshot */
+  EXPECT_ERR(TTFT_ECORRUPT, err);
+  EXPECT_NULL(ttft_snapshot_decode_base64("QUJ=", 4, &err)); /* stray bits under the padding */
+  EXPECT_ERR(TTFT_ECORRUPT, err);
+  EXPECT_NULL(ttft_snapshot_decode_base64("Q===", 4, &err));
+  EXPECT_ERR(TTFT_ECORRUPT, err);
+  EXPECT_ERR(TTFT_EINVAL, ttft_snapshot_encode_base64(NULL, NULL, 0));
+  EXPECT_ERR(TTFT_EINVAL, ttft_snapshot_encode_base64(s, NULL, 5));
+  free(t);
+  ttft_snapshot_free(s);
+  ttft_registry_free(r);
+}
+
+/* ------------------------------------------------------ failing allocator */
+static long g_alloc_budget;
+static void *budget_alloc(void *ctx, size_t n) {
+  (void)ctx;
+  if (g_alloc_budget-- <= 0) return NULL;
+  return malloc(n);
+}
+static void budget_free(void *ctx, void *p) {
+  (void)ctx;
+  free(p);
+}
+
+static void test_enomem(void) {
+  TU_SECTION("out of memory");
+  ttft_registry *r = recorded(9, 50);
+  ttft_snapshot *s = ttft_snapshot_take(r);
+  size_t n = 0;
+  unsigned char *b = encode_alloc(s, &n);
+  long text_len = ttft_snapshot_encode_base64(s, NULL, 0);
+  char *text = malloc((size_t)text_len + 1);
+  ttft_snapshot_encode_base64(s, text, (size_t)text_len + 1);
+  ttft_allocator a = {budget_alloc, budget_free, NULL};
+  int saw_enomem = 0, saw_ok = 0;
+  for (long budget = 0; budget < 8; budget++) {
+    g_alloc_budget = budget;
+    ttft_set_allocator(&a);
+    int err = 0;
+    ttft_snapshot *d = ttft_snapshot_decode(b, n, &err);
+    g_alloc_budget = budget;
+    int err64 = 0;
+    ttft_snapshot *d64 = ttft_snapshot_decode_base64(text, (size_t)text_len, &err64);
+    ttft_set_allocator(NULL);
+    if (!d) saw_enomem += err == TTFT_ENOMEM;
+    else saw_ok++;
+    if (!d64) EXPECT_ERR(TTFT_ENOMEM, err64);
+    ttft_snapshot_free(d);
+    ttft_snapshot_free(d64);
+  }
+  EXPECT_TRUE(saw_enomem > 0);
+  EXPECT_TRUE(saw_ok > 0);
+  free(text);
+  free(b);
+  ttft_snapshot_free(s);
+  ttft_registry_free(r);
+}
+
+int main(void) {
+  crc_table_init();
+  EXPECT_EQ_U64(0xE3069283u, crc32c_ref((const unsigned char *)"123456789", 9));
+  test_round_trip();
+  test_empty();
+  test_damage();
+  test_hand_built();
+  test_base64();
+  test_enomem();
+  return TU_DONE();
+}

@@ -1,0 +1,14 @@
+# CLI tests for tools/ttft-report (docs/ttft-report.md): a helper writes
+# snapshots of a known workload, tests/tools/test_report.sh runs the tool
+# over them and checks its output, exit codes and SVG (xmllint).
+if(TTFT_BUILD_TOOLS)
+  add_executable(ttft-mksnap ${CMAKE_CURRENT_SOURCE_DIR}/tools/mksnap.c)
+  target_link_libraries(ttft-mksnap PRIVATE ttft_static m)
+  target_compile_options(ttft-mksnap PRIVATE ${TTFT_WARNINGS})
+  target_compile_definitions(ttft-mksnap PRIVATE _GNU_SOURCE)
+  add_test(NAME tools_report
+           COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/tools/test_report.sh
+                   $<TARGET_FILE:ttft-report> $<TARGET_FILE:ttft-mksnap>
+                   ${CMAKE_CURRENT_BINARY_DIR}/tools_report.d)
+  set_tests_properties(tools_report PROPERTIES LABELS "tools" TIMEOUT 300)
+endif()
