@@ -322,6 +322,6 @@ int ttft_stream_end(ttft_registry *r, ttft_seq s, ttft_status status, uint64_t t
              (!slo->tpot_ns || !(em && n >= 2) || tpot <= slo->tpot_ns) &&
              (!slo->e2e_ns || e2e <= slo->e2e_ns);
   if (good) ctr_add(sh->shared, &cr->ctr[TTFT_COUNTER_SLO_MET], 1);
-  ttft__slot_retire(r, idx);
+  ttft__slot_retire(r, sh, idx);
   return TTFT_OK;
 }

@@ -6,7 +6,8 @@
  * an ended slot must not serve a new sequence until every such writer is
  * out. The writers pay no fence for this (the hot path has no lock-prefixed
  * instruction): each thread's shard carries a call epoch, odd inside a call.
- * Ended slots wait on `pending`; the reclaimer moves a batch into limbo,
+ * Ended slots wait on their shard's `pending` stack; the reclaimer moves
+ * everything pending into limbo as one batch,
  * notes every shard's epoch, and frees the batch when, for each other
  * shard, the grace period is over and the epoch is even (no call that began
  * before the batch is still running) or has moved on from an odd value.
@@ -121,17 +122,55 @@ static void limbo_start(ttft_registry *r, uint64_t chain) {
   }
 }
 
+/* Give the whole limbo chain back to the free list: bump each slot's
+ * generation, then splice the chain on with one CAS. */
 static void limbo_free(ttft_registry *r) {
-  uint32_t i = (uint32_t)LD(&r->limbo_head);
-  while (i) {
+  uint32_t first = (uint32_t)LD(&r->limbo_head), last = first;
+  for (uint32_t i = first; i; i = LD(&r->slots[i - 1].next)) {
     ttft__slot *sl = &r->slots[i - 1];
-    uint32_t next = LD(&sl->next);
     uint64_t st = LD(&sl->state);
     ST(&sl->state, SLOT_STATE(SLOT_GEN(st) + 1, SLOT_FREE));
-    ttft__stack_push(r, &r->free_list, i - 1);
-    i = next;
+    last = i;
+  }
+  if (first) {
+    ttft__stack *st = &r->free_list;
+    uint64_t h = LD(&st->head);
+    uint64_t nh;
+    do {
+      ST(&r->slots[last - 1].next, (uint32_t)h);
+      nh = (((h >> 32) + 1) << 32) | first;
+      /* release: the new states and links are visible to whoever pops */
+    } while (!atomic_compare_exchange_weak_explicit(&st->head, &h, nh, memory_order_release,
+                                                    memory_order_relaxed));
   }
   ST(&r->limbo_head, 0);
+}
+
+/* Take every shard's pending stack and chain them into one batch. */
+static uint32_t take_pending(ttft_registry *r) {
+  uint32_t chain = 0;
+  for (uint32_t k = 0; k < r->nshards; k++) {
+    ttft__stack *st = &r->shards[k].pending;
+    uint64_t h = LD(&st->head);
+    if (!(uint32_t)h) continue;
+    /* acq_rel: acquire the pushed slots' links; pushers racing us retry */
+    while (!atomic_compare_exchange_weak_explicit(&st->head, &h, ((h >> 32) + 1) << 32,
+                                                  memory_order_acq_rel, memory_order_relaxed)) {
+    }
+    uint32_t top = (uint32_t)h;
+    if (!top) continue;
+    uint32_t tail = top;
+    while (LD(&r->slots[tail - 1].next)) tail = LD(&r->slots[tail - 1].next);
+    ST(&r->slots[tail - 1].next, chain);
+    chain = top;
+  }
+  return chain;
+}
+
+static int any_pending(const ttft_registry *r) {
+  for (uint32_t k = 0; k < r->nshards; k++)
+    if ((uint32_t)LD(&r->shards[k].pending.head)) return 1;
+  return 0;
 }
 
 /* One step of reclamation, never blocking: returns 1 when it freed slots. */
@@ -146,18 +185,10 @@ static int try_reclaim(ttft_registry *r, const ttft__shard *self) {
     limbo_free(r);
     freed = 1;
   }
-  if (!LD(&r->limbo_head) && (uint32_t)LD(&r->pending.head) != 0) {
-    /* take the whole pending stack; pushers racing this retry their CAS */
-    uint64_t h = LD(&r->pending.head);
-    /* acq_rel: acquire the pushed slots' links; release our new head */
-    while (!atomic_compare_exchange_weak_explicit(&r->pending.head, &h, ((h >> 32) + 1) << 32,
-                                                  memory_order_acq_rel, memory_order_relaxed)) {
-    }
-    uint32_t n = 0;
-    for (uint32_t i = (uint32_t)h; i; i = LD(&r->slots[i - 1].next)) n++;
-    atomic_fetch_sub_explicit(&r->npending, n, memory_order_relaxed);
-    if ((uint32_t)h) {
-      limbo_start(r, (uint32_t)h);
+  if (!LD(&r->limbo_head)) {
+    uint32_t chain = take_pending(r);
+    if (chain) {
+      limbo_start(r, chain);
       if (grace_over(r, self)) {
         limbo_free(r);
         freed = 1;
@@ -169,13 +200,15 @@ static int try_reclaim(ttft_registry *r, const ttft__shard *self) {
   return freed;
 }
 
-void ttft__slot_retire(ttft_registry *r, uint32_t idx) {
-  ttft__stack_push(r, &r->pending, idx);
-  uint32_t n = atomic_fetch_add_explicit(&r->npending, 1, memory_order_relaxed) + 1;
+void ttft__slot_retire(ttft_registry *r, ttft__shard *sh, uint32_t idx) {
+  ttft__stack_push(r, &sh->pending, idx);
+  /* a plain count on a private shard; racy (but harmless) on the shared one */
+  uint32_t n = LD(&sh->retired) + 1;
+  ST(&sh->retired, n);
   uint32_t batch = r->nslots / 16;
   if (batch < 1) batch = 1;
   if (batch > 64) batch = 64;
-  if (n % batch == 0) try_reclaim(r, ttft__shard_get(r));
+  if (n % batch == 0) try_reclaim(r, sh);
 }
 
 uint32_t ttft__slot_acquire(ttft_registry *r) {
@@ -190,8 +223,7 @@ uint32_t ttft__slot_acquire(ttft_registry *r) {
    * up early only when nothing is pending, in limbo or being moved. */
   uint64_t t0 = ttft_now_ns();
   for (;;) {
-    int busy = (uint32_t)LD(&r->pending.head) != 0 || LD(&r->limbo_head) != 0 ||
-               LD(&r->reclaiming) != 0;
+    int busy = any_pending(r) || LD(&r->limbo_head) != 0 || LD(&r->reclaiming) != 0;
     try_reclaim(r, self);
     s = stack_pop(r, &r->free_list);
     if (s || !busy) return s;

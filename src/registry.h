@@ -35,6 +35,11 @@ typedef struct ttft__hist {
   _Atomic uint64_t b[TTFT__HIST_BUCKETS];   /* count = sum of b[]       */
 } ttft__hist;
 
+/* a lock-free stack of slots: (tag << 32) | (index + 1) */
+typedef struct ttft__stack {
+  _Atomic uint64_t head;
+} ttft__stack;
+
 /* per class, per shard */
 typedef struct ttft__crec {
   _Atomic uint64_t ctr[TTFT_COUNTER_COUNT_];
@@ -49,6 +54,10 @@ typedef struct ttft__shard {
   TTFT__ALIGNED _Atomic uint64_t entered;
   _Atomic uint64_t exited;
   TTFT__ALIGNED _Atomic int owned;   /* 1 while a thread holds it exclusively */
+  /* slots ended by this shard's thread(s), waiting for a grace period;
+   * pushed here so that two threads ending streams don't share a line */
+  ttft__stack pending;
+  _Atomic uint32_t retired;          /* ends so far: paces the reclaimer   */
   _Atomic int used;                  /* ever written: snapshots may skip it   */
   uint32_t id;
   int shared;                        /* the overflow shard: atomic RMW mode   */
@@ -98,10 +107,6 @@ typedef struct ttft__class {
   ttft_slo slo;                   /* stall_threshold_ns resolved          */
 } ttft__class;
 
-/* a lock-free stack of slots: (tag << 32) | (index + 1) */
-typedef struct ttft__stack {
-  TTFT__ALIGNED _Atomic uint64_t head;
-} ttft__stack;
 
 struct ttft_registry {
   ttft_allocator alloc;
@@ -118,10 +123,8 @@ struct ttft_registry {
   uint64_t stall_ns;
   uint32_t n_band_edges;
   uint32_t band_edges[TTFT_MAX_BANDS - 1];
-  ttft__stack free_list;
-  ttft__stack pending;            /* ended, waiting for a grace period     */
-  TTFT__ALIGNED _Atomic uint32_t npending;
-  _Atomic int reclaiming;         /* try-lock of the reclaimer             */
+  TTFT__ALIGNED ttft__stack free_list;
+  TTFT__ALIGNED _Atomic int reclaiming; /* try-lock of the reclaimer       */
   /* the batch in grace (owned by the reclaimer holding `reclaiming`) */
   _Atomic uint64_t limbo_head;    /* index + 1 chain through slot.next     */
   uint64_t limbo_t0;
@@ -149,7 +152,7 @@ static inline ttft__shard *ttft__shard_get(ttft_registry *r) {
 }
 TTFT_HIDDEN uint64_t ttft__seq_gap_quantile(const ttft__slot *sl, double q, uint64_t gaps);
 /* reclaim.c */
-TTFT_HIDDEN void ttft__slot_retire(ttft_registry *r, uint32_t idx);
+TTFT_HIDDEN void ttft__slot_retire(ttft_registry *r, ttft__shard *sh, uint32_t idx);
 TTFT_HIDDEN uint32_t ttft__slot_acquire(ttft_registry *r); /* index + 1, 0 = none */
 TTFT_HIDDEN void ttft__stack_push(ttft_registry *r, ttft__stack *st, uint32_t idx);
 /* clock.c */

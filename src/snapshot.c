@@ -202,7 +202,10 @@ double ttft_snapshot_attainment(const ttft_snapshot *s, int class_id) {
   uint64_t ended = c->ctr[TTFT_COUNTER_COMPLETED] + c->ctr[TTFT_COUNTER_CANCELLED] +
                    c->ctr[TTFT_COUNTER_ERRORS];
   if (!ended) return -1.0;
-  return (double)c->ctr[TTFT_COUNTER_SLO_MET] / (double)ended;
+  /* a recorded snapshot always has met <= ended; a decoded or subtracted
+   * one is held to the documented range anyway */
+  uint64_t met = c->ctr[TTFT_COUNTER_SLO_MET];
+  return (double)(met < ended ? met : ended) / (double)ended;
 }
 
 static const ttft__shist *split_of(const ttft_snapshot *s, ttft_split split, unsigned index) {
