@@ -338,7 +338,10 @@ TTFT_API void ttft_request_init_sized(ttft_request *req, size_t size);
 
 /* Start a sequence at t_ns (TTFT_NOW = read r's clock): the clock start of
  * TTFT and E2E (see config start_point). Returns its handle, or 0 when r is
- * NULL or no slot is free (counted as TTFT_COUNTER_DROPPED). Thread-safe,
+ * NULL or no slot is free or freed within the wait below (counted as
+ * TTFT_COUNTER_DROPPED; ended slots are reused after a grace period, so a
+ * registry churning at its capacity with descheduled threads can drop
+ * while fewer than max_inflight streams are live). Thread-safe,
  * lock-free, no allocation. When every slot is taken but some belong to
  * streams ended within the grace period, it waits for them (at most 10 ms)
  * before giving up. */
@@ -358,7 +361,10 @@ TTFT_API ttft_seq ttft_begin_ex(ttft_registry *r, const ttft_request *req, uint6
 TTFT_API int ttft_mark(ttft_registry *r, ttft_seq s, ttft_phase phase, uint64_t t_ns);
 
 /* n_tokens tokens became visible to the client at t_ns (one emission; n > 1
- * for speculative or multi-token steps). The first emission records TTFT
+ * for speculative or multi-token steps). An emission that races a
+ * ttft_stream_end from another thread either returns TTFT_ESTALE or is
+ * accepted; an accepted one is always in TOKENS and ITL, but when the end
+ * won the race first it is not in that stream's OUTPUT_TOKENS/TPOT. The first emission records TTFT
  * (and the prefix/band splits, and PREFILL when SCHEDULED was marked);
  * every later one records one ITL gap, feeds the sequence's own gap
  * histogram and counts a stall when the gap exceeds the class's stall
@@ -398,7 +404,7 @@ typedef struct ttft_seq_info {
   uint32_t emissions;     /* emission events so far                        */
   uint64_t tokens;        /* tokens so far                                 */
   uint64_t t_begin_ns;
-  uint64_t t_last_ns;     /* last event (begin, mark or emission)          */
+  uint64_t t_last_ns;     /* last emission (t_begin before the first one)  */
   uint64_t ttft_ns;       /* 0 until the first emission                    */
   uint64_t itl_p50_ns;    /* from the sequence's own gap histogram (~3 %)  */
   uint64_t itl_p95_ns;    /*   0 until there are two emissions             */

@@ -140,10 +140,10 @@ static ttft_seq begin_common(ttft_registry *r, uint32_t cls, uint32_t prompt_tok
   ST(&sl->cls, cls);
   ST(&sl->band, band_of(r, prompt_tokens));
   ST(&sl->prefix, prefix_hit < 0 ? -1 : (prefix_hit ? 1 : 0));
-  /* The slot is ours alone between the pop and the release below (no
-   * live handle names it), so its gap histogram is cleared with a plain
-   * memset: a dozen vector stores instead of 105 atomic ones. */
-  memset((void *)sl->gh, 0, sizeof sl->gh);
+  /* relaxed atomic stores, not memset: a ttft_seq_stats still holding the
+   * previous sequence's handle may be reading these words right now (it
+   * will see the new generation and discard what it read) */
+  for (uint32_t w = 0; w < TTFT__SG_WORDS; w++) ST(&sl->gh[w], 0);
   ctr_add(sh->shared, &cr->ctr[TTFT_COUNTER_BEGUN], 1);
   uint32_t gen = SLOT_GEN(LD(&sl->state));
   /* release: publishes the fields above to whoever acquires the live state */
@@ -203,13 +203,18 @@ int ttft_mark(ttft_registry *r, ttft_seq s, ttft_phase phase, uint64_t t_ns) {
 /* the slot's gap counters: halved every 32768 emissions, so none can pass
  * 2^16 - 1 (at most 32767 + 32768 increments after a halving) */
 __attribute__((noinline, cold)) static void seq_gaps_halve(ttft__slot *sl) {
-  for (uint32_t j = 0; j < TTFT__SG_BUCKETS; j++) ST(&sl->gh[j], (uint16_t)((LD(&sl->gh[j]) + 1u) / 2u));
+  for (uint32_t w = 0; w < TTFT__SG_WORDS; w++) {
+    uint64_t x = LD(&sl->gh[w]), y = 0;
+    for (unsigned k = 0; k < 4; k++) y |= ((((x >> (16 * k)) & 0xFFFFu) + 1) / 2) << (16 * k);
+    ST(&sl->gh[w], y);
+  }
 }
 
 TTFT__INLINE void seq_gap_rec(ttft__slot *sl, uint32_t hist_index, uint32_t em) {
   if (TTFT_UNLIKELY((em & 0x7FFFu) == 0)) seq_gaps_halve(sl);
-  _Atomic uint16_t *c = &sl->gh[hist_index >> 3];
-  ST(c, (uint16_t)(LD(c) + 1u));
+  uint32_t j = ttft__sg_index(hist_index);
+  _Atomic uint64_t *w = &sl->gh[j >> 2];
+  ST(w, LD(w) + (UINT64_C(1) << (16 * (j & 3))));
 }
 
 __attribute__((noinline, cold)) static void first_emission(ttft_registry *r, ttft__shard *sh,

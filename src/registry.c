@@ -359,7 +359,7 @@ static void registry_release(ttft_registry *r) {
   ttft__free(&r->alloc, r->limbo_epoch);
   ttft__free(&r->alloc, r->limbo_wait);
   ttft_allocator a = r->alloc;
-  ttft__free(&a, r);
+  ttft__free(&a, r->base);
 }
 
 static void registry_meta(ttft_registry *r, const ttft_config *c) {
@@ -399,10 +399,14 @@ ttft_registry *ttft_registry_new(const ttft_config *cfg) {
 
   ttft_allocator a;
   ttft__allocator_current(&a);
-  ttft_registry *r = ttft__alloc(&a, sizeof *r);
-  if (!r) return NULL;
+  /* the struct has cache-line aligned members: align it, keep the base */
+  void *base = ttft__alloc(&a, sizeof(ttft_registry) + TTFT__CACHELINE);
+  if (!base) return NULL;
+  ttft_registry *r = (ttft_registry *)(((uintptr_t)base + TTFT__CACHELINE - 1) &
+                                       ~(uintptr_t)(TTFT__CACHELINE - 1));
+  r->base = base;
   r->alloc = a;
-  r->memory = sizeof *r;
+  r->memory = sizeof *r + TTFT__CACHELINE;
   r->id = registry_id_next();
   r->nslots = c.max_inflight;
   r->nshards = c.max_threads + 1;
@@ -470,13 +474,13 @@ size_t ttft_registry_memory(const ttft_registry *r) { return r ? r->memory : 0; 
 /* q-quantile (nearest rank) of a slot's gap histogram, ns; 0 when it holds
  * nothing. gaps: the number of gaps recorded when the caller knows it
  * (no halving happened yet), else 0 and the counters are summed. The walk
- * goes down from the worst gap's bucket: high quantiles touch few counters. */
+ * goes down from the worst gap's bucket: high quantiles touch few words. */
 uint64_t ttft__seq_gap_quantile(const ttft__slot *sl, double q, uint64_t gaps) {
   uint64_t mx = LD(&sl->max_gap);
-  uint32_t top = ttft__hist_index(mx) >> 3;
+  uint32_t top = ttft__sg_index(ttft__hist_index(mx));
   uint64_t total = gaps;
   if (!total)
-    for (uint32_t j = 0; j <= top; j++) total += LD(&sl->gh[j]);
+    for (uint32_t j = 0; j <= top; j++) total += ttft__sg_count(sl->gh, j);
   if (!total) return 0;
   double want = q * (double)total;
   uint64_t rank = (uint64_t)want;
@@ -485,11 +489,12 @@ uint64_t ttft__seq_gap_quantile(const ttft__slot *sl, double q, uint64_t gaps) {
   /* smallest j with cum(j) >= rank, where cum(j) = total - (count above j) */
   uint64_t above = 0;
   uint32_t j = top;
-  while (j > 0 && total - (above + LD(&sl->gh[j])) >= rank) above += LD(&sl->gh[j--]);
-  /* bucket j spans aggregate buckets 8j .. 8j + 7 */
-  uint64_t lo = ttft__bucket_lo(8 * j);
-  uint64_t hi = ttft__bucket_hi(8 * j + 7);
-  uint64_t v = lo + (hi - lo) / 2;
+  while (j > 0 && total - (above + ttft__sg_count(sl->gh, j)) >= rank)
+    above += ttft__sg_count(sl->gh, j--);
+  /* value range of j: aggregate buckets (j + 64) * 8 .. (j + 64) * 8 + 7 */
+  uint64_t lo = j ? ttft__bucket_lo((j + TTFT__SG_OFFSET) * 8) : 0;
+  uint64_t hi = j < TTFT__SG_BUCKETS - 1 ? ttft__bucket_lo((j + TTFT__SG_OFFSET + 1) * 8) - 1 : mx;
+  uint64_t v = lo + (hi > lo ? (hi - lo) / 2 : 0);
   return v > mx ? mx : v;
 }
 

@@ -73,10 +73,23 @@ enum { SLOT_FREE = 0, SLOT_LIVE = 1, SLOT_ENDING = 2 };
 #define SLOT_PHASE(st) ((unsigned)((st)&3u))
 
 /* per-sequence gap histogram: the aggregate bucket index i (128 per
- * power of two) shifted right by 3 gives 16 buckets per power of two for
- * free, one 16-bit counter each. The counters are halved every 32768
- * emissions so none can overflow. */
-#define TTFT__SG_BUCKETS (TTFT__HIST_BUCKETS / 8) /* 608 */
+ * power of two) shifted right by 3 gives 16 buckets per power of two;
+ * j = clamp((i >> 3) - 64, 0, 416) keeps gaps from 1.09 us (j = 0 holds
+ * everything below) to 73 s (j = 416 everything above). Four 16-bit
+ * counters are packed per 64-bit word, so that a slot can be cleared with
+ * 105 atomic stores; they are halved every 32768 emissions so none can
+ * overflow. */
+#define TTFT__SG_OFFSET 64
+#define TTFT__SG_BUCKETS 417
+#define TTFT__SG_WORDS ((TTFT__SG_BUCKETS + 3) / 4)
+static inline uint32_t ttft__sg_index(uint32_t hist_index) {
+  uint32_t j = hist_index >> 3;
+  j = j < TTFT__SG_OFFSET ? 0 : j - TTFT__SG_OFFSET;
+  return j < TTFT__SG_BUCKETS - 1 ? j : TTFT__SG_BUCKETS - 1;
+}
+static inline uint64_t ttft__sg_count(const _Atomic uint64_t *gh, uint32_t j) {
+  return (atomic_load_explicit(&gh[j >> 2], memory_order_relaxed) >> (16 * (j & 3))) & 0xFFFFu;
+}
 
 enum {
   SF_SCHED = 1u,      /* SCHEDULED mark seen              */
@@ -98,7 +111,7 @@ typedef struct ttft__slot {
   _Atomic int32_t band;           /* prompt band, -1 unknown               */
   _Atomic int32_t prefix;         /* 1 hit, 0 miss, -1 unknown             */
   _Atomic uint32_t next;          /* free/pending list link (index + 1)    */
-  _Atomic uint16_t gh[TTFT__SG_BUCKETS];
+  _Atomic uint64_t gh[TTFT__SG_WORDS];
 } ttft__slot;
 
 /* ------------------------------------------------------------- classes */
@@ -110,6 +123,7 @@ typedef struct ttft__class {
 
 struct ttft_registry {
   ttft_allocator alloc;
+  void *base;                     /* the allocation (the struct is 64-aligned) */
   uint64_t id;                    /* process-unique, never reused          */
   uint32_t nslots;
   ttft__slot *slots;

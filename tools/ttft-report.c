@@ -468,14 +468,22 @@ static int parse_format(const char *s, ttft_format *out) {
   return 0;
 }
 
+static int run(int argc, char **argv, const char **files);
+
 int main(int argc, char **argv) {
+  const char **files = calloc((size_t)argc + 1, sizeof *files);
+  if (!files) return EXIT_INPUT;
+  int rc = run(argc, argv, files); /* run() returns from many places; files is freed here */
+  free(files);
+  return rc;
+}
+
+static int run(int argc, char **argv, const char **files) {
   ttft_format format = TTFT_FORMAT_TEXT;
   const char *svg = NULL, *diff_old = NULL, *diff_new = NULL, *delta_old = NULL, *delta_new = NULL;
   double threshold = 0.05;
   int fail_on_regression = 0, format_given = 0;
-  const char **files = calloc((size_t)argc + 1, sizeof *files);
   int nfiles = 0, only_files = 0;
-  if (!files) return EXIT_INPUT;
 
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -485,7 +493,6 @@ int main(int argc, char **argv) {
       only_files = 1;
     } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
       usage(stdout);
-      free(files);
       return 0;
     } else if (!strcmp(a, "--format") || !strcmp(a, "-f")) {
       if (++i >= argc) return usage_error("%s needs an argument", a);
@@ -558,6 +565,5 @@ int main(int argc, char **argv) {
   }
   ttft_snapshot_free(s);
   ttft_snapshot_free(old);
-  free(files);
   return rc;
 }
