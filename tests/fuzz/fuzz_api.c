@@ -1,0 +1,745 @@
+/*
+ * fuzz_api.c — the whole API driven by a program read from the fuzz input,
+ * checked step by step against a shadow model.
+ *
+ * Input: 4 config bytes (max_inflight 1..8, max_threads 0..3 — 0 puts every
+ * call through the shared atomic shard —, max_classes 1..4, stall budget),
+ * then operations, one opcode byte each followed by its operands:
+ *   begin / begin_ex (class id incl. invalid ones, prompt tokens, prefix),
+ *   mark (any phase value), token_emitted (any n, incl. 0 and huge),
+ *   stream_end (any status value), class_add (valid and invalid names,
+ *   budgets), seq_stats, stalled_now, inflight, snapshot (+ every format,
+ *   encode/decode in both forms, merge with itself, delta with the last).
+ * Handles are picked among those issued (live or ended) or invented.
+ * Timestamps: TTFT_NOW, small steps forward, steps backward, raw 64-bit.
+ *
+ * The model is exact for everything that does not depend on the library's
+ * clock. A sequence that ever used TTFT_NOW is "fuzzy": its clock-dependent
+ * outcomes (CLOCK_CLAMPED, STALLS, STALLED_SEQS, SLO_MET with budgets) are
+ * allowed as a range. Invariants after every step: return codes, handles,
+ * the inflight count; after every snapshot: every counter and histogram
+ * count per class and in total, exact min/max/sum where the model knows
+ * them, quantiles within [min, max] and monotone in q, the split counts,
+ * formats well-formed with snprintf rules, encode -> decode -> encode
+ * bit-exact, merge doubles, delta subtracts.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fuzz_common.h"
+#include "ttft.h"
+
+#define MAX_HANDLES 64
+#define MAX_OPS 1500
+#define MAX_SNAPSHOTS 4
+#define NCTR TTFT_COUNTER_COUNT_
+#define NMET TTFT_METRIC_COUNT_
+
+typedef struct mseq {
+  ttft_seq h;
+  int live, cls, fuzzy;
+  int prefix, band;  /* split keys: -1 unknown; raw prefix values are clamped as the library does */
+  int sched, stalled;
+  uint64_t t_begin, t_event, t_last, t_first, t_sched, max_gap;
+  uint32_t em, stalls, preempt;
+  uint64_t tokens, stall_ns;
+} mseq;
+
+typedef struct mclass {
+  char name[64];
+  ttft_slo slo;                 /* stall budget resolved              */
+  uint64_t ctr[NCTR], fz[NCTR]; /* exact part, clock-dependent slack  */
+  uint64_t cnt[NMET];
+} mclass;
+
+/* exact min/max/sum of a metric over all classes while no fuzzy value went in */
+typedef struct mstat {
+  int fuzzy;
+  uint64_t n, min, max, sum;
+} mstat;
+
+typedef struct model {
+  ttft_registry *r;
+  uint32_t max_inflight, max_classes;
+  uint64_t stall_ns;
+  int nclasses;
+  mclass cls[4];
+  mseq seq[MAX_HANDLES];
+  int nseq, live;
+  uint64_t clock; /* the program's explicit time */
+  mstat st[NMET];
+  uint64_t split_cache[2], split_band[TTFT_MAX_BANDS];
+  int splits_fuzzy;
+  ttft_snapshot *prev;
+  int nsnap;
+} model;
+
+static const uint32_t k_band_edges[] = {128, 512, 2048, 8192, 32768, 131072};
+#define NBANDS (sizeof k_band_edges / sizeof k_band_edges[0] + 1)
+
+static void rec(model *m, int cls, ttft_metric k, uint64_t v, int fuzzy) {
+  mstat *s = &m->st[k];
+  m->cls[cls].cnt[k]++;
+  if (fuzzy) s->fuzzy = 1;
+  if (s->n == 0 || v < s->min) s->min = v;
+  if (s->n == 0 || v > s->max) s->max = v;
+  s->n++;
+  s->sum += v;
+}
+
+/* ------------------------------------------------------------ operands */
+static uint64_t next_time(model *m, fz_in *in) {
+  uint8_t k = fz_u8(in);
+  switch (k % 8) {
+  case 0: return TTFT_NOW;
+  case 1: return fz_u64(in) | 1; /* raw, never 0 */
+  case 2: { /* backwards */
+    uint64_t back = (uint64_t)fz_u8(in) * 1000 + 1;
+    return m->clock > back ? m->clock - back : 1;
+  }
+  case 3: m->clock += (uint64_t)fz_u32(in) * 1000; return m->clock; /* up to 71 min */
+  default: m->clock += (uint64_t)(k >> 3) * 997 + 1; return m->clock;
+  }
+}
+
+/* a handle: one issued (live or ended) or an invented one; *ms is the
+ * model's live sequence the handle names, NULL when none */
+static ttft_seq pick_handle(model *m, fz_in *in, mseq **ms) {
+  uint8_t k = fz_u8(in);
+  ttft_seq h;
+  if (k < 0xC0 && m->nseq > 0) {
+    h = m->seq[k % m->nseq].h;
+  } else {
+    switch (k % 4) {
+    case 0: h = 0; break;
+    case 1: h = fz_u64(in); break;
+    case 2: h = (ttft_seq)fz_u8(in) | ((ttft_seq)fz_u8(in) << 32); break;
+    default: h = m->nseq ? m->seq[fz_u8(in) % m->nseq].h + ((ttft_seq)1 << 32) : 1; break;
+    }
+  }
+  *ms = NULL;
+  for (int i = 0; i < m->nseq; i++)
+    if (m->seq[i].h == h && m->seq[i].live) *ms = &m->seq[i];
+  return h;
+}
+
+/* The time the library uses for an event of q at t, or 0 (fuzzy). */
+static int event_time(model *m, mseq *q, uint64_t t, uint64_t *out) {
+  mclass *c = &m->cls[q->cls];
+  if (t == TTFT_NOW) q->fuzzy = 1;
+  if (q->fuzzy) {
+    c->fz[TTFT_COUNTER_CLOCK_CLAMPED]++;
+    return 0;
+  }
+  if (t < q->t_event) {
+    c->ctr[TTFT_COUNTER_CLOCK_CLAMPED]++;
+    t = q->t_event;
+  }
+  *out = t;
+  return 1;
+}
+
+/* ------------------------------------------------------------------ ops */
+static void op_begin(model *m, fz_in *in, int ex) {
+  ttft_request req;
+  ttft_request_init(&req);
+  int cls = 0, valid = 1, prefix = -1, band = -1;
+  if (ex) {
+    uint8_t c = fz_u8(in);
+    req.class_id = (c & 0x80) ? (int)(int8_t)c * 1000 : c % 6; /* 4, 5 are never valid */
+    req.prompt_tokens = (fz_u8(in) & 1) ? fz_u32(in) : (uint32_t)fz_u8(in) * 700;
+    uint8_t p = fz_u8(in) % 4;
+    if (p == 3) {
+      req.prefix_hit = (int)fz_u32(in);
+      m->splits_fuzzy = 1; /* the header only defines -1, 0, 1 */
+      prefix = req.prefix_hit < 0 ? -1 : req.prefix_hit ? 1 : 0;
+    } else {
+      req.prefix_hit = (int)p - 1;
+      prefix = req.prefix_hit;
+    }
+    if (req.prompt_tokens) {
+      band = 0;
+      while ((size_t)band < NBANDS - 1 && req.prompt_tokens >= k_band_edges[band]) band++;
+    }
+    cls = req.class_id;
+    valid = cls >= 0 && cls < m->nclasses;
+  }
+  uint64_t t = next_time(m, in);
+  ttft_seq h = ex ? ttft_begin_ex(m->r, &req, t) : ttft_begin(m->r, t);
+  if (!valid) {
+    FUZZ_CHECK(h == 0, "begin_ex with unknown class %d returned a handle", cls);
+    return;
+  }
+  mclass *c = &m->cls[cls];
+  if ((uint32_t)m->live >= m->max_inflight) {
+    FUZZ_CHECK(h == 0, "begin with %d of %u slots live returned a handle", m->live, m->max_inflight);
+    c->ctr[TTFT_COUNTER_DROPPED]++;
+    return;
+  }
+  FUZZ_CHECK(h != 0, "begin refused with %d of %u slots live", m->live, m->max_inflight);
+  FUZZ_CHECK((uint32_t)h >= 1 && (uint32_t)h <= m->max_inflight, "handle slot field %u", (uint32_t)h);
+  for (int i = 0; i < m->nseq; i++)
+    FUZZ_CHECK(m->seq[i].h != h, "handle %llx issued twice", (unsigned long long)h);
+  c->ctr[TTFT_COUNTER_BEGUN]++;
+  m->live++;
+  mseq *q = NULL;
+  if (m->nseq < MAX_HANDLES) {
+    q = &m->seq[m->nseq++];
+  } else { /* forget an ended one (at most 8 are live) */
+    for (int i = 0; i < m->nseq && !q; i++)
+      if (!m->seq[i].live) q = &m->seq[i];
+    FUZZ_CHECK(q != NULL, "more than %d sequences live", MAX_HANDLES);
+  }
+  memset(q, 0, sizeof *q);
+  q->h = h;
+  q->live = 1;
+  q->cls = cls;
+  q->prefix = prefix;
+  q->band = band;
+  q->fuzzy = t == TTFT_NOW;
+  q->t_begin = q->t_event = q->t_last = t;
+  q->stall_ns = c->slo.stall_threshold_ns;
+}
+
+static void op_mark(model *m, fz_in *in) {
+  mseq *q;
+  ttft_seq h = pick_handle(m, in, &q);
+  uint8_t pk = fz_u8(in);
+  int phase = pk < 0xF0 ? (int)(pk % 2) : (int)(int8_t)pk * 100000;
+  uint64_t t = next_time(m, in);
+  int rc = ttft_mark(m->r, h, (ttft_phase)phase, t);
+  int phase_ok = phase == 0 || phase == 1;
+  if (!phase_ok) {
+    FUZZ_CHECK(rc == TTFT_EINVAL || (!q && rc == TTFT_ESTALE), "mark with phase %d: %d", phase, rc);
+    return;
+  }
+  if (!q) {
+    FUZZ_CHECK(rc == TTFT_ESTALE, "mark on a dead/invented handle %llx: %d", (unsigned long long)h, rc);
+    return;
+  }
+  FUZZ_CHECK(rc == TTFT_OK, "mark on a live handle: %d", rc);
+  mclass *c = &m->cls[q->cls];
+  uint64_t et = 0;
+  int exact = event_time(m, q, t, &et);
+  if (phase == TTFT_PHASE_SCHEDULED) {
+    if (!q->sched && q->em == 0) {
+      q->sched = 1;
+      q->t_sched = et;
+      rec(m, q->cls, TTFT_METRIC_QUEUE, exact ? et - q->t_begin : 0, !exact);
+    }
+  } else {
+    q->preempt++;
+    c->ctr[TTFT_COUNTER_PREEMPTIONS]++;
+  }
+  if (exact) q->t_event = et;
+}
+
+static void op_emit(model *m, fz_in *in) {
+  mseq *q;
+  ttft_seq h = pick_handle(m, in, &q);
+  uint8_t nk = fz_u8(in);
+  uint32_t n = nk < 0xF0 ? nk % 5 : (nk == 0xFF ? UINT32_MAX : fz_u32(in));
+  uint64_t t = next_time(m, in);
+  int rc = ttft_token_emitted(m->r, h, n, t);
+  if (n == 0) {
+    FUZZ_CHECK(rc == TTFT_EINVAL || (!q && rc == TTFT_ESTALE), "token_emitted n=0: %d", rc);
+    return;
+  }
+  if (!q) {
+    FUZZ_CHECK(rc == TTFT_ESTALE, "token_emitted on a dead/invented handle %llx: %d", (unsigned long long)h, rc);
+    return;
+  }
+  FUZZ_CHECK(rc == TTFT_OK, "token_emitted on a live handle: %d", rc);
+  mclass *c = &m->cls[q->cls];
+  uint64_t et = 0;
+  int exact = event_time(m, q, t, &et);
+  if (q->em) {
+    uint64_t gap = exact ? et - q->t_last : 0;
+    rec(m, q->cls, TTFT_METRIC_ITL, gap, !exact);
+    if (exact) {
+      if (gap > q->max_gap) q->max_gap = gap;
+      if (gap > q->stall_ns) {
+        q->stalls++;
+        c->ctr[TTFT_COUNTER_STALLS]++;
+        if (!q->stalled) c->ctr[TTFT_COUNTER_STALLED_SEQS]++;
+        q->stalled = 1;
+      }
+    } else {
+      c->fz[TTFT_COUNTER_STALLS]++;
+      if (!q->stalled) c->fz[TTFT_COUNTER_STALLED_SEQS]++;
+      q->stalled = 1; /* as far as the model knows: at most one STALLED_SEQS */
+    }
+  } else {
+    uint64_t ttft = exact ? et - q->t_begin : 0;
+    rec(m, q->cls, TTFT_METRIC_TTFT, ttft, !exact);
+    if (q->prefix >= 0) m->split_cache[q->prefix]++;
+    if (q->band >= 0) m->split_band[q->band]++;
+    if (q->sched) rec(m, q->cls, TTFT_METRIC_PREFILL, exact ? et - q->t_sched : 0, !exact);
+    q->t_first = et;
+  }
+  if (exact) {
+    q->t_last = et;
+    q->t_event = et;
+  }
+  q->em++;
+  q->tokens += n;
+  c->ctr[TTFT_COUNTER_TOKENS] += n;
+}
+
+static void op_end(model *m, fz_in *in) {
+  mseq *q;
+  ttft_seq h = pick_handle(m, in, &q);
+  uint8_t sk = fz_u8(in);
+  int status = sk < 0xF0 ? (int)(sk % 3) : (int)(int8_t)sk * 7777;
+  uint64_t t = next_time(m, in);
+  int rc = ttft_stream_end(m->r, h, (ttft_status)status, t);
+  if (status < 0 || status > 2) {
+    FUZZ_CHECK(rc == TTFT_EINVAL || (!q && rc == TTFT_ESTALE), "stream_end status %d: %d", status, rc);
+    return;
+  }
+  if (!q) {
+    FUZZ_CHECK(rc == TTFT_ESTALE, "stream_end on a dead/invented handle %llx: %d", (unsigned long long)h, rc);
+    return;
+  }
+  FUZZ_CHECK(rc == TTFT_OK, "stream_end on a live handle: %d", rc);
+  mclass *c = &m->cls[q->cls];
+  uint64_t et = 0;
+  int exact = event_time(m, q, t, &et);
+  uint64_t e2e = exact ? et - q->t_begin : 0;
+  rec(m, q->cls, TTFT_METRIC_E2E, e2e, !exact);
+  rec(m, q->cls, TTFT_METRIC_OUTPUT_TOKENS, q->tokens, 0);
+  static const ttft_counter by_status[3] = {TTFT_COUNTER_COMPLETED, TTFT_COUNTER_CANCELLED, TTFT_COUNTER_ERRORS};
+  c->ctr[by_status[status]]++;
+  if (q->em == 0 && status == TTFT_CANCELLED) {
+    c->ctr[TTFT_COUNTER_ABANDONED]++;
+    rec(m, q->cls, TTFT_METRIC_ABANDONED_WAIT, e2e, !exact);
+  }
+  uint64_t tpot = 0;
+  int has_tpot = q->em && q->tokens >= 2;
+  if (has_tpot) {
+    tpot = exact ? (q->t_last - q->t_first) / (q->tokens - 1) : 0;
+    rec(m, q->cls, TTFT_METRIC_TPOT, tpot, !exact);
+  } else {
+    c->ctr[TTFT_COUNTER_NO_TPOT]++;
+  }
+  if (q->em) rec(m, q->cls, TTFT_METRIC_DECODE, exact ? q->t_last - q->t_first : 0, !exact);
+  if (q->em >= 2) {
+    rec(m, q->cls, TTFT_METRIC_SEQ_ITL_P95, 0, 1); /* approximate by design */
+    rec(m, q->cls, TTFT_METRIC_SEQ_ITL_MAX, q->max_gap, !exact);
+  }
+  const ttft_slo *slo = &c->slo;
+  int budgets = slo->ttft_ns || slo->tpot_ns || slo->e2e_ns;
+  if (status == TTFT_COMPLETED) {
+    if (!budgets) {
+      c->ctr[TTFT_COUNTER_SLO_MET]++;
+    } else if (!exact) {
+      c->fz[TTFT_COUNTER_SLO_MET]++;
+    } else {
+      uint64_t ttft = q->em ? q->t_first - q->t_begin : e2e;
+      int good = (!slo->ttft_ns || ttft <= slo->ttft_ns) && (!slo->tpot_ns || !has_tpot || tpot <= slo->tpot_ns) &&
+                 (!slo->e2e_ns || e2e <= slo->e2e_ns);
+      if (good) c->ctr[TTFT_COUNTER_SLO_MET]++;
+    }
+  }
+  q->live = 0;
+  m->live--;
+}
+
+static int valid_class_name(const char *s) {
+  size_t n = strlen(s);
+  if (n < 1 || n > 63) return 0;
+  for (size_t i = 0; i < n; i++) {
+    char ch = s[i];
+    if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' ||
+          ch == '.' || ch == ':' || ch == '-'))
+      return 0;
+  }
+  return 1;
+}
+
+static void op_class_add(model *m, fz_in *in) {
+  static const char *const names[] = {"chat", "batch", "default", "a.b:c-d_1", "", "bad name", "x/y",
+                                      "0123456789012345678901234567890123456789012345678901234567890123",
+                                      "012345678901234567890123456789012345678901234567890123456789012",
+                                      "caf\xc3\xa9", "chat"};
+  const char *name = names[fz_u8(in) % (sizeof names / sizeof names[0])];
+  ttft_slo slo;
+  ttft_slo_init(&slo);
+  static const uint64_t budgets[] = {0, 1, 1000, 1000000, 50000000, 1000000000, UINT64_MAX};
+  uint8_t b = fz_u8(in);
+  slo.ttft_ns = budgets[(b >> 0) % 7];
+  slo.tpot_ns = budgets[(b >> 3) % 7];
+  slo.e2e_ns = budgets[fz_u8(in) % 7];
+  slo.stall_threshold_ns = budgets[fz_u8(in) % 7];
+  int use_null = (b & 0xC0) == 0xC0;
+  int rc = ttft_class_add(m->r, name, use_null ? NULL : &slo);
+  int exists = -1;
+  for (int i = 0; i < m->nclasses; i++)
+    if (!strcmp(m->cls[i].name, name)) exists = i;
+  if (!valid_class_name(name)) {
+    FUZZ_CHECK(rc == TTFT_EINVAL, "class_add(\"%s\"): %d", name, rc);
+  } else if (exists >= 0) {
+    FUZZ_CHECK(rc == TTFT_EEXIST, "class_add of existing \"%s\": %d", name, rc);
+  } else if ((uint32_t)m->nclasses >= m->max_classes) {
+    FUZZ_CHECK(rc == TTFT_EFULL, "class_add beyond max_classes: %d", rc);
+  } else {
+    FUZZ_CHECK(rc == m->nclasses, "class_add(\"%s\") = %d, expected id %d", name, rc, m->nclasses);
+    mclass *c = &m->cls[m->nclasses++];
+    memset(c, 0, sizeof *c);
+    snprintf(c->name, sizeof c->name, "%s", name);
+    ttft_slo_init(&c->slo);
+    if (!use_null) c->slo = slo;
+    if (!c->slo.stall_threshold_ns) c->slo.stall_threshold_ns = m->stall_ns;
+  }
+  for (int i = 0; i < m->nclasses; i++)
+    FUZZ_CHECK(ttft_class_find(m->r, m->cls[i].name) == i, "class_find(\"%s\")", m->cls[i].name);
+}
+
+static void op_seq_stats(model *m, fz_in *in) {
+  mseq *q;
+  ttft_seq h = pick_handle(m, in, &q);
+  ttft_seq_info info;
+  memset(&info, 0xAB, sizeof info);
+  info.struct_size = sizeof info;
+  int rc = ttft_seq_stats(m->r, h, &info);
+  if (!q) {
+    FUZZ_CHECK(rc == TTFT_ESTALE, "seq_stats on a dead/invented handle: %d", rc);
+    return;
+  }
+  FUZZ_CHECK(rc == TTFT_OK, "seq_stats on a live handle: %d", rc);
+  FUZZ_CHECK(info.class_id == q->cls, "seq_stats class %d, model %d", info.class_id, q->cls);
+  FUZZ_CHECK(info.emissions == q->em, "seq_stats emissions %u, model %u", info.emissions, q->em);
+  FUZZ_CHECK(info.tokens == q->tokens, "seq_stats tokens %llu, model %llu", (unsigned long long)info.tokens,
+             (unsigned long long)q->tokens);
+  FUZZ_CHECK(info.preemptions == q->preempt, "seq_stats preemptions %u, model %u", info.preemptions, q->preempt);
+  if (info.emissions >= 2)
+    FUZZ_CHECK(info.itl_p50_ns <= info.itl_p95_ns && info.itl_p95_ns <= info.itl_max_ns,
+               "seq_stats p50 %llu p95 %llu max %llu", (unsigned long long)info.itl_p50_ns,
+               (unsigned long long)info.itl_p95_ns, (unsigned long long)info.itl_max_ns);
+  else
+    FUZZ_CHECK(info.itl_p50_ns == 0 && info.itl_p95_ns == 0 && info.itl_max_ns == 0, "seq_stats gaps before 2 emissions");
+  if (q->fuzzy) return;
+  FUZZ_CHECK(info.t_begin_ns == q->t_begin, "seq_stats t_begin");
+  FUZZ_CHECK(info.stalls == q->stalls, "seq_stats stalls %u, model %u", info.stalls, q->stalls);
+  FUZZ_CHECK(info.ttft_ns == (q->em ? q->t_first - q->t_begin : 0), "seq_stats ttft %llu",
+             (unsigned long long)info.ttft_ns);
+  if (q->em >= 2) FUZZ_CHECK(info.itl_max_ns == q->max_gap, "seq_stats itl_max %llu, model %llu",
+                             (unsigned long long)info.itl_max_ns, (unsigned long long)q->max_gap);
+  /* The header says "last event (begin, mark or emission)"; the library
+   * reports the last emission (or the begin). Either is accepted until the
+   * two agree (reported to the lead). */
+  FUZZ_CHECK(info.t_last_ns == q->t_event || info.t_last_ns == q->t_last, "seq_stats t_last %llu",
+             (unsigned long long)info.t_last_ns);
+}
+
+static void op_stalled_now(model *m, fz_in *in) {
+  uint64_t now = next_time(m, in);
+  long n = ttft_stalled_now(m->r, now);
+  long lo = 0, hi = 0;
+  for (int i = 0; i < m->nseq; i++) {
+    mseq *q = &m->seq[i];
+    if (!q->live || !q->em) continue;
+    if (q->fuzzy || now == TTFT_NOW) {
+      hi++;
+    } else if (now > q->t_last && now - q->t_last > q->stall_ns) {
+      lo++;
+      hi++;
+    }
+  }
+  FUZZ_CHECK(n >= lo && n <= hi, "stalled_now = %ld, model [%ld, %ld]", n, lo, hi);
+  FUZZ_CHECK(ttft_inflight(m->r) == m->live, "inflight %ld, model %d", ttft_inflight(m->r), m->live);
+}
+
+/* ------------------------------------------------------------ snapshots */
+static void check_format(const ttft_snapshot *s, ttft_format f, char **out, long *out_len) {
+  long n = ttft_snapshot_format(s, f, NULL, 0);
+  FUZZ_CHECK(n > 0, "format %d size: %ld", (int)f, n);
+  char *buf = malloc((size_t)n + 1);
+  FUZZ_CHECK(buf != NULL, "malloc");
+  long n2 = ttft_snapshot_format(s, f, buf, (size_t)n + 1);
+  FUZZ_CHECK(n2 == n, "format %d: %ld then %ld", (int)f, n, n2);
+  FUZZ_CHECK(buf[n] == '\0' && strlen(buf) == (size_t)n, "format %d: NUL at %zu, length %ld", (int)f, strlen(buf), n);
+  if (f == TTFT_FORMAT_JSON) FUZZ_CHECK(fz_json_valid(buf, (size_t)n), "JSON does not parse:\n%s", buf);
+  if (f == TTFT_FORMAT_PROMETHEUS || f == TTFT_FORMAT_OPENMETRICS) {
+    int bad = fz_exposition_bad_line(buf, (size_t)n, f == TTFT_FORMAT_OPENMETRICS);
+    FUZZ_CHECK(bad == 0, "%s line %d is malformed:\n%s", ttft_format_name(f), bad, buf);
+  }
+  /* truncated: same return, a NUL-terminated prefix */
+  size_t cap = (size_t)n / 2 + 1;
+  char *part = malloc(cap);
+  FUZZ_CHECK(part != NULL, "malloc");
+  long n3 = ttft_snapshot_format(s, f, part, cap);
+  FUZZ_CHECK(n3 == n && part[cap - 1] == '\0' && memcmp(part, buf, cap - 1) == 0,
+             "format %d truncated to %zu: %ld", (int)f, cap, n3);
+  free(part);
+  *out = buf;
+  *out_len = n;
+}
+
+static void check_quantiles(const ttft_snapshot *s, int cls, ttft_metric k) {
+  static const double qs[] = {0.0, 0.01, 0.25, 0.5, 0.75, 0.9, 0.99, 0.999, 1.0};
+  uint64_t n = ttft_snapshot_class_count(s, cls, k);
+  if (!n) {
+    FUZZ_CHECK(ttft_snapshot_class_quantile(s, cls, k, 0.5) == 0, "quantile of an empty metric");
+    return;
+  }
+  uint64_t lo = ttft_snapshot_class_quantile(s, cls, k, 0.0), hi = ttft_snapshot_class_quantile(s, cls, k, 1.0);
+  FUZZ_CHECK(lo <= hi, "class %d %s: min %llu > max %llu", cls, ttft_metric_name(k), (unsigned long long)lo,
+             (unsigned long long)hi);
+  uint64_t prev = lo;
+  for (size_t i = 0; i < sizeof qs / sizeof qs[0]; i++) {
+    uint64_t v = ttft_snapshot_class_quantile(s, cls, k, qs[i]);
+    FUZZ_CHECK(v >= prev && v <= hi, "class %d %s q%g = %llu, previous %llu, max %llu", cls, ttft_metric_name(k),
+               qs[i], (unsigned long long)v, (unsigned long long)prev, (unsigned long long)hi);
+    prev = v;
+  }
+}
+
+static void check_snapshot_data(const model *m, const ttft_snapshot *s) {
+  FUZZ_CHECK(ttft_snapshot_classes(s) == m->nclasses, "classes %d, model %d", ttft_snapshot_classes(s), m->nclasses);
+  FUZZ_CHECK(ttft_snapshot_gauge(s, TTFT_GAUGE_INFLIGHT) == (uint64_t)m->live, "inflight gauge %llu, model %d",
+             (unsigned long long)ttft_snapshot_gauge(s, TTFT_GAUGE_INFLIGHT), m->live);
+  uint64_t all_ctr[NCTR] = {0}, all_fz[NCTR] = {0}, all_cnt[NMET] = {0};
+  for (int c = 0; c < m->nclasses; c++) {
+    const mclass *mc = &m->cls[c];
+    const char *nm = ttft_snapshot_class_name(s, c);
+    FUZZ_CHECK(nm && !strcmp(nm, mc->name), "class %d name \"%s\", model \"%s\"", c, nm ? nm : "(null)", mc->name);
+    for (int k = 0; k < NCTR; k++) {
+      uint64_t v = ttft_snapshot_class_counter(s, c, (ttft_counter)k);
+      FUZZ_CHECK(v >= mc->ctr[k] && v <= mc->ctr[k] + mc->fz[k], "class %d counter %s = %llu, model %llu (+%llu)", c,
+                 ttft_counter_name((ttft_counter)k), (unsigned long long)v, (unsigned long long)mc->ctr[k],
+                 (unsigned long long)mc->fz[k]);
+      all_ctr[k] += mc->ctr[k];
+      all_fz[k] += mc->fz[k];
+    }
+    for (int k = 0; k < NMET; k++) {
+      uint64_t v = ttft_snapshot_class_count(s, c, (ttft_metric)k);
+      FUZZ_CHECK(v == mc->cnt[k], "class %d count of %s = %llu, model %llu", c, ttft_metric_name((ttft_metric)k),
+                 (unsigned long long)v, (unsigned long long)mc->cnt[k]);
+      all_cnt[k] += mc->cnt[k];
+      check_quantiles(s, c, (ttft_metric)k);
+    }
+  }
+  for (int k = 0; k < NCTR; k++) {
+    uint64_t v = ttft_snapshot_counter(s, (ttft_counter)k);
+    FUZZ_CHECK(v >= all_ctr[k] && v <= all_ctr[k] + all_fz[k], "counter %s = %llu, model %llu (+%llu)",
+               ttft_counter_name((ttft_counter)k), (unsigned long long)v, (unsigned long long)all_ctr[k],
+               (unsigned long long)all_fz[k]);
+  }
+  for (int k = 0; k < NMET; k++) {
+    const mstat *st = &m->st[k];
+    uint64_t n = ttft_snapshot_count(s, (ttft_metric)k);
+    FUZZ_CHECK(n == all_cnt[k] && n == st->n, "count of %s = %llu, model %llu", ttft_metric_name((ttft_metric)k),
+               (unsigned long long)n, (unsigned long long)all_cnt[k]);
+    check_quantiles(s, TTFT_CLASS_ALL, (ttft_metric)k);
+    if (n && !st->fuzzy) {
+      uint64_t lo = ttft_snapshot_quantile(s, (ttft_metric)k, 0.0), hi = ttft_snapshot_quantile(s, (ttft_metric)k, 1.0);
+      uint64_t sum = ttft_snapshot_sum(s, (ttft_metric)k);
+      FUZZ_CHECK(lo == st->min && hi == st->max && sum == st->sum,
+                 "%s: min %llu max %llu sum %llu, model %llu %llu %llu", ttft_metric_name((ttft_metric)k),
+                 (unsigned long long)lo, (unsigned long long)hi, (unsigned long long)sum, (unsigned long long)st->min,
+                 (unsigned long long)st->max, (unsigned long long)st->sum);
+    }
+  }
+  if (!m->splits_fuzzy) {
+    for (unsigned i = 0; i < 2; i++)
+      FUZZ_CHECK(ttft_snapshot_split_count(s, TTFT_SPLIT_PREFIX_CACHE, i) == m->split_cache[i],
+                 "prefix split %u: %llu, model %llu", i,
+                 (unsigned long long)ttft_snapshot_split_count(s, TTFT_SPLIT_PREFIX_CACHE, i),
+                 (unsigned long long)m->split_cache[i]);
+  }
+  FUZZ_CHECK(ttft_snapshot_bands(s) == NBANDS, "bands %u", ttft_snapshot_bands(s));
+  for (unsigned i = 0; i < NBANDS; i++)
+    FUZZ_CHECK(ttft_snapshot_split_count(s, TTFT_SPLIT_PROMPT_BAND, i) == m->split_band[i],
+               "band split %u: %llu, model %llu", i,
+               (unsigned long long)ttft_snapshot_split_count(s, TTFT_SPLIT_PROMPT_BAND, i),
+               (unsigned long long)m->split_band[i]);
+}
+
+static void check_same_data(const ttft_snapshot *a, const ttft_snapshot *b, uint64_t mult, const char *what) {
+  for (int k = 0; k < NCTR; k++)
+    FUZZ_CHECK(ttft_snapshot_counter(b, (ttft_counter)k) == mult * ttft_snapshot_counter(a, (ttft_counter)k),
+               "%s: counter %s %llu vs %llu", what, ttft_counter_name((ttft_counter)k),
+               (unsigned long long)ttft_snapshot_counter(b, (ttft_counter)k),
+               (unsigned long long)ttft_snapshot_counter(a, (ttft_counter)k));
+  for (int k = 0; k < NMET; k++) {
+    FUZZ_CHECK(ttft_snapshot_count(b, (ttft_metric)k) == mult * ttft_snapshot_count(a, (ttft_metric)k),
+               "%s: count of %s", what, ttft_metric_name((ttft_metric)k));
+    FUZZ_CHECK(ttft_snapshot_sum(b, (ttft_metric)k) == mult * ttft_snapshot_sum(a, (ttft_metric)k), "%s: sum of %s",
+               what, ttft_metric_name((ttft_metric)k));
+    if (ttft_snapshot_count(a, (ttft_metric)k)) {
+      FUZZ_CHECK(ttft_snapshot_quantile(b, (ttft_metric)k, 0.0) == ttft_snapshot_quantile(a, (ttft_metric)k, 0.0) &&
+                     ttft_snapshot_quantile(b, (ttft_metric)k, 1.0) == ttft_snapshot_quantile(a, (ttft_metric)k, 1.0),
+                 "%s: min/max of %s", what, ttft_metric_name((ttft_metric)k));
+    }
+    check_quantiles(b, TTFT_CLASS_ALL, (ttft_metric)k);
+  }
+}
+
+static void snap_formats(const ttft_snapshot *s) {
+  for (int f = 0; f < TTFT_FORMAT_COUNT_; f++) {
+    char *t;
+    long l;
+    check_format(s, (ttft_format)f, &t, &l);
+    free(t);
+  }
+}
+
+/* encode -> decode -> encode is bit-exact; the decoded data formats the same */
+static void snap_codec(const ttft_snapshot *s) {
+  long n = ttft_snapshot_encode(s, NULL, 0);
+  FUZZ_CHECK(n > 0, "encode size %ld", n);
+  unsigned char *e1 = malloc((size_t)n), *e2 = malloc((size_t)n);
+  FUZZ_CHECK(e1 && e2, "malloc");
+  FUZZ_CHECK(ttft_snapshot_encode(s, e1, (size_t)n) == n, "encode");
+  int err = 0;
+  ttft_snapshot *d = ttft_snapshot_decode(e1, (size_t)n, &err);
+  FUZZ_CHECK(d != NULL, "decode of a fresh encoding: %d", err);
+  FUZZ_CHECK(ttft_snapshot_encode(d, e2, (size_t)n) == n && memcmp(e1, e2, (size_t)n) == 0, "re-encode differs");
+  check_same_data(s, d, 1, "decoded");
+  for (int f = 0; f < TTFT_FORMAT_COUNT_; f++) {
+    char *t1, *t2;
+    long l1, l2;
+    check_format(s, (ttft_format)f, &t1, &l1);
+    check_format(d, (ttft_format)f, &t2, &l2);
+    FUZZ_CHECK(l2 == l1 && memcmp(t2, t1, (size_t)l2) == 0, "decoded snapshot formats differently (%s)",
+               ttft_format_name((ttft_format)f));
+    free(t1);
+    free(t2);
+  }
+  ttft_snapshot_free(d);
+  long b = ttft_snapshot_encode_base64(s, NULL, 0);
+  FUZZ_CHECK(b > 0, "encode_base64 size");
+  char *txt = malloc((size_t)b + 1);
+  FUZZ_CHECK(txt && ttft_snapshot_encode_base64(s, txt, (size_t)b + 1) == b && strlen(txt) == (size_t)b, "encode_base64");
+  d = ttft_snapshot_decode_base64(txt, (size_t)b, &err);
+  FUZZ_CHECK(d != NULL, "decode_base64: %d", err);
+  FUZZ_CHECK(ttft_snapshot_encode(d, e2, (size_t)n) == n && memcmp(e1, e2, (size_t)n) == 0, "base64 round trip");
+  ttft_snapshot_free(d);
+  free(txt);
+  free(e1);
+  free(e2);
+}
+
+/* merge with itself doubles; classes matched by name */
+static void snap_merge(const ttft_snapshot *s) {
+  int err = 0;
+  ttft_snapshot *mg = ttft_snapshot_merge(s, s, &err);
+  FUZZ_CHECK(mg != NULL, "merge: %d", err);
+  FUZZ_CHECK(ttft_snapshot_classes(mg) == ttft_snapshot_classes(s), "merge classes");
+  check_same_data(s, mg, 2, "merge(s, s)");
+  char *t;
+  long l;
+  check_format(mg, TTFT_FORMAT_OPENMETRICS, &t, &l);
+  free(t);
+  ttft_snapshot_free(mg);
+}
+
+/* delta with the previous snapshot subtracts */
+static void snap_delta(const ttft_snapshot *s, const ttft_snapshot *prev) {
+  int err = 0;
+  ttft_snapshot *dl = ttft_snapshot_delta(s, prev, &err);
+  FUZZ_CHECK(dl != NULL, "delta: %d", err);
+  for (int k = 0; k < NCTR; k++)
+    FUZZ_CHECK(ttft_snapshot_counter(dl, (ttft_counter)k) ==
+                   ttft_snapshot_counter(s, (ttft_counter)k) - ttft_snapshot_counter(prev, (ttft_counter)k),
+               "delta counter %s", ttft_counter_name((ttft_counter)k));
+  for (int k = 0; k < NMET; k++) {
+    FUZZ_CHECK(ttft_snapshot_count(dl, (ttft_metric)k) ==
+                   ttft_snapshot_count(s, (ttft_metric)k) - ttft_snapshot_count(prev, (ttft_metric)k),
+               "delta count of %s", ttft_metric_name((ttft_metric)k));
+    check_quantiles(dl, TTFT_CLASS_ALL, (ttft_metric)k);
+  }
+  char *t;
+  long l;
+  check_format(dl, TTFT_FORMAT_JSON, &t, &l);
+  free(t);
+  ttft_snapshot_free(dl);
+}
+
+/* A snapshot checked against the model, then one of: every format, the
+ * codec round trip, merge, delta (each costs several snapshot-sized
+ * allocations; doing all every time would slow the fuzzer down 4x). */
+static void op_snapshot(model *m, fz_in *in) {
+  uint8_t what = fz_u8(in);
+  if (m->nsnap >= MAX_SNAPSHOTS) return;
+  m->nsnap++;
+  ttft_snapshot *s = ttft_snapshot_take(m->r);
+  FUZZ_CHECK(s != NULL, "snapshot_take");
+  check_snapshot_data(m, s);
+  switch (what % 4) {
+  case 0: snap_formats(s); break;
+  case 1: snap_codec(s); break;
+  case 2: snap_merge(s); break;
+  default:
+    if (m->prev) snap_delta(s, m->prev);
+    else snap_formats(s);
+    break;
+  }
+  ttft_snapshot_free(m->prev);
+  m->prev = s;
+}
+
+/* ----------------------------------------------------------------- main */
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  fz_in in = {data, size};
+  static model mm;
+  model *m = &mm;
+  memset(m, 0, sizeof *m);
+  static const uint64_t stalls[] = {1, 1000, 40000, 1000000, 500000000, UINT64_MAX};
+  ttft_config cfg;
+  ttft_config_init(&cfg);
+  cfg.max_inflight = 1 + fz_u8(&in) % 8;
+  cfg.max_threads = fz_u8(&in) % 2; /* 0: every call through the shared shard */
+  cfg.max_classes = 1 + fz_u8(&in) % 3;
+  cfg.stall_threshold_ns = stalls[fz_u8(&in) % 6];
+  m->r = ttft_registry_new(&cfg);
+  FUZZ_CHECK(m->r != NULL, "registry_new");
+  m->max_inflight = cfg.max_inflight;
+  m->max_classes = cfg.max_classes;
+  m->stall_ns = cfg.stall_threshold_ns;
+  m->nclasses = 1;
+  snprintf(m->cls[0].name, sizeof m->cls[0].name, "default");
+  ttft_slo_init(&m->cls[0].slo);
+  m->cls[0].slo.stall_threshold_ns = m->stall_ns;
+  m->clock = 1000000000ull;
+
+  for (int ops = 0; ops < MAX_OPS && fz_left(&in); ops++) {
+    switch (fz_u8(&in) % 12) {
+    case 0: op_begin(m, &in, 0); break;
+    case 1: op_begin(m, &in, 1); break;
+    case 2: op_mark(m, &in); break;
+    case 3: case 4: case 5: op_emit(m, &in); break;
+    case 6: case 7: op_end(m, &in); break;
+    case 8: op_class_add(m, &in); break;
+    case 9: op_seq_stats(m, &in); break;
+    case 10: op_stalled_now(m, &in); break;
+    default: op_snapshot(m, &in); break;
+    }
+    FUZZ_CHECK(ttft_inflight(m->r) == m->live, "inflight %ld, model %d (a slot leaked)", ttft_inflight(m->r), m->live);
+  }
+  /* end everything: the registry must come back to empty */
+  for (int i = 0; i < m->nseq; i++) {
+    mseq *q = &m->seq[i];
+    if (!q->live) continue;
+    FUZZ_CHECK(ttft_stream_end(m->r, q->h, TTFT_ERROR, TTFT_NOW) == TTFT_OK, "final stream_end");
+    FUZZ_CHECK(ttft_stream_end(m->r, q->h, TTFT_ERROR, TTFT_NOW) == TTFT_ESTALE, "second stream_end");
+    q->live = 0;
+    m->live--;
+  }
+  FUZZ_CHECK(ttft_inflight(m->r) == 0, "inflight %ld after ending everything", ttft_inflight(m->r));
+  m->nsnap = 0;
+  ttft_snapshot *s = ttft_snapshot_take(m->r);
+  FUZZ_CHECK(s && ttft_snapshot_gauge(s, TTFT_GAUGE_INFLIGHT) == 0, "final snapshot");
+  FUZZ_CHECK(ttft_snapshot_counter(s, TTFT_COUNTER_BEGUN) ==
+                 ttft_snapshot_counter(s, TTFT_COUNTER_COMPLETED) + ttft_snapshot_counter(s, TTFT_COUNTER_CANCELLED) +
+                     ttft_snapshot_counter(s, TTFT_COUNTER_ERRORS),
+             "begun != ended after ending everything");
+  ttft_snapshot_free(s);
+  ttft_snapshot_free(m->prev);
+  ttft_registry_free(m->r);
+  return 0;
+}
