@@ -215,7 +215,7 @@ typedef struct ttft_config {
   size_t struct_size;          /* sizeof(ttft_config), set by ttft_config_init */
   uint32_t max_inflight;       /* sequence slots; default 4096; 1 .. 2^24. An
                                   ended stream's slot is reused after a grace
-                                  period of ~200 us (docs/design.md): size it
+                                  period of ~50 us (docs/design.md): size it
                                   for the peak in flight plus a margin.       */
   uint32_t max_threads;        /* threads that get a private recording shard;
                                   default 8; 0 .. 256. Further threads record

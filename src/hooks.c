@@ -118,7 +118,7 @@ static ttft_seq begin_common(ttft_registry *r, uint32_t cls, uint32_t prompt_tok
                              int prefix_hit, uint64_t t) {
   ttft__shard *sh = ttft__shard_get(r);
   ttft__crec *cr = crec_of(sh, cls);
-  uint32_t s1 = ttft__slot_acquire(r);
+  uint32_t s1 = ttft__slot_acquire(r, sh);
   if (TTFT_UNLIKELY(!s1)) {
     ctr_add(sh->shared, &cr->ctr[TTFT_COUNTER_DROPPED], 1);
     return 0;
@@ -133,19 +133,24 @@ static ttft_seq begin_common(ttft_registry *r, uint32_t cls, uint32_t prompt_tok
   ST(&sl->tokens, 0);
   ST(&sl->max_gap, 0);
   ST(&sl->stall_ns, r->classes[cls].slo.stall_threshold_ns);
-  ST(&sl->emissions, 0);
   ST(&sl->flags, 0);
   ST(&sl->stalls, 0);
   ST(&sl->preemptions, 0);
   ST(&sl->cls, cls);
   ST(&sl->band, band_of(r, prompt_tokens));
   ST(&sl->prefix, prefix_hit < 0 ? -1 : (prefix_hit ? 1 : 0));
-  /* relaxed atomic stores, not memset: a ttft_seq_stats still holding the
-   * previous sequence's handle may be reading these words right now (it
-   * will see the new generation and discard what it read) */
-  for (uint32_t w = 0; w < TTFT__SG_WORDS; w++) ST(&sl->gh[w], 0);
+  /* The gap histogram was cleared by the stream_end of the slot's last
+   * sequence, on the core that wrote it; only an emission that raced that
+   * end (emissions moved on since) leaves it to clear here. */
+  if (TTFT_UNLIKELY(LD(&sl->emissions) != LD(&sl->gh_clean)))
+    for (uint32_t w = 0; w < TTFT__SG_WORDS; w++) ST(&sl->gh[w], 0);
+  ST(&sl->gh_clean, 0);
+  ST(&sl->emissions, 0);
   ctr_add(sh->shared, &cr->ctr[TTFT_COUNTER_BEGUN], 1);
-  uint32_t gen = SLOT_GEN(LD(&sl->state));
+  /* a new generation: handles of the slot's earlier sequences stop
+   * matching here (the slot kept its old ENDING state until now) */
+  uint32_t gen = SLOT_GEN(LD(&sl->state)) + 1;
+  if (!gen) gen = 1;
   /* release: publishes the fields above to whoever acquires the live state */
   atomic_store_explicit(&sl->state, SLOT_STATE(gen, SLOT_LIVE), memory_order_release);
   return ((uint64_t)gen << 32) | s1;
@@ -267,7 +272,9 @@ int ttft_token_emitted(ttft_registry *r, ttft_seq s, uint32_t n_tokens, uint64_t
   }
   ST(&sl->t_last, t);
   ST(&sl->t_event, t);
-  ST(&sl->emissions, em + 1);
+  /* release: this emission's gap counter is visible to whoever sees the
+   * new count (stream_end clears the counters it has seen) */
+  atomic_store_explicit(&sl->emissions, em + 1, memory_order_release);
   ST(&sl->tokens, LD(&sl->tokens) + n_tokens);
   ctr_add(shared, &cr->ctr[TTFT_COUNTER_TOKENS], n_tokens);
   call_leave(sh, shared, e);
@@ -275,6 +282,19 @@ int ttft_token_emitted(ttft_registry *r, ttft_seq s, uint32_t n_tokens, uint64_t
 }
 
 /* ------------------------------------------------------------- stream_end */
+/* Clear the gap counters of an ended sequence here, where they are hot in
+ * cache, instead of in the next ttft_begin (possibly on another core).
+ * Only words up to the worst gap's can be non-zero; gh_clean records which
+ * emission count this covers (see begin_common). */
+static void seq_gaps_clear(ttft__slot *sl, uint32_t em) {
+  if (em >= 2) {
+    uint32_t top = ttft__sg_index(ttft__hist_index(LD(&sl->max_gap))) >> 2;
+    for (uint32_t w = 0; w <= top; w++)
+      if (LD(&sl->gh[w])) ST(&sl->gh[w], 0);
+  }
+  ST(&sl->gh_clean, em);
+}
+
 int ttft_stream_end(ttft_registry *r, ttft_seq s, ttft_status status, uint64_t t_ns) {
   if (!r || (unsigned)status >= TTFT_STATUS_COUNT_) return TTFT_EINVAL;
   uint32_t idx = (uint32_t)s - 1;
@@ -292,7 +312,9 @@ int ttft_stream_end(ttft_registry *r, ttft_seq s, ttft_status status, uint64_t t
   ttft__crec *cr = crec_of(sh, cls);
   uint64_t t = event_time(r, sh->shared, cr, t_ns, LD(&sl->t_event));
   uint64_t t_begin = LD(&sl->t_begin), t_first = LD(&sl->t_first), t_last = LD(&sl->t_last);
-  uint32_t em = LD(&sl->emissions);
+  /* acquire: pairs with token_emitted's release, so every gap counted in
+   * em is in gh[] when we clear it below */
+  uint32_t em = atomic_load_explicit(&sl->emissions, memory_order_acquire);
   uint64_t n = LD(&sl->tokens);
   uint64_t e2e = sub0(t, t_begin);
 
@@ -327,6 +349,7 @@ int ttft_stream_end(ttft_registry *r, ttft_seq s, ttft_status status, uint64_t t
              (!slo->tpot_ns || !(em && n >= 2) || tpot <= slo->tpot_ns) &&
              (!slo->e2e_ns || e2e <= slo->e2e_ns);
   if (good) ctr_add(sh->shared, &cr->ctr[TTFT_COUNTER_SLO_MET], 1);
+  seq_gaps_clear(sl, em);
   ttft__slot_retire(r, sh, idx);
   return TTFT_OK;
 }

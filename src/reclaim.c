@@ -12,7 +12,7 @@
  * shard, the grace period is over and the epoch is even (no call that began
  * before the batch is still running) or has moved on from an odd value.
  * The grace period covers the time a store needs to leave the writer's
- * store buffer (nanoseconds in practice; we allow 200 us). The shared shard
+ * store buffer (nanoseconds in practice; we allow 50 us). The shared shard
  * (atomic mode) uses entered/exited counters with sequentially consistent
  * operations instead, which need no grace period. docs/design.md has more.
  */
@@ -20,7 +20,7 @@
 
 #include "registry.h"
 
-#define TTFT__GRACE_NS UINT64_C(200000)
+#define TTFT__GRACE_NS UINT64_C(50000)
 
 #if defined(__x86_64__) || defined(__i386__)
 #define cpu_relax() __builtin_ia32_pause()
@@ -35,6 +35,24 @@ void ttft__stack_push(ttft_registry *r, ttft__stack *st, uint32_t idx) {
     ST(&r->slots[idx].next, (uint32_t)h);
     nh = (((h >> 32) + 1) << 32) | (uint64_t)(idx + 1);
     /* release: the link and the slot's reset state are visible to the popper */
+  } while (!atomic_compare_exchange_weak_explicit(&st->head, &h, nh, memory_order_release,
+                                                  memory_order_relaxed));
+}
+
+/* Push onto a shard's pending stack, keeping in each element the tail of
+ * the chain below it, so the reclaimer splices whole chains without
+ * walking them. */
+static void pending_push(ttft_registry *r, ttft__stack *st, uint32_t idx) {
+  ttft__slot *sl = &r->slots[idx];
+  uint64_t h = LD(&st->head);
+  uint64_t nh;
+  do {
+    uint32_t top = (uint32_t)h;
+    ST(&sl->next, top);
+    /* stale if the reclaimer took the stack meanwhile: then the CAS fails */
+    ST(&sl->tail, top ? LD(&r->slots[top - 1].tail) : idx + 1);
+    nh = (((h >> 32) + 1) << 32) | (uint64_t)(idx + 1);
+    /* release: the links are visible to the reclaimer that takes the stack */
   } while (!atomic_compare_exchange_weak_explicit(&st->head, &h, nh, memory_order_release,
                                                   memory_order_relaxed));
 }
@@ -102,8 +120,8 @@ static int grace_over(ttft_registry *r, const ttft__shard *self) {
   return done;
 }
 
-static void limbo_start(ttft_registry *r, uint64_t chain) {
-  ST(&r->limbo_head, chain);
+static void limbo_start(ttft_registry *r) {
+  ST(&r->limbo_head, 1);
   r->limbo_t0 = ttft_now_ns();
   for (uint32_t i = 0; i < r->nshards; i++) {
     ttft__shard *sh = &r->shards[i];
@@ -122,33 +140,33 @@ static void limbo_start(ttft_registry *r, uint64_t chain) {
   }
 }
 
-/* Give the whole limbo chain back to the free list: bump each slot's
- * generation, then splice the chain on with one CAS. */
+/* Splice the chain first..last onto a free stack with one CAS. */
+static void stack_push_chain(ttft_registry *r, ttft__stack *st, uint32_t first, uint32_t last) {
+  uint64_t h = LD(&st->head);
+  uint64_t nh;
+  do {
+    ST(&r->slots[last - 1].next, (uint32_t)h);
+    nh = (((h >> 32) + 1) << 32) | first;
+    /* release: the links are visible to whoever pops */
+  } while (!atomic_compare_exchange_weak_explicit(&st->head, &h, nh, memory_order_release,
+                                                  memory_order_relaxed));
+}
+
+/* Give the batch in limbo back: each shard's part to that shard's free
+ * stack, where the thread that ended those streams finds them. The slots
+ * keep their ENDING state: ttft_begin moves them to a new generation. */
 static void limbo_free(ttft_registry *r) {
-  uint32_t first = (uint32_t)LD(&r->limbo_head), last = first;
-  for (uint32_t i = first; i; i = LD(&r->slots[i - 1].next)) {
-    ttft__slot *sl = &r->slots[i - 1];
-    uint64_t st = LD(&sl->state);
-    ST(&sl->state, SLOT_STATE(SLOT_GEN(st) + 1, SLOT_FREE));
-    last = i;
-  }
-  if (first) {
-    ttft__stack *st = &r->free_list;
-    uint64_t h = LD(&st->head);
-    uint64_t nh;
-    do {
-      ST(&r->slots[last - 1].next, (uint32_t)h);
-      nh = (((h >> 32) + 1) << 32) | first;
-      /* release: the new states and links are visible to whoever pops */
-    } while (!atomic_compare_exchange_weak_explicit(&st->head, &h, nh, memory_order_release,
-                                                    memory_order_relaxed));
+  for (uint32_t k = 0; k < r->nshards; k++) {
+    if (!r->limbo_first[k]) continue;
+    stack_push_chain(r, &r->shards[k].free_list, r->limbo_first[k], r->limbo_last[k]);
+    r->limbo_first[k] = r->limbo_last[k] = 0;
   }
   ST(&r->limbo_head, 0);
 }
 
-/* Take every shard's pending stack and chain them into one batch. */
-static uint32_t take_pending(ttft_registry *r) {
-  uint32_t chain = 0;
+/* Take every shard's pending stack into limbo; 1 when there was any. */
+static int take_pending(ttft_registry *r) {
+  int any = 0;
   for (uint32_t k = 0; k < r->nshards; k++) {
     ttft__stack *st = &r->shards[k].pending;
     uint64_t h = LD(&st->head);
@@ -159,12 +177,11 @@ static uint32_t take_pending(ttft_registry *r) {
     }
     uint32_t top = (uint32_t)h;
     if (!top) continue;
-    uint32_t tail = top;
-    while (LD(&r->slots[tail - 1].next)) tail = LD(&r->slots[tail - 1].next);
-    ST(&r->slots[tail - 1].next, chain);
-    chain = top;
+    r->limbo_first[k] = top;
+    r->limbo_last[k] = LD(&r->slots[top - 1].tail);
+    any = 1;
   }
-  return chain;
+  return any;
 }
 
 static int any_pending(const ttft_registry *r) {
@@ -186,9 +203,8 @@ static int try_reclaim(ttft_registry *r, const ttft__shard *self) {
     freed = 1;
   }
   if (!LD(&r->limbo_head)) {
-    uint32_t chain = take_pending(r);
-    if (chain) {
-      limbo_start(r, chain);
+    if (take_pending(r)) {
+      limbo_start(r);
       if (grace_over(r, self)) {
         limbo_free(r);
         freed = 1;
@@ -201,7 +217,7 @@ static int try_reclaim(ttft_registry *r, const ttft__shard *self) {
 }
 
 void ttft__slot_retire(ttft_registry *r, ttft__shard *sh, uint32_t idx) {
-  ttft__stack_push(r, &sh->pending, idx);
+  pending_push(r, &sh->pending, idx);
   /* a plain count on a private shard; racy (but harmless) on the shared one */
   uint32_t n = LD(&sh->retired) + 1;
   ST(&sh->retired, n);
@@ -211,12 +227,26 @@ void ttft__slot_retire(ttft_registry *r, ttft__shard *sh, uint32_t idx) {
   if (n % batch == 0) try_reclaim(r, sh);
 }
 
-uint32_t ttft__slot_acquire(ttft_registry *r) {
-  uint32_t s = stack_pop(r, &r->free_list);
+/* A free slot: the caller's own shard's first (slots it ended, cache-hot),
+ * then the initial pool, then any other shard's. */
+static uint32_t pop_any(ttft_registry *r, ttft__shard *self) {
+  uint32_t s = stack_pop(r, &self->free_list);
   if (TTFT_LIKELY(s)) return s;
-  const ttft__shard *self = ttft__shard_get(r);
-  try_reclaim(r, self);
   s = stack_pop(r, &r->free_list);
+  if (s) return s;
+  for (uint32_t k = 0; k < r->nshards; k++) {
+    if (&r->shards[k] == self) continue;
+    if ((uint32_t)LD(&r->shards[k].free_list.head) && (s = stack_pop(r, &r->shards[k].free_list)))
+      return s;
+  }
+  return 0;
+}
+
+uint32_t ttft__slot_acquire(ttft_registry *r, ttft__shard *self) {
+  uint32_t s = pop_any(r, self);
+  if (TTFT_LIKELY(s)) return s;
+  try_reclaim(r, self);
+  s = pop_any(r, self);
   if (s) return s;
   /* Full, but ended slots may be waiting for their grace period: wait for
    * it (bounded; this only happens when the registry is exhausted). Give
@@ -225,9 +255,9 @@ uint32_t ttft__slot_acquire(ttft_registry *r) {
   for (;;) {
     int busy = any_pending(r) || LD(&r->limbo_head) != 0 || LD(&r->reclaiming) != 0;
     try_reclaim(r, self);
-    s = stack_pop(r, &r->free_list);
+    s = pop_any(r, self);
     if (s || !busy) return s;
-    if (ttft_now_ns() - t0 > 50 * TTFT__GRACE_NS) break; /* 10 ms */
+    if (ttft_now_ns() - t0 > 200 * TTFT__GRACE_NS) break; /* 10 ms */
     cpu_relax();
   }
   return 0;

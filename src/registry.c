@@ -358,6 +358,8 @@ static void registry_release(ttft_registry *r) {
   ttft__free(&r->alloc, r->classes);
   ttft__free(&r->alloc, r->limbo_epoch);
   ttft__free(&r->alloc, r->limbo_wait);
+  ttft__free(&r->alloc, r->limbo_first);
+  ttft__free(&r->alloc, r->limbo_last);
   ttft_allocator a = r->alloc;
   ttft__free(&a, r->base);
 }
@@ -422,8 +424,12 @@ ttft_registry *ttft_registry_new(const ttft_config *cfg) {
   r->classes = ttft__alloc(&a, (size_t)r->max_classes * sizeof(ttft__class));
   r->limbo_epoch = ttft__alloc(&a, (size_t)r->nshards * sizeof(uint64_t));
   r->limbo_wait = ttft__alloc(&a, r->nshards);
-  if (!r->slots || !r->shards || !r->classes || !r->limbo_epoch || !r->limbo_wait) goto fail;
-  r->memory += (size_t)r->max_classes * sizeof(ttft__class) + r->nshards * 9;
+  r->limbo_first = ttft__alloc(&a, (size_t)r->nshards * sizeof(uint32_t));
+  r->limbo_last = ttft__alloc(&a, (size_t)r->nshards * sizeof(uint32_t));
+  if (!r->slots || !r->shards || !r->classes || !r->limbo_epoch || !r->limbo_wait ||
+      !r->limbo_first || !r->limbo_last)
+    goto fail;
+  r->memory += (size_t)r->max_classes * sizeof(ttft__class) + r->nshards * 17;
   for (uint32_t i = 0; i < r->nshards; i++) {
     ttft__shard *sh = &r->shards[i];
     sh->id = i;

@@ -58,6 +58,9 @@ typedef struct ttft__shard {
    * pushed here so that two threads ending streams don't share a line */
   ttft__stack pending;
   _Atomic uint32_t retired;          /* ends so far: paces the reclaimer   */
+  /* slots this shard's thread ended, back from their grace period: its
+   * next begins take them (cache-hot); other threads may take them too */
+  TTFT__ALIGNED ttft__stack free_list;
   _Atomic int used;                  /* ever written: snapshots may skip it   */
   uint32_t id;
   int shared;                        /* the overflow shard: atomic RMW mode   */
@@ -104,6 +107,7 @@ typedef struct ttft__slot {
   _Atomic uint64_t max_gap;
   _Atomic uint64_t stall_ns;      /* class stall budget, cached at begin  */
   _Atomic uint32_t emissions;
+  _Atomic uint32_t gh_clean;      /* emissions when gh[] was last cleared  */
   _Atomic uint32_t flags;
   _Atomic uint32_t stalls;
   _Atomic uint32_t preemptions;
@@ -111,6 +115,8 @@ typedef struct ttft__slot {
   _Atomic int32_t band;           /* prompt band, -1 unknown               */
   _Atomic int32_t prefix;         /* 1 hit, 0 miss, -1 unknown             */
   _Atomic uint32_t next;          /* free/pending list link (index + 1)    */
+  _Atomic uint32_t tail;          /* on a pending stack: the last slot of
+                                     the chain from here down (index + 1)  */
   _Atomic uint64_t gh[TTFT__SG_WORDS];
 } ttft__slot;
 
@@ -140,7 +146,9 @@ struct ttft_registry {
   TTFT__ALIGNED ttft__stack free_list;
   TTFT__ALIGNED _Atomic int reclaiming; /* try-lock of the reclaimer       */
   /* the batch in grace (owned by the reclaimer holding `reclaiming`) */
-  _Atomic uint64_t limbo_head;    /* index + 1 chain through slot.next     */
+  _Atomic uint64_t limbo_head;    /* non-zero while a batch is in limbo    */
+  uint32_t *limbo_first;          /* [nshards] the batch, per ending shard:  */
+  uint32_t *limbo_last;           /*   chain ends (index + 1) through .next */
   uint64_t limbo_t0;
   uint64_t *limbo_epoch;          /* [nshards]                             */
   unsigned char *limbo_wait;      /* [nshards] 1 = still waiting            */
@@ -167,7 +175,7 @@ static inline ttft__shard *ttft__shard_get(ttft_registry *r) {
 TTFT_HIDDEN uint64_t ttft__seq_gap_quantile(const ttft__slot *sl, double q, uint64_t gaps);
 /* reclaim.c */
 TTFT_HIDDEN void ttft__slot_retire(ttft_registry *r, ttft__shard *sh, uint32_t idx);
-TTFT_HIDDEN uint32_t ttft__slot_acquire(ttft_registry *r); /* index + 1, 0 = none */
+TTFT_HIDDEN uint32_t ttft__slot_acquire(ttft_registry *r, ttft__shard *self); /* index + 1, 0 = none */
 TTFT_HIDDEN void ttft__stack_push(ttft_registry *r, ttft__stack *st, uint32_t idx);
 /* clock.c */
 TTFT_HIDDEN uint64_t ttft__clock_read(ttft_clock c);
