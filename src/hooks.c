@@ -247,8 +247,11 @@ __attribute__((noinline, cold)) static void stall_seen(ttft__shard *sh, ttft__cr
   }
 }
 
-int ttft_token_emitted(ttft_registry *r, ttft_seq s, uint32_t n_tokens, uint64_t t_ns) {
-  if (TTFT_UNLIKELY(!r || !n_tokens)) return TTFT_EINVAL;
+/* The whole of token_emitted: every case (first emission, stall, shared
+ * shard, clamped clock, counter halving). The exported function below runs
+ * the common case without any call and comes here for everything else. */
+__attribute__((noinline)) static int token_emitted_full(ttft_registry *r, ttft_seq s,
+                                                         uint32_t n_tokens, uint64_t t_ns) {
   ttft__shard *sh = ttft__shard_get(r);
   const int shared = sh->shared; /* read once: atomics below make the compiler reload it */
   uint64_t e = call_enter(sh, shared);
@@ -279,6 +282,56 @@ int ttft_token_emitted(ttft_registry *r, ttft_seq s, uint32_t n_tokens, uint64_t
   ctr_add(shared, &cr->ctr[TTFT_COUNTER_TOKENS], n_tokens);
   call_leave(sh, shared, e);
   return TTFT_OK;
+}
+
+/* The common case — a later emission of a live sequence, on a thread with a
+ * private shard, time moving forward, no stall, no counter halving due —
+ * with no call at all, so nothing is spilled. Anything else leaves the call
+ * (epoch even again, nothing written) and runs token_emitted_full from the
+ * start. t is already resolved (never TTFT_NOW). */
+TTFT__INLINE int token_emitted_fast(ttft_registry *r, ttft_seq s, uint32_t n_tokens, uint64_t t) {
+  if (TTFT_UNLIKELY(ttft__tl_cache[0].reg_id != r->id)) goto full;
+  ttft__shard *sh = ttft__tl_cache[0].sh;
+  if (TTFT_UNLIKELY(sh->shared)) goto full;
+  uint64_t e = call_enter(sh, 0);
+  ttft__slot *sl = live_slot(r, 0, s);
+  if (TTFT_UNLIKELY(!sl)) goto leave_full;
+  uint32_t em = LD(&sl->emissions);
+  uint64_t gap = t - LD(&sl->t_last);
+  if (TTFT_UNLIKELY(em == 0 || (em & 0x7FFFu) == 0 || t < LD(&sl->t_event) ||
+                    gap > LD(&sl->stall_ns)))
+    goto leave_full;
+  ttft__crec *cr = crec_of(sh, LD(&sl->cls));
+  uint32_t i = ttft__hist_index(gap);
+  hist_rec_at(0, &cr->h[TTFT_METRIC_ITL], i, gap);
+  uint32_t j = ttft__sg_index(i);
+  _Atomic uint64_t *w = &sl->gh[j >> 2];
+  ST(w, LD(w) + (UINT64_C(1) << (16 * (j & 3))));
+  if (gap > LD(&sl->max_gap)) ST(&sl->max_gap, gap);
+  ST(&sl->t_last, t);
+  ST(&sl->t_event, t);
+  /* release: as in token_emitted_full */
+  atomic_store_explicit(&sl->emissions, em + 1, memory_order_release);
+  ST(&sl->tokens, LD(&sl->tokens) + n_tokens);
+  ctr_add(0, &cr->ctr[TTFT_COUNTER_TOKENS], n_tokens);
+  call_leave(sh, 0, e);
+  return TTFT_OK;
+leave_full:
+  call_leave(sh, 0, e);
+full:
+  return token_emitted_full(r, s, n_tokens, t);
+}
+
+/* TTFT_NOW: read the clock once, then the same paths */
+__attribute__((noinline)) static int token_emitted_now(ttft_registry *r, ttft_seq s,
+                                                        uint32_t n_tokens) {
+  return token_emitted_fast(r, s, n_tokens, ttft__now(r));
+}
+
+int ttft_token_emitted(ttft_registry *r, ttft_seq s, uint32_t n_tokens, uint64_t t_ns) {
+  if (TTFT_UNLIKELY(!r || !n_tokens)) return TTFT_EINVAL;
+  if (t_ns == TTFT_NOW) return token_emitted_now(r, s, n_tokens);
+  return token_emitted_fast(r, s, n_tokens, t_ns);
 }
 
 /* ------------------------------------------------------------- stream_end */
