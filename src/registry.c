@@ -147,6 +147,10 @@ static void *block_new(ttft_registry *r, size_t n) {
   char *p = alloc_aligned(r, n + TTFT__CACHELINE, &base);
   if (!p) return NULL;
   ((block_hdr *)p)->base = base;
+  /* touch every page now: the registry's memory is resident from creation
+   * on, so the hot path never takes a page fault and RSS never grows with
+   * traffic (calloc would hand out untouched zero pages) */
+  memset(p + TTFT__CACHELINE, 0, n);
   return p + TTFT__CACHELINE;
 }
 
