@@ -243,34 +243,8 @@ static uint64_t get_bounded(rd *r, uint64_t max) {
 
 /* Well-formed UTF-8 (no overlongs, no surrogates, <= U+10FFFF), no NUL. */
 static int utf8_ok(const unsigned char *s, size_t n) {
-  size_t i = 0;
-  while (i < n) {
-    unsigned c = s[i];
-    if (c == 0) return 0;
-    if (c < 0x80) {
-      i++;
-      continue;
-    }
-    size_t k;
-    unsigned lo = 0x80, hi = 0xBF;
-    if (c >= 0xC2 && c <= 0xDF) k = 1;
-    else if (c >= 0xE0 && c <= 0xEF) {
-      k = 2;
-      if (c == 0xE0) lo = 0xA0;
-      if (c == 0xED) hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      k = 3;
-      if (c == 0xF0) lo = 0x90;
-      if (c == 0xF4) hi = 0x8F;
-    } else {
-      return 0;
-    }
-    if (n - i <= k) return 0;
-    if (s[i + 1] < lo || s[i + 1] > hi) return 0;
-    for (size_t j = 2; j <= k; j++)
-      if ((s[i + j] & 0xC0u) != 0x80u) return 0;
-    i += k + 1;
-  }
+  for (size_t i = 0, k; i < n; i += k)
+    if (s[i] == 0 || !(k = ttft__utf8_seq(s + i, n - i, NULL, NULL))) return 0;
   return 1;
 }
 

@@ -19,24 +19,6 @@
 
 /* ------------------------------------------------------------- scalars */
 
-/* Length of the valid UTF-8 sequence at p (2..4) after a lead byte >= 0x80,
- * or 0 when it is not one (bad lead, truncated, overlong, surrogate, above
- * U+10FFFF). */
-static size_t utf8_multi(const unsigned char *p) {
-  unsigned c = p[0], v, min;
-  size_t n;
-  if (c >= 0xC2 && c <= 0xDF) n = 2, v = c & 0x1F, min = 0x80;
-  else if (c >= 0xE0 && c <= 0xEF) n = 3, v = c & 0x0F, min = 0x800;
-  else if (c >= 0xF0 && c <= 0xF4) n = 4, v = c & 0x07, min = 0x10000;
-  else return 0;
-  for (size_t i = 1; i < n; i++) {
-    if ((p[i] & 0xC0) != 0x80) return 0; /* also stops at the NUL */
-    v = (v << 6) | (p[i] & 0x3F);
-  }
-  if (v < min || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF)) return 0;
-  return n;
-}
-
 static void json_str(ttft__sb *sb, const char *str) {
   const unsigned char *p = (const unsigned char *)(str ? str : "");
   ttft__sb_puts(sb, "\"");
@@ -54,7 +36,7 @@ static void json_str(ttft__sb *sb, const char *str) {
       ttft__sb_printf(sb, "\\u%04x", (unsigned)*p);
       p++;
     } else {
-      size_t n = utf8_multi(p);
+      size_t n = ttft__utf8_seq(p, SIZE_MAX, NULL, NULL);
       if (n) {
         ttft__sb_put(sb, (const char *)p, n);
         p += n;

@@ -167,38 +167,6 @@ static int is_alpha_(unsigned char c) {
 }
 static int is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
 
-/* UTF-8 at p (n bytes left): returns the length of a valid sequence, or
- * 0 and sets *bad to the length of the maximal invalid subpart (the lead
- * byte plus the continuation bytes that could still have been valid), so
- * one U+FFFD replaces it, as the Unicode standard recommends and Python's
- * decode(errors="replace") does. */
-static size_t utf8_len(const unsigned char *p, size_t n, size_t *bad) {
-  unsigned char c = p[0];
-  size_t k;
-  unsigned char lo2 = 0x80, hi2 = 0xBF; /* allowed range of the 2nd byte */
-  *bad = 1;
-  if (c < 0x80) return 1;
-  if (c >= 0xC2 && c <= 0xDF) k = 2;
-  else if (c >= 0xE0 && c <= 0xEF) {
-    k = 3;
-    if (c == 0xE0) lo2 = 0xA0;      /* no overlong forms   */
-    if (c == 0xED) hi2 = 0x9F;      /* no UTF-16 surrogates */
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    k = 4;
-    if (c == 0xF0) lo2 = 0x90;      /* no overlong forms   */
-    if (c == 0xF4) hi2 = 0x8F;      /* nothing past U+10FFFF */
-  } else {
-    return 0;
-  }
-  for (size_t i = 1; i < k; i++) {
-    unsigned char lo = i == 1 ? lo2 : 0x80, hi = i == 1 ? hi2 : 0xBF;
-    if (i >= n || p[i] < lo || p[i] > hi) {
-      *bad = i;
-      return 0;
-    }
-  }
-  return k;
-}
 
 /* A label value: at most cap bytes of v (a fixed field that may lack its
  * NUL when the snapshot is corrupt), escaped, invalid UTF-8 -> U+FFFD. */
@@ -217,7 +185,7 @@ static void put_value(ttft__sb *sb, const char *v, size_t cap) {
     else if (c == '\n') esc = "\\n";
     else if (c >= 0x80) {
       size_t bad;
-      adv = utf8_len(p + i, n - i, &bad);
+      adv = ttft__utf8_seq(p + i, n - i, NULL, &bad);
       if (adv == 0) esc = "\xEF\xBF\xBD", adv = bad;
     }
     if (esc) {

@@ -54,36 +54,12 @@ static void put_left(ttft__sb *sb, const char *s, size_t w) {
   put_spaces(sb, w - n);
 }
 
-/* Length of the valid UTF-8 sequence at p (1..4), or 0 when it is not one
- * (bad lead byte, truncated, overlong, surrogate, above U+10FFFF). *cp
- * receives the code point. */
-static size_t utf8_seq(const unsigned char *p, unsigned *cp) {
-  unsigned c = p[0];
-  size_t n;
-  unsigned v, min;
-  if (c < 0x80) {
-    *cp = c;
-    return 1;
-  }
-  if (c >= 0xC2 && c <= 0xDF) n = 2, v = c & 0x1F, min = 0x80;
-  else if (c >= 0xE0 && c <= 0xEF) n = 3, v = c & 0x0F, min = 0x800;
-  else if (c >= 0xF0 && c <= 0xF4) n = 4, v = c & 0x07, min = 0x10000;
-  else return 0;
-  for (size_t i = 1; i < n; i++) {
-    if ((p[i] & 0xC0) != 0x80) return 0; /* also stops at the NUL */
-    v = (v << 6) | (p[i] & 0x3F);
-  }
-  if (v < min || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF)) return 0;
-  *cp = v;
-  return n;
-}
-
 /* A label value made safe for a terminal. */
 static void put_clean(ttft__sb *sb, const char *str) {
   const unsigned char *p = (const unsigned char *)str;
   while (*p) {
     unsigned cp;
-    size_t n = utf8_seq(p, &cp);
+    size_t n = ttft__utf8_seq(p, SIZE_MAX, &cp, NULL);
     if (n == 0 || cp < 0x20 || cp == 0x7F || (cp >= 0x80 && cp < 0xA0)) {
       /* escape the first byte only; the rest is looked at afresh */
       ttft__sb_printf(sb, "\\x%02X", (unsigned)p[0]);

@@ -143,6 +143,15 @@ TTFT_HIDDEN int ttft__format_text(const ttft_snapshot *s, ttft__sb *sb);
 TTFT_HIDDEN int ttft__format_json(const ttft_snapshot *s, ttft__sb *sb);
 TTFT_HIDDEN int ttft__format_prometheus(const ttft_snapshot *s, ttft__sb *sb, int openmetrics);
 
+/* UTF-8 at p, n bytes available (n >= 1; SIZE_MAX for a NUL-terminated
+ * string — a NUL is never a continuation byte): the length of the
+ * well-formed sequence that starts there (1 for ASCII), its code point in
+ * *cp when cp is not NULL; or 0 when none starts there (bad lead,
+ * truncated, overlong, surrogate, above U+10FFFF), and then *bad (when not
+ * NULL) is the length of the maximal invalid subpart, which one U+FFFD
+ * replaces as the Unicode standard recommends. */
+TTFT_HIDDEN size_t ttft__utf8_seq(const unsigned char *p, size_t n, unsigned *cp, size_t *bad);
+
 /* Copy a C string into a fixed field, truncated at a UTF-8 boundary. */
 TTFT_HIDDEN void ttft__strlcpy(char *dst, const char *src, size_t cap);
 

@@ -137,6 +137,40 @@ void ttft__sb_printf(ttft__sb *sb, const char *fmt, ...) {
   sb->len += (size_t)n;
 }
 
+size_t ttft__utf8_seq(const unsigned char *p, size_t n, unsigned *cp, size_t *bad) {
+  unsigned c = p[0], v;
+  size_t k;
+  unsigned lo2 = 0x80, hi2 = 0xBF; /* allowed range of the second byte */
+  if (bad) *bad = 1;
+  if (c < 0x80) {
+    if (cp) *cp = c;
+    return 1;
+  }
+  if (c >= 0xC2 && c <= 0xDF) {
+    k = 2, v = c & 0x1F;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    k = 3, v = c & 0x0F;
+    if (c == 0xE0) lo2 = 0xA0; /* no overlong forms    */
+    if (c == 0xED) hi2 = 0x9F; /* no UTF-16 surrogates */
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    k = 4, v = c & 0x07;
+    if (c == 0xF0) lo2 = 0x90; /* no overlong forms      */
+    if (c == 0xF4) hi2 = 0x8F; /* nothing past U+10FFFF  */
+  } else {
+    return 0;
+  }
+  for (size_t i = 1; i < k; i++) {
+    unsigned lo = i == 1 ? lo2 : 0x80, hi = i == 1 ? hi2 : 0xBF;
+    if (i >= n || p[i] < lo || p[i] > hi) {
+      if (bad) *bad = i;
+      return 0;
+    }
+    v = (v << 6) | (p[i] & 0x3Fu);
+  }
+  if (cp) *cp = v;
+  return k;
+}
+
 void ttft__strlcpy(char *dst, const char *src, size_t cap) {
   if (!cap) return;
   if (!src) src = "";
