@@ -281,6 +281,20 @@ static void print_snapshot(const ttft_snapshot *s, ttft_format f) {
   free(buf);
 }
 
+/* where ttft-report sits in a build tree: <build>/tools/ next to <build>/examples/ */
+static char report_tool[4096] = "ttft-report";
+static void find_report_tool(const char *argv0) {
+  const char *slash = strrchr(argv0, '/');
+  if (!slash) return;
+  snprintf(report_tool, sizeof report_tool, "%.*s/../tools/ttft-report", (int)(slash - argv0), argv0);
+  FILE *f = fopen(report_tool, "rb");
+  if (f) {
+    fclose(f);
+    return;
+  }
+  strcpy(report_tool, "ttft-report");
+}
+
 static void save_snapshot(const ttft_snapshot *s, const char *path) {
   long n = ttft_snapshot_encode(s, NULL, 0);
   if (n < 0) return;
@@ -290,8 +304,8 @@ static void save_snapshot(const ttft_snapshot *s, const char *path) {
   if (f) {
     fwrite(buf, 1, (size_t)n, f);
     fclose(f);
-    printf("snapshot written to %s (%ld bytes): ttft-report %s  |  ttft-report --svg cdf.svg %s\n",
-           path, n, path, path);
+    printf("snapshot written to %s (%ld bytes); look at it with\n  %s %s\n  %s --svg cdf.svg %s\n",
+           path, n, report_tool, path, report_tool, path);
   }
   free(buf);
 }
@@ -360,6 +374,7 @@ static int parse_args(int argc, char **argv) {
 
 int main(int argc, char **argv) {
   if (parse_args(argc, argv)) return 2;
+  find_report_tool(argv[0]);
   req *reqs = calloc(MAX_REQ, sizeof *reqs);
   engine e;
   memset(&e, 0, sizeof e);
