@@ -215,11 +215,27 @@ __attribute__((noinline, cold)) static void seq_gaps_halve(ttft__slot *sl) {
   }
 }
 
-TTFT__INLINE void seq_gap_rec(ttft__slot *sl, uint32_t hist_index, uint32_t em) {
-  if (TTFT_UNLIKELY((em & 0x7FFFu) == 0)) seq_gaps_halve(sl);
-  uint32_t j = ttft__sg_index(hist_index);
+/* One gap: the pooled ITL histogram, the sequence's own counter (the
+ * pooled index >> 3), the exact worst gap. */
+TTFT__INLINE void record_gap(int shared, ttft__crec *cr, ttft__slot *sl, uint64_t gap) {
+  uint32_t i = ttft__hist_index(gap);
+  hist_rec_at(shared, &cr->h[TTFT_METRIC_ITL], i, gap);
+  uint32_t j = ttft__sg_index(i);
   _Atomic uint64_t *w = &sl->gh[j >> 2];
   ST(w, LD(w) + (UINT64_C(1) << (16 * (j & 3))));
+  if (gap > LD(&sl->max_gap)) ST(&sl->max_gap, gap);
+}
+
+/* What every accepted emission stores last. */
+TTFT__INLINE void emission_done(int shared, ttft__crec *cr, ttft__slot *sl, uint64_t t,
+                                uint32_t em, uint32_t n_tokens) {
+  ST(&sl->t_last, t);
+  ST(&sl->t_event, t);
+  /* release: this emission's gap counter is visible to whoever sees the
+   * new count (stream_end clears the counters it has seen) */
+  atomic_store_explicit(&sl->emissions, em + 1, memory_order_release);
+  ST(&sl->tokens, LD(&sl->tokens) + n_tokens);
+  ctr_add(shared, &cr->ctr[TTFT_COUNTER_TOKENS], n_tokens);
 }
 
 __attribute__((noinline, cold)) static void first_emission(ttft_registry *r, ttft__shard *sh,
@@ -265,21 +281,13 @@ __attribute__((noinline)) static int token_emitted_full(ttft_registry *r, ttft_s
   uint32_t em = LD(&sl->emissions);
   if (TTFT_LIKELY(em != 0)) {
     uint64_t gap = t - LD(&sl->t_last);
-    uint32_t i = ttft__hist_index(gap);
-    hist_rec_at(shared, &cr->h[TTFT_METRIC_ITL], i, gap);
-    seq_gap_rec(sl, i, em);
-    if (gap > LD(&sl->max_gap)) ST(&sl->max_gap, gap);
+    if (TTFT_UNLIKELY((em & 0x7FFFu) == 0)) seq_gaps_halve(sl);
+    record_gap(shared, cr, sl, gap);
     if (TTFT_UNLIKELY(gap > LD(&sl->stall_ns))) stall_seen(sh, cr, sl);
   } else {
     first_emission(r, sh, cr, sl, t);
   }
-  ST(&sl->t_last, t);
-  ST(&sl->t_event, t);
-  /* release: this emission's gap counter is visible to whoever sees the
-   * new count (stream_end clears the counters it has seen) */
-  atomic_store_explicit(&sl->emissions, em + 1, memory_order_release);
-  ST(&sl->tokens, LD(&sl->tokens) + n_tokens);
-  ctr_add(shared, &cr->ctr[TTFT_COUNTER_TOKENS], n_tokens);
+  emission_done(shared, cr, sl, t, em, n_tokens);
   call_leave(sh, shared, e);
   return TTFT_OK;
 }
@@ -302,18 +310,8 @@ TTFT__INLINE int token_emitted_fast(ttft_registry *r, ttft_seq s, uint32_t n_tok
                     gap > LD(&sl->stall_ns)))
     goto leave_full;
   ttft__crec *cr = crec_of(sh, LD(&sl->cls));
-  uint32_t i = ttft__hist_index(gap);
-  hist_rec_at(0, &cr->h[TTFT_METRIC_ITL], i, gap);
-  uint32_t j = ttft__sg_index(i);
-  _Atomic uint64_t *w = &sl->gh[j >> 2];
-  ST(w, LD(w) + (UINT64_C(1) << (16 * (j & 3))));
-  if (gap > LD(&sl->max_gap)) ST(&sl->max_gap, gap);
-  ST(&sl->t_last, t);
-  ST(&sl->t_event, t);
-  /* release: as in token_emitted_full */
-  atomic_store_explicit(&sl->emissions, em + 1, memory_order_release);
-  ST(&sl->tokens, LD(&sl->tokens) + n_tokens);
-  ctr_add(0, &cr->ctr[TTFT_COUNTER_TOKENS], n_tokens);
+  record_gap(0, cr, sl, gap);
+  emission_done(0, cr, sl, t, em, n_tokens);
   call_leave(sh, 0, e);
   return TTFT_OK;
 leave_full:

@@ -543,28 +543,31 @@ int ttft_seq_stats(const ttft_registry *r, ttft_seq s, ttft_seq_info *out) {
   return TTFT_OK;
 }
 
-static long scan_slots(const ttft_registry *r, uint64_t now, int stalled_only) {
-  long n = 0;
+void ttft__scan_slots(const ttft_registry *r, uint64_t now, uint64_t *inflight,
+                      uint64_t *stalled) {
+  uint64_t live = 0, stuck = 0;
   for (uint32_t i = 0; i < r->nslots; i++) {
     const ttft__slot *sl = &r->slots[i];
     if (SLOT_PHASE(LD(&sl->state)) != SLOT_LIVE) continue;
-    if (!stalled_only) {
-      n++;
-      continue;
-    }
+    live++;
     if (!LD(&sl->emissions)) continue;
     uint64_t last = LD(&sl->t_last);
-    if (now > last && now - last > LD(&sl->stall_ns)) n++;
+    if (now > last && now - last > LD(&sl->stall_ns)) stuck++;
   }
-  return n;
+  *inflight = live;
+  *stalled = stuck;
 }
 
 long ttft_stalled_now(const ttft_registry *r, uint64_t now_ns) {
   if (!r) return TTFT_EINVAL;
-  return scan_slots(r, now_ns ? now_ns : ttft__now(r), 1);
+  uint64_t live, stuck;
+  ttft__scan_slots(r, now_ns ? now_ns : ttft__now(r), &live, &stuck);
+  return (long)stuck;
 }
 
 long ttft_inflight(const ttft_registry *r) {
   if (!r) return TTFT_EINVAL;
-  return scan_slots(r, 0, 0);
+  uint64_t live, stuck;
+  ttft__scan_slots(r, ttft__now(r), &live, &stuck);
+  return (long)live;
 }

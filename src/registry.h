@@ -172,6 +172,9 @@ static inline ttft__shard *ttft__shard_get(ttft_registry *r) {
   if (TTFT_LIKELY(ttft__tl_cache[0].reg_id == r->id)) return ttft__tl_cache[0].sh;
   return ttft__shard_get_slow(r);
 }
+/* In-flight sequences, and those of them stalled at now, in one pass. */
+TTFT_HIDDEN void ttft__scan_slots(const ttft_registry *r, uint64_t now, uint64_t *inflight,
+                                  uint64_t *stalled);
 TTFT_HIDDEN uint64_t ttft__seq_gap_quantile(const ttft__slot *sl, double q, uint64_t gaps);
 /* reclaim.c */
 TTFT_HIDDEN void ttft__slot_retire(ttft_registry *r, ttft__shard *sh, uint32_t idx);

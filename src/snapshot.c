@@ -120,8 +120,7 @@ ttft_snapshot *ttft_snapshot_take(ttft_registry *r) {
     for (int b = 0; b < TTFT_MAX_BANDS; b++) hist_copy_add(s->split_band[b], &sh->split_band[b]);
   }
   uint64_t now = ttft__now(r);
-  s->gauge[TTFT_GAUGE_INFLIGHT] = (uint64_t)ttft_inflight(r);
-  s->gauge[TTFT_GAUGE_LIVE_STALLS] = (uint64_t)ttft_stalled_now(r, now);
+  ttft__scan_slots(r, now, &s->gauge[TTFT_GAUGE_INFLIGHT], &s->gauge[TTFT_GAUGE_LIVE_STALLS]);
   s->t_start_ns = r->t_created;
   s->t_end_ns = ttft_now_ns();
   ttft__snapshot_finish(s);
