@@ -11,7 +11,7 @@
 # with -fsanitize=fuzzer,address,undefined against ttft_fuzzcore, a copy of
 # ttft_static's sources compiled with coverage instrumentation and the same
 # sanitizers. .ci/steps.d/30-fuzz.sh builds and runs them.
-option(TTFT_FUZZ "Build the libFuzzer fuzz targets (clang)" OFF)
+# (the option TTFT_FUZZ is declared in the top-level CMakeLists.txt)
 
 set(TTFT_FUZZ_TARGETS fuzz_api fuzz_decode)
 if(TTFT_WITH_HTTP AND TTFT_HAVE_PTHREADS)

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "common/snapshot.h"
 #include "svg.h"
 
 #define SVG_W 960.0

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "fuzz_common.h"
-#include "http.h"
+#include "report/http.h"
 
 static int allowed(int rc) {
   switch (rc) {

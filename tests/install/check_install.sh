@@ -13,7 +13,7 @@ libdir=$(ls -d "$prefix"/lib*/pkgconfig | head -1 | xargs dirname)
 export PKG_CONFIG_PATH="$libdir/pkgconfig"
 
 command -v pkg-config >/dev/null || { echo "FAIL: pkg-config missing (apt-get install pkg-config)"; exit 1; }
-test "$(pkg-config --modversion ttft)" = "1.0.0" || { echo "FAIL: pkg-config version"; exit 1; }
+test "$(pkg-config --modversion ttft)" = "1.1.0" || { echo "FAIL: pkg-config version"; exit 1; }
 
 # 1. pkg-config, shared library
 cc -std=c11 -Wall -Wextra -Werror "$src_dir/examples/hello.c" $(pkg-config --cflags --libs ttft) \

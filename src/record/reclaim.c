@@ -18,7 +18,7 @@
  */
 #include <string.h>
 
-#include "registry.h"
+#include "record/registry.h"
 
 #define TTFT__GRACE_NS UINT64_C(50000)
 

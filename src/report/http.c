@@ -17,7 +17,7 @@
 #if defined(__linux__) && !defined(_GNU_SOURCE)
 #  define _GNU_SOURCE /* accept4 */
 #endif
-#include "http.h"
+#include "report/http.h"
 
 #include <string.h>
 

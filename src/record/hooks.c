@@ -6,7 +6,7 @@
  * aggregates go to the calling thread's shard. */
 #include <string.h>
 
-#include "registry.h"
+#include "record/registry.h"
 
 /* ------------------------------------------------------------ recording */
 /* c += v on a shard counter: a plain load/store pair for a private shard,

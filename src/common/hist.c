@@ -2,7 +2,7 @@
  * nearest-rank quantiles, merge, and repair after a racy copy. */
 #include <string.h>
 
-#include "internal.h"
+#include "common/hist.h"
 
 uint64_t ttft__bucket_lo(uint32_t i) {
   if (i < 2 * TTFT__HIST_HALF) return i;

@@ -11,7 +11,7 @@
 
 #include <stddef.h>
 
-#include "internal.h"
+#include "common/snapshot.h"
 
 /* Largest request head (request line + header fields + the blank line)
  * the server reads. Anything longer is refused with 414 or 431. */

@@ -4,7 +4,7 @@
 #include <stdatomic.h>
 #include <time.h>
 
-#include "registry.h"
+#include "record/registry.h"
 
 uint64_t ttft_now_ns(void) {
   struct timespec ts;

@@ -20,7 +20,7 @@
 #include <stdatomic.h>
 #include <time.h>
 
-#include "internal.h"
+#include "common/snapshot.h"
 
 #define TTFT__CACHELINE 64
 #define TTFT__ALIGNED __attribute__((aligned(TTFT__CACHELINE)))

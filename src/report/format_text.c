@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "report/format.h"
 
 #define NAME_W 20 /* first column                       */
 #define CELL_W 9  /* every numeric column, incl. a space */

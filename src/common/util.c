@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "common/internal.h"
 
 /* ---------------------------------------------------------------- version */
 unsigned ttft_version_number(void) { return TTFT_VERSION_NUMBER; }

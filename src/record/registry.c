@@ -4,7 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "registry.h"
+#include "record/registry.h"
 
 #ifdef TTFT_HAVE_PTHREADS
 #include <pthread.h>

@@ -9,7 +9,7 @@
 #include <limits.h>
 #include <string.h>
 
-#include "internal.h"
+#include "report/format.h"
 
 #define CODEC_MAGIC "TTFS"
 #define CODEC_VERSION 1u

@@ -3,7 +3,7 @@
  * new snapshot from plain counts; neither touches a registry. */
 #include <string.h>
 
-#include "internal.h"
+#include "report/format.h"
 
 static ttft_snapshot *fail(int *err, int code) {
   if (err) *err = code;

@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "report/format.h"
 
 #define SCHEMA "ttft.snapshot/1"
 

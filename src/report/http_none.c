@@ -4,7 +4,7 @@
  * build, and these report TTFT_ENOTSUP so that the ABI stays the same.
  * With TTFT_HAVE_HTTP defined this file compiles to nothing.
  */
-#include "internal.h"
+#include "common/snapshot.h"
 
 #if !defined(TTFT_HAVE_HTTP)
 

@@ -1,0 +1,64 @@
+/*
+ * snapshot.h — struct ttft_snapshot: the one type that crosses from the
+ * recording side to the reporting side. ttft_snapshot_take (record/)
+ * fills it from a live registry; the codec, merge and delta (report/)
+ * build it from other snapshots; formatters only read it.
+ * Layer: common (src/README.md).
+ */
+#ifndef TTFT_SNAPSHOT_H
+#define TTFT_SNAPSHOT_H
+
+#include "common/hist.h"
+
+/* ------------------------------------------------------------- snapshot */
+#define TTFT__HISTS_PER_CLASS TTFT_METRIC_COUNT_ /* one histogram per metric */
+#define TTFT__NAME_MAX 64 /* class and label names, including the NUL */
+
+typedef struct ttft__sclass {
+  char name[TTFT__NAME_MAX];
+  ttft_slo slo;                               /* stall_threshold_ns resolved  */
+  uint64_t ctr[TTFT_COUNTER_COUNT_];
+  ttft__shist *h[TTFT_METRIC_COUNT_];         /* point into the snapshot block */
+} ttft__sclass;
+
+struct ttft_snapshot {
+  ttft_allocator alloc;       /* what allocated it, frees it                */
+  uint64_t registry_id;       /* process-unique id of the source registry;
+                                 0 for merged snapshots (no delta)          */
+  uint64_t t_start_ns, t_end_ns;
+  uint64_t gauge[TTFT_GAUGE_COUNT_];
+  uint64_t stall_threshold_ns;/* registry default                          */
+  char start_point[TTFT_MAX_LABEL], token_point[TTFT_MAX_LABEL];
+  char model[TTFT_MAX_LABEL], ns[TTFT__NAME_MAX];
+  uint32_t n_const_labels;
+  char const_name[TTFT_MAX_CONST_LABELS][TTFT__NAME_MAX];
+  char const_value[TTFT_MAX_CONST_LABELS][TTFT_MAX_LABEL];
+  uint32_t n_band_edges;      /* bands = n_band_edges + 1                   */
+  uint32_t band_edges[TTFT_MAX_BANDS - 1];
+  uint32_t prom_n_buckets[TTFT_METRIC_COUNT_];
+  uint64_t prom_buckets[TTFT_METRIC_COUNT_][TTFT_MAX_PROM_BUCKETS];
+  int prom_summaries;
+  uint32_t nclasses;          /* >= 1; class 0 is "default"                 */
+  ttft__sclass *cls;          /* nclasses entries                           */
+  ttft__sclass all;           /* sum over classes (ttft__snapshot_finish)   */
+  ttft__shist *split_cache[2];             /* TTFT by prefix miss / hit      */
+  ttft__shist *split_band[TTFT_MAX_BANDS]; /* TTFT by prompt band           */
+  ttft__shist *hists;         /* one block: every histogram above           */
+  size_t nhists;
+};
+
+/* A zeroed snapshot with nclasses classes (names empty), allocated with the
+ * current allocator. NULL on ENOMEM or nclasses == 0. */
+TTFT_HIDDEN ttft_snapshot *ttft__snapshot_new(uint32_t nclasses);
+/* Copy the label/config part (not the data, not the classes) of src. */
+TTFT_HIDDEN void ttft__snapshot_copy_meta(ttft_snapshot *dst, const ttft_snapshot *src);
+/* Fix every histogram and recompute s->all from the classes. */
+TTFT_HIDDEN void ttft__snapshot_finish(ttft_snapshot *s);
+/* Class by id, TTFT_CLASS_ALL -> &s->all, NULL when out of range. */
+TTFT_HIDDEN const ttft__sclass *ttft__snapshot_class(const ttft_snapshot *s, int class_id);
+
+/* The default Prometheus bucket bounds for metric m (ns; tokens for
+ * OUTPUT_TOKENS); *n receives their number. */
+TTFT_HIDDEN const uint64_t *ttft__default_prom_buckets(ttft_metric m, uint32_t *n);
+
+#endif /* TTFT_SNAPSHOT_H */
