@@ -124,7 +124,10 @@ typedef enum ttft_metric {
   TTFT_METRIC_SEQ_ITL_MAX = 9,   /* each sequence's worst gap (exact), ns     */
   TTFT_METRIC_ABANDONED_WAIT = 10, /* how long CANCELLED-before-first-token
                                       streams waited (t_end - t_begin), ns   */
-  TTFT_METRIC_COUNT_ = 11        /* number of metrics; not a metric          */
+  TTFT_METRIC_ITL_PER_TOKEN = 11, /* token-weighted ITL: an emission of n
+                                     tokens after a gap d adds n observations
+                                     of d/n (emissions after the first), ns  */
+  TTFT_METRIC_COUNT_ = 12        /* number of metrics; not a metric          */
 } ttft_metric;
 
 typedef enum ttft_status {
@@ -155,7 +158,9 @@ typedef enum ttft_counter {
   TTFT_COUNTER_CLOCK_CLAMPED = 10,/* timestamps earlier than the previous event */
   TTFT_COUNTER_PREEMPTIONS = 11,  /* PREEMPTED marks                            */
   TTFT_COUNTER_NO_TPOT = 12,      /* ended streams with N < 2 (no TPOT exists)  */
-  TTFT_COUNTER_COUNT_ = 13
+  TTFT_COUNTER_STALE = 13,        /* hook calls (token, step, mark, end,
+                                     annotate) rejected with TTFT_ESTALE       */
+  TTFT_COUNTER_COUNT_ = 14
 } ttft_counter;
 
 typedef enum ttft_format {
@@ -163,7 +168,10 @@ typedef enum ttft_format {
   TTFT_FORMAT_JSON = 1,        /* docs/json.md documents the schema            */
   TTFT_FORMAT_PROMETHEUS = 2,  /* text exposition format 0.0.4                 */
   TTFT_FORMAT_OPENMETRICS = 3, /* OpenMetrics 1.0 text                         */
-  TTFT_FORMAT_COUNT_ = 4
+  TTFT_FORMAT_PROMETHEUS_PROTOBUF = 4, /* length-delimited io.prometheus.client.
+                                          MetricFamily messages (binary) with
+                                          native histograms, docs/prometheus.md */
+  TTFT_FORMAT_COUNT_ = 5
 } ttft_format;
 
 typedef enum ttft_clock {
@@ -192,6 +200,10 @@ typedef enum ttft_split {
 #define TTFT_MAX_LABEL 128        /* longest label value kept, bytes           */
 #define TTFT_MAX_CONST_LABELS 8   /* constant labels on every exported series  */
 #define TTFT_MAX_PROM_BUCKETS 64  /* Prometheus buckets per metric             */
+#define TTFT_PROM_CONFIG_METRICS 11 /* metrics 0..10 have configurable classic
+                                     buckets (ttft_config.prom_buckets); later
+                                     metrics use a sibling's (ITL_PER_TOKEN:
+                                     ITL's). Frozen: it sizes ttft_config.     */
 #define TTFT_CLASS_ALL (-1)       /* "every class" in per-class queries        */
 #define TTFT_CLASS_DEFAULT 0      /* the class every registry has              */
 
@@ -237,9 +249,19 @@ typedef struct ttft_config {
                                   default 6 edges: 128 512 2048 8192 32768 131072 */
   /* Prometheus/OpenMetrics bucket upper bounds per metric, ascending, in ns
    * (tokens for OUTPUT_TOKENS). NULL = the default for that metric. */
-  const uint64_t *prom_buckets[TTFT_METRIC_COUNT_];
-  uint32_t prom_n_buckets[TTFT_METRIC_COUNT_];
+  const uint64_t *prom_buckets[TTFT_PROM_CONFIG_METRICS];
+  uint32_t prom_n_buckets[TTFT_PROM_CONFIG_METRICS];
   int prom_summaries;          /* also export p50..p99.9 summary series; default 0 */
+  /* ---- since 1.1 (struct_size tells the library whether they are there) */
+  int native_histograms;       /* 1 (default): the protobuf exposition carries
+                                  Prometheus native (exponential) buckets
+                                  beside the classic ones; 0: classic only   */
+  int native_schema;           /* native bucket schema, -4 .. 8: bucket
+                                  boundaries grow by 2^(2^-schema); default 7
+                                  (0.54 % wide buckets), docs/prometheus.md  */
+  int export_idle_classes;     /* 0 (default): classes that never saw a begin
+                                  are left out of every exposition and
+                                  report; 1: export every class               */
 } ttft_config;
 
 /* Fill cfg with the defaults documented above and set struct_size to the
@@ -383,6 +405,30 @@ TTFT_API int ttft_token_emitted(ttft_registry *r, ttft_seq s, uint32_t n_tokens,
  * one returns TTFT_OK). Thread-safe, lock-free, no allocation. */
 TTFT_API int ttft_stream_end(ttft_registry *r, ttft_seq s, ttft_status status, uint64_t t_ns);
 
+/* Details of sequence s learned after ttft_begin, typically when a slot
+ * picks the request up and finds its prefix-cache reuse (the clock keeps
+ * its start at arrival). prompt_tokens 0 and prefix_hit -1 leave that
+ * field as it is; prefix_hit 1 = hit, 0 = miss (other values: TTFT_EINVAL).
+ * Allowed until the first emission, because TTFT's prefix and prompt-band
+ * splits are recorded then. Returns TTFT_OK; TTFT_ERANGE after the first
+ * emission (nothing changes); TTFT_ESTALE for 0, an ended, unknown or
+ * other registry's handle (counted in TTFT_COUNTER_STALE); TTFT_EINVAL for
+ * NULL r or a bad prefix_hit. Thread-safe, lock-free, no allocation; safe
+ * against a concurrent ttft_stream_end (like ttft_mark). */
+TTFT_API int ttft_annotate(ttft_registry *r, ttft_seq s, uint32_t prompt_tokens, int prefix_hit);
+
+/* One decode step of a continuous-batching engine: sequence seqs[i]
+ * emitted n_tokens[i] tokens (n_tokens NULL = 1 each) at t_ns (TTFT_NOW =
+ * one clock read for the whole step). Records exactly what count calls of
+ * ttft_token_emitted(r, seqs[i], n_tokens[i], t_ns) would, in order.
+ * Handles that are 0, ended or unknown are skipped and counted in
+ * TTFT_COUNTER_STALE; an n_tokens[i] of 0 is skipped too (not an emission).
+ * Returns the number of emissions accepted (0 .. count), or TTFT_EINVAL
+ * for NULL r, or NULL seqs with count > 0. Thread-safe, lock-free,
+ * allocation-free; the hooks' ordering rules hold per sequence. */
+TTFT_API long ttft_step_emitted(ttft_registry *r, const ttft_seq *seqs, const uint32_t *n_tokens,
+                                size_t count, uint64_t t_ns);
+
 #ifndef TTFT_NO_SHORT_NAMES
 /* The hook names the product promises, as header-level aliases: the ABI
  * only exports the ttft_-prefixed symbols. Define TTFT_NO_SHORT_NAMES
@@ -484,6 +530,19 @@ TTFT_API double ttft_snapshot_class_mean(const ttft_snapshot *s, int class_id, t
 TTFT_API uint64_t ttft_snapshot_class_sum(const ttft_snapshot *s, int class_id, ttft_metric m);
 TTFT_API uint64_t ttft_snapshot_class_counter(const ttft_snapshot *s, int class_id,
                                               ttft_counter c);
+
+/* Views by terminal status: TTFT, TPOT, E2E and OUTPUT_TOKENS of the
+ * streams that ended with status st (recorded at stream end), in class
+ * class_id or TTFT_CLASS_ALL. What client benchmarks report counts
+ * completed requests only: st = TTFT_COMPLETED reproduces it. The plain
+ * metrics above keep counting every stream (TTFT at the first token, even
+ * of a stream cancelled later). Quantiles have the same 0.5 % bound.
+ * 0 for NULL s, unknown class, status or q, a metric other than those four,
+ * or an empty view. Thread-safe. */
+TTFT_API uint64_t ttft_snapshot_status_count(const ttft_snapshot *s, int class_id, ttft_status st,
+                                             ttft_metric m);
+TTFT_API uint64_t ttft_snapshot_status_quantile(const ttft_snapshot *s, int class_id,
+                                                ttft_status st, ttft_metric m, double q);
 
 /* SLO attainment of a class (or TTFT_CLASS_ALL): good / ended, in [0,1];
  * -1.0 when nothing ended or the arguments are invalid. */

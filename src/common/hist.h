@@ -38,6 +38,16 @@ typedef struct ttft__shist {
   uint64_t b[TTFT__HIST_BUCKETS];
 } ttft__shist;
 
+/* Reading a snapshot histogram: only buckets in [ttft__shist_lo(h),
+ * ttft__shist_hi(h)) can be non-zero, and ttft__shist_at(h, i) is bucket
+ * i's count (0 outside that range). Readers use these three and never the
+ * storage, which is free to be sparse. */
+static inline uint32_t ttft__shist_lo(const ttft__shist *h) { (void)h; return 0; }
+static inline uint32_t ttft__shist_hi(const ttft__shist *h) { (void)h; return TTFT__HIST_BUCKETS; }
+static inline uint64_t ttft__shist_at(const ttft__shist *h, uint32_t i) {
+  return i < TTFT__HIST_BUCKETS ? h->b[i] : 0;
+}
+
 /* Nearest-rank quantile, bucket midpoint clamped to [min, max]; q=0 min,
  * q=1 max; 0 when empty. q must be in [0,1] (callers check). */
 TTFT_HIDDEN uint64_t ttft__shist_quantile(const ttft__shist *h, double q);

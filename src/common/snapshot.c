@@ -24,9 +24,12 @@ ttft_snapshot *ttft__snapshot_new(uint32_t nclasses) {
     return NULL;
   }
   ttft__shist *h = s->hists;
-  for (uint32_t c = 0; c < nclasses; c++)
-    for (int m = 0; m < TTFT__HISTS_PER_CLASS; m++) s->cls[c].h[m] = h++;
-  for (int m = 0; m < TTFT__HISTS_PER_CLASS; m++) s->all.h[m] = h++;
+  for (uint32_t c = 0; c <= nclasses; c++) {
+    ttft__sclass *k = c < nclasses ? &s->cls[c] : &s->all;
+    for (int m = 0; m < TTFT_METRIC_COUNT_; m++) k->h[m] = h++;
+    for (int st = 0; st < TTFT_STATUS_COUNT_; st++)
+      for (int v = 0; v < TTFT__STATUS_VIEWS; v++) k->sv[st][v] = h++;
+  }
   s->split_cache[0] = h++;
   s->split_cache[1] = h++;
   for (int b = 0; b < TTFT_MAX_BANDS; b++) s->split_band[b] = h++;
@@ -57,15 +60,23 @@ void ttft__snapshot_copy_meta(ttft_snapshot *dst, const ttft_snapshot *src) {
   memcpy(dst->prom_n_buckets, src->prom_n_buckets, sizeof dst->prom_n_buckets);
   memcpy(dst->prom_buckets, src->prom_buckets, sizeof dst->prom_buckets);
   dst->prom_summaries = src->prom_summaries;
+  dst->native_histograms = src->native_histograms;
+  dst->native_schema = src->native_schema;
+  dst->export_idle_classes = src->export_idle_classes;
 }
 
 void ttft__snapshot_finish(ttft_snapshot *s) {
   for (size_t i = 0; i < s->nhists; i++) ttft__shist_fix(&s->hists[i]);
   memset(s->all.ctr, 0, sizeof s->all.ctr);
-  for (int m = 0; m < TTFT__HISTS_PER_CLASS; m++) memset(s->all.h[m], 0, sizeof(ttft__shist));
+  for (int m = 0; m < TTFT_METRIC_COUNT_; m++) memset(s->all.h[m], 0, sizeof(ttft__shist));
+  for (int st = 0; st < TTFT_STATUS_COUNT_; st++)
+    for (int v = 0; v < TTFT__STATUS_VIEWS; v++) memset(s->all.sv[st][v], 0, sizeof(ttft__shist));
   for (uint32_t c = 0; c < s->nclasses; c++) {
     for (int k = 0; k < TTFT_COUNTER_COUNT_; k++) s->all.ctr[k] += s->cls[c].ctr[k];
-    for (int m = 0; m < TTFT__HISTS_PER_CLASS; m++) ttft__shist_add(s->all.h[m], s->cls[c].h[m]);
+    for (int m = 0; m < TTFT_METRIC_COUNT_; m++) ttft__shist_add(s->all.h[m], s->cls[c].h[m]);
+    for (int st = 0; st < TTFT_STATUS_COUNT_; st++)
+      for (int v = 0; v < TTFT__STATUS_VIEWS; v++)
+        ttft__shist_add(s->all.sv[st][v], s->cls[c].sv[st][v]);
   }
   ttft_slo_init(&s->all.slo);
 }

@@ -11,7 +11,20 @@
 #include "common/hist.h"
 
 /* ------------------------------------------------------------- snapshot */
-#define TTFT__HISTS_PER_CLASS TTFT_METRIC_COUNT_ /* one histogram per metric */
+/* Per-status views (ttft_snapshot_status_*): these metrics, per terminal
+ * status, recorded at stream end. */
+#define TTFT__STATUS_VIEWS 4
+static inline int ttft__status_view(ttft_metric m) { /* view index, or -1 */
+  switch (m) {
+  case TTFT_METRIC_TTFT: return 0;
+  case TTFT_METRIC_TPOT: return 1;
+  case TTFT_METRIC_E2E: return 2;
+  case TTFT_METRIC_OUTPUT_TOKENS: return 3;
+  default: return -1;
+  }
+}
+/* one histogram per metric, plus the status views */
+#define TTFT__HISTS_PER_CLASS (TTFT_METRIC_COUNT_ + TTFT_STATUS_COUNT_ * TTFT__STATUS_VIEWS)
 #define TTFT__NAME_MAX 64 /* class and label names, including the NUL */
 
 typedef struct ttft__sclass {
@@ -19,6 +32,7 @@ typedef struct ttft__sclass {
   ttft_slo slo;                               /* stall_threshold_ns resolved  */
   uint64_t ctr[TTFT_COUNTER_COUNT_];
   ttft__shist *h[TTFT_METRIC_COUNT_];         /* point into the snapshot block */
+  ttft__shist *sv[TTFT_STATUS_COUNT_][TTFT__STATUS_VIEWS]; /* status views     */
 } ttft__sclass;
 
 struct ttft_snapshot {
@@ -38,6 +52,10 @@ struct ttft_snapshot {
   uint32_t prom_n_buckets[TTFT_METRIC_COUNT_];
   uint64_t prom_buckets[TTFT_METRIC_COUNT_][TTFT_MAX_PROM_BUCKETS];
   int prom_summaries;
+  int native_histograms;      /* protobuf exposition: native buckets on/off  */
+  int native_schema;          /* -4 .. 8                                    */
+  int export_idle_classes;    /* 0: classes that never saw a begin are left
+                                 out of the expositions and reports        */
   uint32_t nclasses;          /* >= 1; class 0 is "default"                 */
   ttft__sclass *cls;          /* nclasses entries                           */
   ttft__sclass all;           /* sum over classes (ttft__snapshot_finish)   */

@@ -35,13 +35,13 @@ const char *ttft_err_name(int err) {
 /* ------------------------------------------------------------------ names */
 static const char *const metric_names[TTFT_METRIC_COUNT_] = {
     "ttft", "tpot", "itl", "e2e", "queue", "prefill", "decode", "output_tokens",
-    "seq_itl_p95", "seq_itl_max", "abandoned_wait"};
+    "seq_itl_p95", "seq_itl_max", "abandoned_wait", "itl_per_token"};
 static const char *const counter_names[TTFT_COUNTER_COUNT_] = {
     "begun", "completed", "cancelled", "errors", "dropped", "tokens", "stalls",
-    "stalled_seqs", "abandoned", "slo_met", "clock_clamped", "preemptions", "no_tpot"};
+    "stalled_seqs", "abandoned", "slo_met", "clock_clamped", "preemptions", "no_tpot", "stale"};
 static const char *const status_names[TTFT_STATUS_COUNT_] = {"completed", "cancelled", "error"};
 static const char *const format_names[TTFT_FORMAT_COUNT_] = {"text", "json", "prometheus",
-                                                             "openmetrics"};
+                                                             "openmetrics", "prometheus_protobuf"};
 
 const char *ttft_metric_name(ttft_metric m) {
   return ((unsigned)m < TTFT_METRIC_COUNT_) ? metric_names[m] : NULL;

@@ -46,6 +46,21 @@ TTFT__INLINE void hist_rec(int shared, ttft__hist *h, uint64_t v) {
   hist_rec_at(shared, h, ttft__hist_index(v), v);
 }
 
+/* n observations of v (n >= 1) */
+static inline void hist_rec_n(int shared, ttft__hist *h, uint64_t v, uint64_t n) {
+  uint32_t i = ttft__hist_index(v);
+  if (TTFT_LIKELY(!shared)) {
+    ST(&h->b[i], LD(&h->b[i]) + n);
+    ST(&h->sum, LD(&h->sum) + v * n);
+    if (~v > LD(&h->min)) ST(&h->min, ~v);
+    if (v > LD(&h->max)) ST(&h->max, v);
+    return;
+  }
+  atomic_fetch_add_explicit(&h->b[i], n - 1, memory_order_relaxed);
+  hist_rec_at(shared, h, i, v);
+  atomic_fetch_add_explicit(&h->sum, v * (n - 1), memory_order_relaxed);
+}
+
 /* The shard's class record. acquire: pairs with class_add's release of the
  * pointer (free on x86; the class id itself reached us through begin_ex). */
 static inline ttft__crec *crec_of(const ttft__shard *sh, uint32_t cls) {
@@ -215,11 +230,18 @@ __attribute__((noinline, cold)) static void seq_gaps_halve(ttft__slot *sl) {
   }
 }
 
-/* One gap: the pooled ITL histogram, the sequence's own counter (the
- * pooled index >> 3), the exact worst gap. */
-TTFT__INLINE void record_gap(int shared, ttft__crec *cr, ttft__slot *sl, uint64_t gap) {
+/* One gap before an emission of n tokens: the pooled ITL histogram (and,
+ * for n > 1, n per-token observations of gap / n; see registry.h), the
+ * sequence's own counter (the pooled index >> 3), the exact worst gap. */
+TTFT__INLINE void record_gap(int shared, ttft__crec *cr, ttft__slot *sl, uint64_t gap,
+                             uint32_t n) {
   uint32_t i = ttft__hist_index(gap);
-  hist_rec_at(shared, &cr->h[TTFT_METRIC_ITL], i, gap);
+  if (TTFT_LIKELY(n == 1)) {
+    hist_rec_at(shared, &cr->h[TTFT_METRIC_ITL], i, gap);
+  } else {
+    hist_rec_at(shared, &cr->h[TTFT__LH_ITL_MULTI], i, gap);
+    hist_rec_n(shared, &cr->h[TTFT_METRIC_ITL_PER_TOKEN], gap / n, n);
+  }
   uint32_t j = ttft__sg_index(i);
   _Atomic uint64_t *w = &sl->gh[j >> 2];
   ST(w, LD(w) + (UINT64_C(1) << (16 * (j & 3))));
@@ -282,7 +304,7 @@ __attribute__((noinline)) static int token_emitted_full(ttft_registry *r, ttft_s
   if (TTFT_LIKELY(em != 0)) {
     uint64_t gap = t - LD(&sl->t_last);
     if (TTFT_UNLIKELY((em & 0x7FFFu) == 0)) seq_gaps_halve(sl);
-    record_gap(shared, cr, sl, gap);
+    record_gap(shared, cr, sl, gap, n_tokens);
     if (TTFT_UNLIKELY(gap > LD(&sl->stall_ns))) stall_seen(sh, cr, sl);
   } else {
     first_emission(r, sh, cr, sl, t);
@@ -310,7 +332,7 @@ TTFT__INLINE int token_emitted_fast(ttft_registry *r, ttft_seq s, uint32_t n_tok
                     gap > LD(&sl->stall_ns)))
     goto leave_full;
   ttft__crec *cr = crec_of(sh, LD(&sl->cls));
-  record_gap(0, cr, sl, gap);
+  record_gap(0, cr, sl, gap, n_tokens);
   emission_done(0, cr, sl, t, em, n_tokens);
   call_leave(sh, 0, e);
   return TTFT_OK;
@@ -400,6 +422,12 @@ int ttft_stream_end(ttft_registry *r, ttft_seq s, ttft_status status, uint64_t t
              (!slo->tpot_ns || !(em && n >= 2) || tpot <= slo->tpot_ns) &&
              (!slo->e2e_ns || e2e <= slo->e2e_ns);
   if (good) ctr_add(sh->shared, &cr->ctr[TTFT_COUNTER_SLO_MET], 1);
+  /* the views by terminal status (what client benchmarks count) */
+  ttft__hist *sv = &cr->h[TTFT__LH_STATUS + status * TTFT__STATUS_VIEWS];
+  if (em) hist_rec(sh->shared, &sv[0], sub0(t_first, t_begin));
+  if (em && n >= 2) hist_rec(sh->shared, &sv[1], tpot);
+  hist_rec(sh->shared, &sv[2], e2e);
+  hist_rec(sh->shared, &sv[3], n);
   seq_gaps_clear(sl, em);
   ttft__slot_retire(r, sh, idx);
   return TTFT_OK;

@@ -27,6 +27,9 @@ void ttft_config_init(ttft_config *cfg) {
   cfg->metric_namespace = "llm_";
   cfg->n_prompt_bands = sizeof default_band_edges / sizeof default_band_edges[0];
   memcpy(cfg->prompt_band_edges, default_band_edges, sizeof default_band_edges);
+  cfg->native_histograms = 1;
+  cfg->native_schema = 7;
+  cfg->export_idle_classes = 0;
 }
 
 void ttft_slo_init(ttft_slo *slo) {
@@ -114,11 +117,14 @@ static int config_valid(const ttft_config *c) {
     for (uint32_t j = 0; j < i; j++)
       if (!strcmp(c->const_labels[i].name, c->const_labels[j].name)) return 0;
   }
+  if (c->native_histograms != 0 && c->native_histograms != 1) return 0;
+  if (c->native_schema < -4 || c->native_schema > 8) return 0;
+  if (c->export_idle_classes != 0 && c->export_idle_classes != 1) return 0;
   if (c->n_prompt_bands > TTFT_MAX_BANDS - 1) return 0;
   for (uint32_t i = 0; i < c->n_prompt_bands; i++)
     if (c->prompt_band_edges[i] == 0 || (i && c->prompt_band_edges[i] <= c->prompt_band_edges[i - 1]))
       return 0;
-  for (int m = 0; m < TTFT_METRIC_COUNT_; m++) {
+  for (int m = 0; m < TTFT_PROM_CONFIG_METRICS; m++) {
     if (!c->prom_buckets[m]) continue;
     uint32_t n = c->prom_n_buckets[m];
     if (n == 0 || n > TTFT_MAX_PROM_BUCKETS) return 0;
@@ -382,14 +388,19 @@ static void registry_meta(ttft_registry *r, const ttft_config *c) {
   m->n_band_edges = c->n_prompt_bands;
   memcpy(m->band_edges, c->prompt_band_edges, sizeof m->band_edges);
   for (int k = 0; k < TTFT_METRIC_COUNT_; k++) {
-    const uint64_t *b = c->prom_buckets[k];
-    uint32_t n = c->prom_n_buckets[k];
+    /* metrics past the configurable ones use a sibling's bounds */
+    int src = k < TTFT_PROM_CONFIG_METRICS ? k : TTFT_METRIC_ITL;
+    const uint64_t *b = c->prom_buckets[src];
+    uint32_t n = c->prom_n_buckets[src];
     if (!b) b = ttft__default_prom_buckets((ttft_metric)k, &n);
     if (n > TTFT_MAX_PROM_BUCKETS) n = TTFT_MAX_PROM_BUCKETS;
     m->prom_n_buckets[k] = n;
     if (n) memcpy(m->prom_buckets[k], b, n * sizeof *b);
   }
   m->prom_summaries = c->prom_summaries;
+  m->native_histograms = c->native_histograms;
+  m->native_schema = c->native_schema;
+  m->export_idle_classes = c->export_idle_classes;
   m->stall_threshold_ns = c->stall_threshold_ns;
   m->registry_id = r->id;
 }

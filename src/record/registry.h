@@ -40,10 +40,26 @@ typedef struct ttft__stack {
   _Atomic uint64_t head;
 } ttft__stack;
 
+/* The live histograms of a class record: one per metric, with two
+ * differences that keep the per-token path at one histogram update per
+ * single-token emission: h[TTFT_METRIC_ITL] holds the gaps before
+ * single-token emissions only, and h[TTFT_METRIC_ITL_PER_TOKEN] the
+ * per-token values of multi-token emissions only; the gaps before
+ * multi-token emissions go to h[TTFT__LH_ITL_MULTI]. snapshot_take adds
+ * them up (ITL = ITL + ITL_MULTI; ITL_PER_TOKEN = ITL + ITL_PER_TOKEN),
+ * since a one-token emission's per-token value is its gap. Then the
+ * per-status views, recorded at stream end (TTFT__LH_STATUS + st *
+ * TTFT__STATUS_VIEWS + view, see common/snapshot.h). */
+enum {
+  TTFT__LH_ITL_MULTI = TTFT_METRIC_COUNT_,
+  TTFT__LH_STATUS,
+  TTFT__LH_COUNT = TTFT__LH_STATUS + TTFT_STATUS_COUNT_ * TTFT__STATUS_VIEWS
+};
+
 /* per class, per shard */
 typedef struct ttft__crec {
   _Atomic uint64_t ctr[TTFT_COUNTER_COUNT_];
-  ttft__hist h[TTFT_METRIC_COUNT_];
+  ttft__hist h[TTFT__LH_COUNT];
 } ttft__crec;
 
 typedef struct ttft__shard {

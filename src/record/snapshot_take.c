@@ -41,7 +41,14 @@ ttft_snapshot *ttft_snapshot_take(ttft_registry *r) {
       const ttft__crec *cr = atomic_load_explicit(&sh->cls[c], memory_order_acquire);
       if (!cr) continue;
       for (int k = 0; k < TTFT_COUNTER_COUNT_; k++) s->cls[c].ctr[k] += LD(&cr->ctr[k]);
-      for (int m = 0; m < TTFT__HISTS_PER_CLASS; m++) hist_copy_add(s->cls[c].h[m], &cr->h[m]);
+      ttft__sclass *k = &s->cls[c];
+      for (int m = 0; m < TTFT_METRIC_COUNT_; m++) hist_copy_add(k->h[m], &cr->h[m]);
+      /* the live layout (record/registry.h) to the metrics */
+      hist_copy_add(k->h[TTFT_METRIC_ITL], &cr->h[TTFT__LH_ITL_MULTI]);
+      hist_copy_add(k->h[TTFT_METRIC_ITL_PER_TOKEN], &cr->h[TTFT_METRIC_ITL]);
+      for (int st = 0; st < TTFT_STATUS_COUNT_; st++)
+        for (int v = 0; v < TTFT__STATUS_VIEWS; v++)
+          hist_copy_add(k->sv[st][v], &cr->h[TTFT__LH_STATUS + st * TTFT__STATUS_VIEWS + v]);
     }
     for (int k = 0; k < 2; k++) hist_copy_add(s->split_cache[k], &sh->split_cache[k]);
     for (int b = 0; b < TTFT_MAX_BANDS; b++) hist_copy_add(s->split_band[b], &sh->split_band[b]);

@@ -12,5 +12,8 @@
 TTFT_HIDDEN int ttft__format_text(const ttft_snapshot *s, ttft__sb *sb);
 TTFT_HIDDEN int ttft__format_json(const ttft_snapshot *s, ttft__sb *sb);
 TTFT_HIDDEN int ttft__format_prometheus(const ttft_snapshot *s, ttft__sb *sb, int openmetrics);
+/* Length-delimited io.prometheus.client.MetricFamily messages (binary; the
+ * builder's NUL terminator is not part of the output). */
+TTFT_HIDDEN int ttft__format_protobuf(const ttft_snapshot *s, ttft__sb *sb);
 
 #endif /* TTFT_FORMAT_H */

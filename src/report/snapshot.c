@@ -36,6 +36,24 @@ uint64_t ttft_snapshot_class_counter(const ttft_snapshot *s, int class_id, ttft_
   return (k && (unsigned)c < TTFT_COUNTER_COUNT_) ? k->ctr[c] : 0;
 }
 
+static const ttft__shist *status_hist_of(const ttft_snapshot *s, int class_id, ttft_status st,
+                                         ttft_metric m) {
+  if ((unsigned)st >= TTFT_STATUS_COUNT_ || (unsigned)m >= TTFT_METRIC_COUNT_) return NULL;
+  int v = ttft__status_view(m);
+  const ttft__sclass *c = ttft__snapshot_class(s, class_id);
+  return (c && v >= 0) ? c->sv[st][v] : NULL;
+}
+uint64_t ttft_snapshot_status_count(const ttft_snapshot *s, int class_id, ttft_status st,
+                                    ttft_metric m) {
+  const ttft__shist *h = status_hist_of(s, class_id, st, m);
+  return h ? h->count : 0;
+}
+uint64_t ttft_snapshot_status_quantile(const ttft_snapshot *s, int class_id, ttft_status st,
+                                       ttft_metric m, double q) {
+  const ttft__shist *h = status_hist_of(s, class_id, st, m);
+  return (h && q_valid(q)) ? ttft__shist_quantile(h, q) : 0;
+}
+
 uint64_t ttft_snapshot_count(const ttft_snapshot *s, ttft_metric m) {
   return ttft_snapshot_class_count(s, TTFT_CLASS_ALL, m);
 }
@@ -138,6 +156,7 @@ long ttft_snapshot_format(const ttft_snapshot *s, ttft_format f, char *buf, size
   case TTFT_FORMAT_JSON: rc = ttft__format_json(s, &sb); break;
   case TTFT_FORMAT_PROMETHEUS: rc = ttft__format_prometheus(s, &sb, 0); break;
   case TTFT_FORMAT_OPENMETRICS: rc = ttft__format_prometheus(s, &sb, 1); break;
+  case TTFT_FORMAT_PROMETHEUS_PROTOBUF: rc = ttft__format_protobuf(s, &sb); break;
   default: rc = TTFT_EINVAL; break;
   }
   if (rc != TTFT_OK) return rc;

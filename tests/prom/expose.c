@@ -147,7 +147,7 @@ int main(int argc, char **argv) {
   static const uint64_t kb[] = {1, 10, 100, 1000};
   ttft_config_init(&c);
   c.metric_namespace = "inference_";
-  for (int m = 0; m < TTFT_METRIC_COUNT_; m++) {
+  for (int m = 0; m < TTFT_PROM_CONFIG_METRICS; m++) {
     c.prom_buckets[m] = m == TTFT_METRIC_OUTPUT_TOKENS ? kb : m == TTFT_METRIC_TTFT ? tb : gb;
     c.prom_n_buckets[m] = m == TTFT_METRIC_OUTPUT_TOKENS ? 4 : m == TTFT_METRIC_TTFT ? 4 : 6;
   }
