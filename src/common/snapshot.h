@@ -65,6 +65,15 @@ struct ttft_snapshot {
   size_t nhists;
 };
 
+/* Whether class c of s appears in expositions and reports: every class
+ * when s->export_idle_classes is set, else only classes that saw a begin
+ * (accepted or dropped). The class index stays the class id either way. */
+static inline int ttft__class_exported(const ttft_snapshot *s, uint32_t c) {
+  if (c >= s->nclasses) return 0;
+  if (s->export_idle_classes) return 1;
+  return s->cls[c].ctr[TTFT_COUNTER_BEGUN] != 0 || s->cls[c].ctr[TTFT_COUNTER_DROPPED] != 0;
+}
+
 /* A zeroed snapshot with nclasses classes (names empty), allocated with the
  * current allocator. NULL on ENOMEM or nclasses == 0. */
 TTFT_HIDDEN ttft_snapshot *ttft__snapshot_new(uint32_t nclasses);
