@@ -198,6 +198,7 @@ typedef enum ttft_split {
 
 #define TTFT_MAX_BANDS 8          /* prompt-length bands (edges + 1)           */
 #define TTFT_MAX_LABEL 128        /* longest label value kept, bytes           */
+#define TTFT_MAX_INFLIGHT (1u << 20) /* largest max_inflight (about 1 GiB of slots) */
 #define TTFT_MAX_CONST_LABELS 8   /* constant labels on every exported series  */
 #define TTFT_MAX_PROM_BUCKETS 64  /* Prometheus buckets per metric             */
 #define TTFT_PROM_CONFIG_METRICS 11 /* metrics 0..10 have configurable classic
@@ -225,10 +226,13 @@ typedef struct ttft_allocator {
  * are copied at ttft_registry_new; they may be freed afterwards. */
 typedef struct ttft_config {
   size_t struct_size;          /* sizeof(ttft_config), set by ttft_config_init */
-  uint32_t max_inflight;       /* sequence slots; default 4096; 1 .. 2^24. An
-                                  ended stream's slot is reused after a grace
-                                  period of ~50 us (docs/design.md): size it
-                                  for the peak in flight plus a margin.       */
+  uint32_t max_inflight;       /* sequence slots; default 4096; 1 ..
+                                  TTFT_MAX_INFLIGHT. ~960 bytes each, all
+                                  allocated and touched at creation. An ended
+                                  stream's slot is reused once no hook call
+                                  that saw it live is still running (no timer;
+                                  docs/design.md): size it for the peak in
+                                  flight plus a small margin.                 */
   uint32_t max_threads;        /* threads that get a private recording shard;
                                   default 8; 0 .. 256. Further threads record
                                   through one shared shard with atomic adds.   */
@@ -361,12 +365,14 @@ TTFT_API void ttft_request_init_sized(ttft_request *req, size_t size);
 /* Start a sequence at t_ns (TTFT_NOW = read r's clock): the clock start of
  * TTFT and E2E (see config start_point). Returns its handle, or 0 when r is
  * NULL or no slot is free or freed within the wait below (counted as
- * TTFT_COUNTER_DROPPED; ended slots are reused after a grace period, so a
- * registry churning at its capacity with descheduled threads can drop
- * while fewer than max_inflight streams are live). Thread-safe,
- * lock-free, no allocation. When every slot is taken but some belong to
- * streams ended within the grace period, it waits for them (at most 10 ms)
- * before giving up. */
+ * TTFT_COUNTER_DROPPED). An ended stream's slot is reused only once no
+ * hook call that saw that stream live is still running (docs/design.md),
+ * so a thread stopped inside a hook delays recycling: a registry at its
+ * capacity can then drop while fewer than max_inflight streams are live.
+ * When every slot is taken but some belong to ended streams, it waits for
+ * them (at most 10 ms) before giving up. Thread-safe, lock-free, no
+ * allocation; about one in 64 calls of ttft_stream_end or ttft_begin
+ * also runs the reclaimer (one membarrier(2) system call). */
 TTFT_API ttft_seq ttft_begin(ttft_registry *r, uint64_t t_ns);
 
 /* ttft_begin with request details. req NULL = ttft_request_init defaults.

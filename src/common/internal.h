@@ -50,6 +50,11 @@ TTFT_HIDDEN void ttft__sb_printf(ttft__sb *sb, const char *fmt, ...) TTFT_PRINTF
  * replaces as the Unicode standard recommends. */
 TTFT_HIDDEN size_t ttft__utf8_seq(const unsigned char *p, size_t n, unsigned *cp, size_t *bad);
 
+/* 1 when name is a label the exporters emit themselves (class, model,
+ * status, le, quantile, ...) or starts with "__": a constant label may not
+ * use it (ttft_registry_new refuses; the exporters also skip it). */
+TTFT_HIDDEN int ttft__label_reserved(const char *name);
+
 /* Copy a C string into a fixed field, truncated at a UTF-8 boundary. */
 TTFT_HIDDEN void ttft__strlcpy(char *dst, const char *src, size_t cap);
 

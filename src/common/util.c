@@ -183,3 +183,17 @@ void ttft__strlcpy(char *dst, const char *src, size_t cap) {
   memcpy(dst, src, n);
   dst[n] = '\0';
 }
+
+/* ------------------------------------------------------------ labels */
+/* Every label name an exporter writes beside the constant labels. */
+static const char *const reserved_labels[] = {
+    "class", "model", "status", "le", "quantile", "start_point", "token_point",
+    "version", "slo", "prefix_cache", "prompt_tokens", "view", "kind", "window"};
+
+int ttft__label_reserved(const char *name) {
+  if (!name) return 1;
+  if (name[0] == '_' && name[1] == '_') return 1;
+  for (size_t i = 0; i < sizeof reserved_labels / sizeof reserved_labels[0]; i++)
+    if (!strcmp(name, reserved_labels[i])) return 1;
+  return 0;
+}

@@ -57,8 +57,8 @@ static void tsc_pair(uint64_t *tsc, uint64_t *ns) {
 }
 
 static void tsc_publish(uint64_t base_tsc, uint64_t base_ns, uint64_t mult) {
-  uint32_t s = LD(&g_tsc.seq);
-  ST(&g_tsc.seq, s + 1);
+  uint32_t s = TTFT__LD(&g_tsc.seq);
+  TTFT__ST(&g_tsc.seq, s + 1);
   /* release stores: the odd sequence is visible before each new value */
   atomic_store_explicit(&g_tsc.base_tsc, base_tsc, memory_order_release);
   atomic_store_explicit(&g_tsc.base_ns, base_ns, memory_order_release);
@@ -131,7 +131,7 @@ static uint64_t tsc_now(void) {
     uint64_t bt = atomic_load_explicit(&g_tsc.base_tsc, memory_order_acquire);
     uint64_t bn = atomic_load_explicit(&g_tsc.base_ns, memory_order_acquire);
     uint64_t m = atomic_load_explicit(&g_tsc.mult, memory_order_acquire);
-    if (TTFT_LIKELY(!(s & 1u) && LD(&g_tsc.seq) == s)) {
+    if (TTFT_LIKELY(!(s & 1u) && TTFT__LD(&g_tsc.seq) == s)) {
       uint64_t t = __rdtsc();
       if (TTFT_UNLIKELY(t < bt)) return bn; /* read just before a re-anchor */
       return bn + (uint64_t)(((unsigned __int128)(t - bt) * m) >> 32);
@@ -152,6 +152,32 @@ int ttft__tsc_usable(void) {
   return st == 2;
 #else
   return 0;
+#endif
+}
+
+/* In a fork child, another thread of the parent may have been inside
+ * tsc_publish (sequence left odd: every TSC read would spin), refining
+ * (try-lock left held) or calibrating (state left 1: every registry_new
+ * asking for the TSC would spin). Only the forking thread exists: repair
+ * each from the values, which are always individually sane. */
+void ttft__clock_fork_child(void) {
+#ifdef TTFT_HAVE_TSC
+  TTFT__ST(&g_tsc.refining, 0);
+  int st = TTFT__LD(&g_tsc.state);
+  if (st == 1) {
+    TTFT__ST(&g_tsc.state, 0); /* calibration never finished: start over */
+    return;
+  }
+  uint32_t s = TTFT__LD(&g_tsc.seq);
+  if (st == 2 && (s & 1u)) {
+    /* a half-written triple: re-anchor it on a fresh pair, with the rate
+     * (one word, old or new, either is a calibrated rate) */
+    uint64_t t, n;
+    tsc_pair(&t, &n);
+    TTFT__ST(&g_tsc.base_tsc, t);
+    TTFT__ST(&g_tsc.base_ns, n);
+    TTFT__ST(&g_tsc.seq, s + 1);
+  }
 #endif
 }
 

@@ -15,7 +15,7 @@
 
 TTFT__INLINE void ctr_add(int shared, _Atomic uint64_t *c, uint64_t v) {
   if (TTFT_LIKELY(!shared))
-    ST(c, LD(c) + v);
+    TTFT__ST(c, TTFT__LD(c) + v);
   else
     atomic_fetch_add_explicit(c, v, memory_order_relaxed);
 }
@@ -24,19 +24,19 @@ TTFT__INLINE void ctr_add(int shared, _Atomic uint64_t *c, uint64_t v) {
 TTFT__INLINE void hist_rec_at(int shared, ttft__hist *h, uint32_t i, uint64_t v) {
   _Atomic uint64_t *b = &h->b[i];
   if (TTFT_LIKELY(!shared)) {
-    ST(b, LD(b) + 1);
-    ST(&h->sum, LD(&h->sum) + v);
-    if (~v > LD(&h->min)) ST(&h->min, ~v);
-    if (v > LD(&h->max)) ST(&h->max, v);
+    TTFT__ST(b, TTFT__LD(b) + 1);
+    TTFT__ST(&h->sum, TTFT__LD(&h->sum) + v);
+    if (~v > TTFT__LD(&h->min)) TTFT__ST(&h->min, ~v);
+    if (v > TTFT__LD(&h->max)) TTFT__ST(&h->max, v);
     return;
   }
   atomic_fetch_add_explicit(b, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&h->sum, v, memory_order_relaxed);
-  uint64_t m = LD(&h->min);
+  uint64_t m = TTFT__LD(&h->min);
   while (~v > m && !atomic_compare_exchange_weak_explicit(&h->min, &m, ~v, memory_order_relaxed,
                                                           memory_order_relaxed)) {
   }
-  m = LD(&h->max);
+  m = TTFT__LD(&h->max);
   while (v > m && !atomic_compare_exchange_weak_explicit(&h->max, &m, v, memory_order_relaxed,
                                                          memory_order_relaxed)) {
   }
@@ -50,10 +50,10 @@ TTFT__INLINE void hist_rec(int shared, ttft__hist *h, uint64_t v) {
 static inline void hist_rec_n(int shared, ttft__hist *h, uint64_t v, uint64_t n) {
   uint32_t i = ttft__hist_index(v);
   if (TTFT_LIKELY(!shared)) {
-    ST(&h->b[i], LD(&h->b[i]) + n);
-    ST(&h->sum, LD(&h->sum) + v * n);
-    if (~v > LD(&h->min)) ST(&h->min, ~v);
-    if (v > LD(&h->max)) ST(&h->max, v);
+    TTFT__ST(&h->b[i], TTFT__LD(&h->b[i]) + n);
+    TTFT__ST(&h->sum, TTFT__LD(&h->sum) + v * n);
+    if (~v > TTFT__LD(&h->min)) TTFT__ST(&h->min, ~v);
+    if (v > TTFT__LD(&h->max)) TTFT__ST(&h->max, v);
     return;
   }
   atomic_fetch_add_explicit(&h->b[i], n - 1, memory_order_relaxed);
@@ -67,22 +67,37 @@ static inline ttft__crec *crec_of(const ttft__shard *sh, uint32_t cls) {
   return atomic_load_explicit(&sh->cls[cls], memory_order_acquire);
 }
 
-/* ------------------------------------------------- call epochs (reclaim.c)
- * A private shard's epoch is odd while its thread is inside a call that
- * writes slot fields. The compiler barrier keeps the slot-state check
- * after the odd store in program order; the hardware may still let the
- * check pass the store, which the reclaimer's grace period covers. */
-TTFT__INLINE uint64_t call_enter(ttft__shard *sh, int shared) {
+/* A hook call rejected with TTFT_ESTALE: counted in class 0 (a stale
+ * handle has no class), exported registry-wide. */
+__attribute__((noinline, cold)) static void stale_seen(ttft__shard *sh, int shared) {
+  ctr_add(shared, &crec_of(sh, 0)->ctr[TTFT_COUNTER_STALE], 1);
+}
+
+/* ------------------------------------------------ call brackets (reclaim.c)
+ * Every call that checks a slot's state and then writes the slot runs
+ * between call_enter and call_leave, which tell the reclaimer that a call
+ * is in progress. reclaim.c has the protocol and its proof. */
+TTFT__INLINE uint64_t call_enter(const ttft_registry *r, ttft__shard *sh, int shared) {
   if (TTFT_LIKELY(!shared)) {
-    uint64_t e = LD(&sh->epoch);
-    ST(&sh->epoch, e + 1);
-    atomic_signal_fence(memory_order_seq_cst);
+    uint64_t e = TTFT__LD(&sh->epoch);
+    TTFT__ST(&sh->epoch, e + 1);
+    if (TTFT_UNLIKELY(r->fence_mode))
+      /* seq_cst: without membarrier, pairs with the reclaimer's fence
+       * (classic Dekker: the odd epoch or the ended state is seen) */
+      atomic_thread_fence(memory_order_seq_cst);
+    else
+      /* compiler only: the state load stays after the odd store in
+       * program order; the reclaimer's membarrier supplies the hardware
+       * ordering (reclaim.c, case 1) */
+      atomic_signal_fence(memory_order_seq_cst);
     return e;
   }
-  /* seq_cst: the reclaimer's seq_cst read of `entered` and our seq_cst
-   * state load below cannot both miss each other */
-  atomic_fetch_add_explicit(&sh->entered, 1, memory_order_seq_cst);
-  return 0;
+  /* acquire: a call that sees a flipped index is ordered after the flip,
+   * hence after the ends of the batch being waited for (reclaim.c, 2) */
+  uint32_t i = atomic_load_explicit(&sh->srcu_idx, memory_order_acquire) & 1u;
+  /* seq_cst: the increment I of reclaim.c's proof, before our state load */
+  atomic_fetch_add_explicit(&sh->srcu_enter[i], 1, memory_order_seq_cst);
+  return i;
 }
 
 TTFT__INLINE void call_leave(ttft__shard *sh, int shared, uint64_t e) {
@@ -91,8 +106,8 @@ TTFT__INLINE void call_leave(ttft__shard *sh, int shared, uint64_t e) {
      * acquire of the epoch, hence before the slot is reused */
     atomic_store_explicit(&sh->epoch, e + 2, memory_order_release);
   else
-    /* release: as above, for the shared shard's exit count */
-    atomic_fetch_add_explicit(&sh->exited, 1, memory_order_release);
+    /* release: as above, for the shared shard's exit count of index e */
+    atomic_fetch_add_explicit(&sh->srcu_exit[e], 1, memory_order_release);
 }
 
 /* The slot of handle s when s names a live sequence, else NULL. */
@@ -104,7 +119,7 @@ TTFT__INLINE ttft__slot *live_slot(ttft_registry *r, int shared, ttft_seq s) {
    * visible; seq_cst in shared mode, see call_enter */
   uint64_t st = atomic_load_explicit(&sl->state, TTFT_LIKELY(!shared) ? memory_order_acquire
                                                                            : memory_order_seq_cst);
-  if (TTFT_UNLIKELY(st != SLOT_STATE(s >> 32, SLOT_LIVE))) return NULL;
+  if (TTFT_UNLIKELY(st != TTFT__SLOT_STATE(s >> 32, TTFT__SLOT_LIVE))) return NULL;
   return sl;
 }
 
@@ -140,34 +155,33 @@ static ttft_seq begin_common(ttft_registry *r, uint32_t cls, uint32_t prompt_tok
   }
   if (t == TTFT_NOW) t = ttft__now(r);
   ttft__slot *sl = &r->slots[s1 - 1];
-  ST(&sl->t_begin, t);
-  ST(&sl->t_sched, 0);
-  ST(&sl->t_first, 0);
-  ST(&sl->t_last, t);
-  ST(&sl->t_event, t);
-  ST(&sl->tokens, 0);
-  ST(&sl->max_gap, 0);
-  ST(&sl->stall_ns, r->classes[cls].slo.stall_threshold_ns);
-  ST(&sl->flags, 0);
-  ST(&sl->stalls, 0);
-  ST(&sl->preemptions, 0);
-  ST(&sl->cls, cls);
-  ST(&sl->band, band_of(r, prompt_tokens));
-  ST(&sl->prefix, prefix_hit < 0 ? -1 : (prefix_hit ? 1 : 0));
+  TTFT__ST(&sl->t_begin, t);
+  TTFT__ST(&sl->t_sched, 0);
+  TTFT__ST(&sl->t_first, 0);
+  TTFT__ST(&sl->t_last, t);
+  TTFT__ST(&sl->t_event, t);
+  TTFT__ST(&sl->tokens, 0);
+  TTFT__ST(&sl->max_gap, 0);
+  TTFT__ST(&sl->stall_ns, r->classes[cls].slo.stall_threshold_ns);
+  TTFT__ST(&sl->flags, 0);
+  TTFT__ST(&sl->stalls, 0);
+  TTFT__ST(&sl->preemptions, 0);
+  TTFT__ST(&sl->cls, cls);
+  TTFT__ST(&sl->band, band_of(r, prompt_tokens));
+  TTFT__ST(&sl->prefix, prefix_hit < 0 ? -1 : (prefix_hit ? 1 : 0));
   /* The gap histogram was cleared by the stream_end of the slot's last
    * sequence, on the core that wrote it; only an emission that raced that
    * end (emissions moved on since) leaves it to clear here. */
-  if (TTFT_UNLIKELY(LD(&sl->emissions) != LD(&sl->gh_clean)))
-    for (uint32_t w = 0; w < TTFT__SG_WORDS; w++) ST(&sl->gh[w], 0);
-  ST(&sl->gh_clean, 0);
-  ST(&sl->emissions, 0);
+  if (TTFT_UNLIKELY(TTFT__LD(&sl->emissions) != TTFT__LD(&sl->gh_clean)))
+    for (uint32_t w = 0; w < TTFT__SG_WORDS; w++) TTFT__ST(&sl->gh[w], 0);
+  TTFT__ST(&sl->gh_clean, 0);
+  TTFT__ST(&sl->emissions, 0);
   ctr_add(sh->shared, &cr->ctr[TTFT_COUNTER_BEGUN], 1);
   /* a new generation: handles of the slot's earlier sequences stop
    * matching here (the slot kept its old ENDING state until now) */
-  uint32_t gen = SLOT_GEN(LD(&sl->state)) + 1;
-  if (!gen) gen = 1;
+  uint32_t gen = ttft__gen_next(TTFT__SLOT_GEN(TTFT__LD(&sl->state)));
   /* release: publishes the fields above to whoever acquires the live state */
-  atomic_store_explicit(&sl->state, SLOT_STATE(gen, SLOT_LIVE), memory_order_release);
+  atomic_store_explicit(&sl->state, TTFT__SLOT_STATE(gen, TTFT__SLOT_LIVE), memory_order_release);
   return ((uint64_t)gen << 32) | s1;
 }
 
@@ -195,26 +209,27 @@ int ttft_mark(ttft_registry *r, ttft_seq s, ttft_phase phase, uint64_t t_ns) {
   if (!r || (unsigned)phase >= TTFT_PHASE_COUNT_) return TTFT_EINVAL;
   ttft__shard *sh = ttft__shard_get(r);
   const int shared = sh->shared;
-  uint64_t e = call_enter(sh, shared);
+  uint64_t e = call_enter(r, sh, shared);
   ttft__slot *sl = live_slot(r, shared, s);
   if (!sl) {
+    stale_seen(sh, shared);
     call_leave(sh, shared, e);
     return TTFT_ESTALE;
   }
-  ttft__crec *cr = crec_of(sh, LD(&sl->cls));
-  uint64_t t = event_time(r, shared, cr, t_ns, LD(&sl->t_event));
+  ttft__crec *cr = crec_of(sh, TTFT__LD(&sl->cls));
+  uint64_t t = event_time(r, shared, cr, t_ns, TTFT__LD(&sl->t_event));
   if (phase == TTFT_PHASE_SCHEDULED) {
-    uint32_t f = LD(&sl->flags);
-    if (!(f & SF_SCHED) && LD(&sl->emissions) == 0) {
-      ST(&sl->t_sched, t);
-      ST(&sl->flags, f | SF_SCHED);
-      hist_rec(sh->shared, &cr->h[TTFT_METRIC_QUEUE], t - LD(&sl->t_begin));
+    uint32_t f = TTFT__LD(&sl->flags);
+    if (!(f & SF_SCHED) && TTFT__LD(&sl->emissions) == 0) {
+      TTFT__ST(&sl->t_sched, t);
+      TTFT__ST(&sl->flags, f | SF_SCHED);
+      hist_rec(sh->shared, &cr->h[TTFT_METRIC_QUEUE], t - TTFT__LD(&sl->t_begin));
     }
   } else {
-    ST(&sl->preemptions, LD(&sl->preemptions) + 1);
+    TTFT__ST(&sl->preemptions, TTFT__LD(&sl->preemptions) + 1);
     ctr_add(sh->shared, &cr->ctr[TTFT_COUNTER_PREEMPTIONS], 1);
   }
-  ST(&sl->t_event, t);
+  TTFT__ST(&sl->t_event, t);
   call_leave(sh, shared, e);
   return TTFT_OK;
 }
@@ -224,9 +239,9 @@ int ttft_mark(ttft_registry *r, ttft_seq s, ttft_phase phase, uint64_t t_ns) {
  * 2^16 - 1 (at most 32767 + 32768 increments after a halving) */
 __attribute__((noinline, cold)) static void seq_gaps_halve(ttft__slot *sl) {
   for (uint32_t w = 0; w < TTFT__SG_WORDS; w++) {
-    uint64_t x = LD(&sl->gh[w]), y = 0;
+    uint64_t x = TTFT__LD(&sl->gh[w]), y = 0;
     for (unsigned k = 0; k < 4; k++) y |= ((((x >> (16 * k)) & 0xFFFFu) + 1) / 2) << (16 * k);
-    ST(&sl->gh[w], y);
+    TTFT__ST(&sl->gh[w], y);
   }
 }
 
@@ -244,96 +259,111 @@ TTFT__INLINE void record_gap(int shared, ttft__crec *cr, ttft__slot *sl, uint64_
   }
   uint32_t j = ttft__sg_index(i);
   _Atomic uint64_t *w = &sl->gh[j >> 2];
-  ST(w, LD(w) + (UINT64_C(1) << (16 * (j & 3))));
-  if (gap > LD(&sl->max_gap)) ST(&sl->max_gap, gap);
+  TTFT__ST(w, TTFT__LD(w) + (UINT64_C(1) << (16 * (j & 3))));
+  if (gap > TTFT__LD(&sl->max_gap)) TTFT__ST(&sl->max_gap, gap);
 }
 
 /* What every accepted emission stores last. */
 TTFT__INLINE void emission_done(int shared, ttft__crec *cr, ttft__slot *sl, uint64_t t,
                                 uint32_t em, uint32_t n_tokens) {
-  ST(&sl->t_last, t);
-  ST(&sl->t_event, t);
+  TTFT__ST(&sl->t_last, t);
+  TTFT__ST(&sl->t_event, t);
   /* release: this emission's gap counter is visible to whoever sees the
    * new count (stream_end clears the counters it has seen) */
   atomic_store_explicit(&sl->emissions, em + 1, memory_order_release);
-  ST(&sl->tokens, LD(&sl->tokens) + n_tokens);
+  TTFT__ST(&sl->tokens, TTFT__LD(&sl->tokens) + n_tokens);
   ctr_add(shared, &cr->ctr[TTFT_COUNTER_TOKENS], n_tokens);
 }
 
 __attribute__((noinline, cold)) static void first_emission(ttft_registry *r, ttft__shard *sh,
                                                            ttft__crec *cr, ttft__slot *sl,
                                                            uint64_t t) {
-  uint64_t ttft = t - LD(&sl->t_begin);
+  uint64_t ttft = t - TTFT__LD(&sl->t_begin);
   hist_rec(sh->shared, &cr->h[TTFT_METRIC_TTFT], ttft);
-  int32_t p = LD(&sl->prefix);
+  int32_t p = TTFT__LD(&sl->prefix);
   if (p >= 0) hist_rec(sh->shared, &sh->split_cache[p], ttft);
-  int32_t b = LD(&sl->band);
+  int32_t b = TTFT__LD(&sl->band);
   if (b >= 0) hist_rec(sh->shared, &sh->split_band[b], ttft);
-  if (LD(&sl->flags) & SF_SCHED) hist_rec(sh->shared, &cr->h[TTFT_METRIC_PREFILL], t - LD(&sl->t_sched));
-  ST(&sl->t_first, t);
+  if (TTFT__LD(&sl->flags) & SF_SCHED) hist_rec(sh->shared, &cr->h[TTFT_METRIC_PREFILL], t - TTFT__LD(&sl->t_sched));
+  TTFT__ST(&sl->t_first, t);
   (void)r;
 }
 
 __attribute__((noinline, cold)) static void stall_seen(ttft__shard *sh, ttft__crec *cr,
                                                        ttft__slot *sl) {
-  ST(&sl->stalls, LD(&sl->stalls) + 1);
+  TTFT__ST(&sl->stalls, TTFT__LD(&sl->stalls) + 1);
   ctr_add(sh->shared, &cr->ctr[TTFT_COUNTER_STALLS], 1);
-  uint32_t f = LD(&sl->flags);
+  uint32_t f = TTFT__LD(&sl->flags);
   if (!(f & SF_STALLED)) {
-    ST(&sl->flags, f | SF_STALLED);
+    TTFT__ST(&sl->flags, f | SF_STALLED);
     ctr_add(sh->shared, &cr->ctr[TTFT_COUNTER_STALLED_SEQS], 1);
   }
 }
 
-/* The whole of token_emitted: every case (first emission, stall, shared
- * shard, clamped clock, counter halving). The exported function below runs
- * the common case without any call and comes here for everything else. */
-__attribute__((noinline)) static int token_emitted_full(ttft_registry *r, ttft_seq s,
-                                                         uint32_t n_tokens, uint64_t t_ns) {
-  ttft__shard *sh = ttft__shard_get(r);
-  const int shared = sh->shared; /* read once: atomics below make the compiler reload it */
-  uint64_t e = call_enter(sh, shared);
+/* One emission of s at t (resolved, never TTFT_NOW), inside a call
+ * bracket: every case (first emission, stall, shared shard, clamped clock,
+ * counter halving). Returns TTFT_OK or TTFT_ESTALE (counted). */
+__attribute__((noinline)) static int emit_in_call(ttft_registry *r, ttft__shard *sh, int shared,
+                                                   ttft_seq s, uint32_t n_tokens, uint64_t t) {
   ttft__slot *sl = live_slot(r, shared, s);
   if (TTFT_UNLIKELY(!sl)) {
-    call_leave(sh, shared, e);
+    stale_seen(sh, shared);
     return TTFT_ESTALE;
   }
-  ttft__crec *cr = crec_of(sh, LD(&sl->cls));
-  uint64_t t = event_time(r, shared, cr, t_ns, LD(&sl->t_event));
-  uint32_t em = LD(&sl->emissions);
+  ttft__crec *cr = crec_of(sh, TTFT__LD(&sl->cls));
+  t = event_time(r, shared, cr, t, TTFT__LD(&sl->t_event));
+  uint32_t em = TTFT__LD(&sl->emissions);
   if (TTFT_LIKELY(em != 0)) {
-    uint64_t gap = t - LD(&sl->t_last);
+    uint64_t gap = t - TTFT__LD(&sl->t_last);
     if (TTFT_UNLIKELY((em & 0x7FFFu) == 0)) seq_gaps_halve(sl);
     record_gap(shared, cr, sl, gap, n_tokens);
-    if (TTFT_UNLIKELY(gap > LD(&sl->stall_ns))) stall_seen(sh, cr, sl);
+    if (TTFT_UNLIKELY(gap > TTFT__LD(&sl->stall_ns))) stall_seen(sh, cr, sl);
   } else {
     first_emission(r, sh, cr, sl, t);
   }
   emission_done(shared, cr, sl, t, em, n_tokens);
-  call_leave(sh, shared, e);
   return TTFT_OK;
 }
 
-/* The common case — a later emission of a live sequence, on a thread with a
- * private shard, time moving forward, no stall, no counter halving due —
- * with no call at all, so nothing is spilled. Anything else leaves the call
- * (epoch even again, nothing written) and runs token_emitted_full from the
- * start. t is already resolved (never TTFT_NOW). */
+/* The common case of one emission on a private shard — a later emission
+ * of a live sequence, time moving forward, no stall, no counter halving
+ * due — inside a call bracket. Returns 1 when it recorded the emission,
+ * 0 when nothing was written and the general path must run. */
+TTFT__INLINE int emit_fast_in_call(ttft_registry *r, ttft__shard *sh, ttft_seq s,
+                                   uint32_t n_tokens, uint64_t t) {
+  ttft__slot *sl = live_slot(r, 0, s);
+  if (TTFT_UNLIKELY(!sl)) return 0;
+  uint32_t em = TTFT__LD(&sl->emissions);
+  uint64_t gap = t - TTFT__LD(&sl->t_last);
+  if (TTFT_UNLIKELY(em == 0 || (em & 0x7FFFu) == 0 || t < TTFT__LD(&sl->t_event) ||
+                    gap > TTFT__LD(&sl->stall_ns)))
+    return 0;
+  ttft__crec *cr = crec_of(sh, TTFT__LD(&sl->cls));
+  record_gap(0, cr, sl, gap, n_tokens);
+  emission_done(0, cr, sl, t, em, n_tokens);
+  return 1;
+}
+
+/* token_emitted, any case. */
+__attribute__((noinline)) static int token_emitted_full(ttft_registry *r, ttft_seq s,
+                                                         uint32_t n_tokens, uint64_t t) {
+  ttft__shard *sh = ttft__shard_get(r);
+  const int shared = sh->shared; /* read once: atomics below make the compiler reload it */
+  uint64_t e = call_enter(r, sh, shared);
+  int rc = emit_in_call(r, sh, shared, s, n_tokens, t);
+  call_leave(sh, shared, e);
+  return rc;
+}
+
+/* The common case with no call at all, so nothing is spilled. Anything
+ * else leaves the call (epoch even again, nothing written) and runs
+ * token_emitted_full from the start. t is resolved (never TTFT_NOW). */
 TTFT__INLINE int token_emitted_fast(ttft_registry *r, ttft_seq s, uint32_t n_tokens, uint64_t t) {
   if (TTFT_UNLIKELY(ttft__tl_cache[0].reg_id != r->id)) goto full;
   ttft__shard *sh = ttft__tl_cache[0].sh;
   if (TTFT_UNLIKELY(sh->shared)) goto full;
-  uint64_t e = call_enter(sh, 0);
-  ttft__slot *sl = live_slot(r, 0, s);
-  if (TTFT_UNLIKELY(!sl)) goto leave_full;
-  uint32_t em = LD(&sl->emissions);
-  uint64_t gap = t - LD(&sl->t_last);
-  if (TTFT_UNLIKELY(em == 0 || (em & 0x7FFFu) == 0 || t < LD(&sl->t_event) ||
-                    gap > LD(&sl->stall_ns)))
-    goto leave_full;
-  ttft__crec *cr = crec_of(sh, LD(&sl->cls));
-  record_gap(0, cr, sl, gap, n_tokens);
-  emission_done(0, cr, sl, t, em, n_tokens);
+  uint64_t e = call_enter(r, sh, 0);
+  if (TTFT_UNLIKELY(!emit_fast_in_call(r, sh, s, n_tokens, t))) goto leave_full;
   call_leave(sh, 0, e);
   return TTFT_OK;
 leave_full:
@@ -354,6 +384,57 @@ int ttft_token_emitted(ttft_registry *r, ttft_seq s, uint32_t n_tokens, uint64_t
   return token_emitted_fast(r, s, n_tokens, t_ns);
 }
 
+/* ---------------------------------------------------------- step_emitted */
+/* One call bracket and (for TTFT_NOW) one clock read for the whole step;
+ * per sequence the same recording as ttft_token_emitted. */
+long ttft_step_emitted(ttft_registry *r, const ttft_seq *seqs, const uint32_t *n_tokens,
+                       size_t count, uint64_t t_ns) {
+  if (TTFT_UNLIKELY(!r || (!seqs && count))) return TTFT_EINVAL;
+  if (!count) return 0;
+  uint64_t t = t_ns == TTFT_NOW ? ttft__now(r) : t_ns;
+  ttft__shard *sh = ttft__shard_get(r);
+  const int shared = sh->shared;
+  long accepted = 0;
+  uint64_t e = call_enter(r, sh, shared);
+  if (TTFT_LIKELY(!shared)) {
+    for (size_t i = 0; i < count; i++) {
+      uint32_t n = n_tokens ? n_tokens[i] : 1;
+      if (TTFT_UNLIKELY(!n)) continue;
+      if (TTFT_LIKELY(emit_fast_in_call(r, sh, seqs[i], n, t)) ||
+          emit_in_call(r, sh, 0, seqs[i], n, t) == TTFT_OK)
+        accepted++;
+    }
+  } else {
+    for (size_t i = 0; i < count; i++) {
+      uint32_t n = n_tokens ? n_tokens[i] : 1;
+      if (n && emit_in_call(r, sh, 1, seqs[i], n, t) == TTFT_OK) accepted++;
+    }
+  }
+  call_leave(sh, shared, e);
+  return accepted;
+}
+
+/* -------------------------------------------------------------- annotate */
+int ttft_annotate(ttft_registry *r, ttft_seq s, uint32_t prompt_tokens, int prefix_hit) {
+  if (!r || prefix_hit < -1 || prefix_hit > 1) return TTFT_EINVAL;
+  ttft__shard *sh = ttft__shard_get(r);
+  const int shared = sh->shared;
+  uint64_t e = call_enter(r, sh, shared);
+  ttft__slot *sl = live_slot(r, shared, s);
+  int rc = TTFT_OK;
+  if (!sl) {
+    stale_seen(sh, shared);
+    rc = TTFT_ESTALE;
+  } else if (TTFT__LD(&sl->emissions) != 0) {
+    rc = TTFT_ERANGE; /* the splits were recorded with the first token */
+  } else {
+    if (prompt_tokens) TTFT__ST(&sl->band, band_of(r, prompt_tokens));
+    if (prefix_hit >= 0) TTFT__ST(&sl->prefix, prefix_hit);
+  }
+  call_leave(sh, shared, e);
+  return rc;
+}
+
 /* ------------------------------------------------------------- stream_end */
 /* Clear the gap counters of an ended sequence here, where they are hot in
  * cache, instead of in the next ttft_begin (possibly on another core).
@@ -361,34 +442,37 @@ int ttft_token_emitted(ttft_registry *r, ttft_seq s, uint32_t n_tokens, uint64_t
  * emission count this covers (see begin_common). */
 static void seq_gaps_clear(ttft__slot *sl, uint32_t em) {
   if (em >= 2) {
-    uint32_t top = ttft__sg_index(ttft__hist_index(LD(&sl->max_gap))) >> 2;
+    uint32_t top = ttft__sg_index(ttft__hist_index(TTFT__LD(&sl->max_gap))) >> 2;
     for (uint32_t w = 0; w <= top; w++)
-      if (LD(&sl->gh[w])) ST(&sl->gh[w], 0);
+      if (TTFT__LD(&sl->gh[w])) TTFT__ST(&sl->gh[w], 0);
   }
-  ST(&sl->gh_clean, em);
+  TTFT__ST(&sl->gh_clean, em);
 }
 
 int ttft_stream_end(ttft_registry *r, ttft_seq s, ttft_status status, uint64_t t_ns) {
   if (!r || (unsigned)status >= TTFT_STATUS_COUNT_) return TTFT_EINVAL;
   uint32_t idx = (uint32_t)s - 1;
-  if (idx >= r->nslots) return TTFT_ESTALE;
-  ttft__slot *sl = &r->slots[idx];
-  uint64_t live = SLOT_STATE(s >> 32, SLOT_LIVE);
+  ttft__slot *sl = idx < r->nslots ? &r->slots[idx] : NULL;
+  uint64_t live = TTFT__SLOT_STATE(s >> 32, TTFT__SLOT_LIVE);
   /* seq_cst: exactly one of racing enders wins; it acquires the fields the
-   * sequence's earlier hooks wrote, and it is ordered before the
-   * reclaimer's seq_cst reads (reclaim.c) */
-  if (!atomic_compare_exchange_strong_explicit(&sl->state, &live, SLOT_STATE(s >> 32, SLOT_ENDING),
-                                               memory_order_seq_cst, memory_order_relaxed))
+   * sequence's earlier hooks wrote, and it precedes the reclaimer's
+   * barrier and loads (reclaim.c: "the ending CAS") */
+  if (!sl || !atomic_compare_exchange_strong_explicit(&sl->state, &live,
+                                                      TTFT__SLOT_STATE(s >> 32, TTFT__SLOT_ENDING),
+                                                      memory_order_seq_cst, memory_order_relaxed)) {
+    ttft__shard *sh = ttft__shard_get(r);
+    stale_seen(sh, sh->shared);
     return TTFT_ESTALE;
+  }
   ttft__shard *sh = ttft__shard_get(r);
-  uint32_t cls = LD(&sl->cls);
+  uint32_t cls = TTFT__LD(&sl->cls);
   ttft__crec *cr = crec_of(sh, cls);
-  uint64_t t = event_time(r, sh->shared, cr, t_ns, LD(&sl->t_event));
-  uint64_t t_begin = LD(&sl->t_begin), t_first = LD(&sl->t_first), t_last = LD(&sl->t_last);
+  uint64_t t = event_time(r, sh->shared, cr, t_ns, TTFT__LD(&sl->t_event));
+  uint64_t t_begin = TTFT__LD(&sl->t_begin), t_first = TTFT__LD(&sl->t_first), t_last = TTFT__LD(&sl->t_last);
   /* acquire: pairs with token_emitted's release, so every gap counted in
    * em is in gh[] when we clear it below */
   uint32_t em = atomic_load_explicit(&sl->emissions, memory_order_acquire);
-  uint64_t n = LD(&sl->tokens);
+  uint64_t n = TTFT__LD(&sl->tokens);
   uint64_t e2e = sub0(t, t_begin);
 
   hist_rec(sh->shared, &cr->h[TTFT_METRIC_E2E], e2e);
@@ -412,7 +496,7 @@ int ttft_stream_end(ttft_registry *r, ttft_seq s, ttft_status status, uint64_t t
     /* no halving has happened while fewer than 32768 gaps were recorded */
     uint64_t gaps = em - 1 < 0x8000u ? em - 1 : 0;
     hist_rec(sh->shared, &cr->h[TTFT_METRIC_SEQ_ITL_P95], ttft__seq_gap_quantile(sl, 0.95, gaps));
-    hist_rec(sh->shared, &cr->h[TTFT_METRIC_SEQ_ITL_MAX], LD(&sl->max_gap));
+    hist_rec(sh->shared, &cr->h[TTFT_METRIC_SEQ_ITL_MAX], TTFT__LD(&sl->max_gap));
   }
   /* good: completed and within every budget its class sets. With no token
    * at all, the TTFT budget is judged on the whole (empty) answer. */

@@ -1,26 +1,133 @@
-/* reclaim.c — slot lists and deferred slot recycling.
+/* reclaim.c — slot lists, and when an ended slot may serve a new sequence.
  *
- * ttft_stream_end may race a ttft_token_emitted (or ttft_mark) running on
- * another thread for the same sequence. The loser of that race may already
- * have checked the slot's state and be about to write the slot's fields, so
- * an ended slot must not serve a new sequence until every such writer is
- * out. The writers pay no fence for this (the hot path has no lock-prefixed
- * instruction): each thread's shard carries a call epoch, odd inside a call.
- * Ended slots wait on their shard's `pending` stack; the reclaimer moves
- * everything pending into limbo as one batch,
- * notes every shard's epoch, and frees the batch when, for each other
- * shard, the grace period is over and the epoch is even (no call that began
- * before the batch is still running) or has moved on from an odd value.
- * The grace period covers the time a store needs to leave the writer's
- * store buffer (nanoseconds in practice; we allow 50 us). The shared shard
- * (atomic mode) uses entered/exited counters with sequentially consistent
- * operations instead, which need no grace period. docs/design.md has more.
+ * THE PROBLEM. ttft_stream_end may race a ttft_token_emitted (or ttft_mark,
+ * ttft_annotate, ttft_step_emitted) running on another thread for the same
+ * sequence. The writer ("caller") checks the slot's state word against its
+ * handle, then writes the slot's fields. If the end wins its CAS between
+ * that check and those writes, the writes land after the end. That is
+ * harmless while the slot is still ENDING or free — and would corrupt the
+ * next sequence if the slot were already serving it. So an ended slot is
+ * reused only after every call that could have passed the check against
+ * the old generation has left. The per-token path of a thread that owns
+ * its shard must pay no lock-prefixed instruction and no fence for this.
+ *
+ * THE INVARIANT. A slot on a free stack is *quiescent*: no call that
+ * loaded its state word and saw the generation that ended is still
+ * running. Equivalently: for every batch B of ended slots, and every call
+ * C that loads a slot state of B, either (a) C's load returns ENDING or a
+ * later generation (so C writes nothing), or (b) C leaves before any slot
+ * of B leaves limbo (and C's writes happen-before the slot's reuse).
+ *
+ * THE PROTOCOL. Ended slots wait on their ending shard's `pending` stack.
+ * A reclaimer (the thread that retires the batch-th slot, or a begin that
+ * finds no free slot; one at a time, `reclaiming` is a try-lock) takes
+ * every pending stack into limbo as one batch B. Every slot of B was ended
+ * by a seq_cst CAS (hooks.c) that happens-before the take (release push,
+ * acq_rel take). Then, per kind of shard:
+ *
+ * 1. Private shards (one owner thread, no atomic RMW on the token path).
+ *    The owner brackets each call: E := odd (relaxed store), compiler
+ *    barrier, load state (acquire), ..., E := even (release store).
+ *    The reclaimer issues one *heavy barrier* — membarrier(2)
+ *    MEMBARRIER_CMD_PRIVATE_EXPEDITED, which makes every running thread of
+ *    the process execute a full memory barrier (and counts a thread that
+ *    is not running as having passed one) before it returns — and only
+ *    then loads each owned shard's E (acquire). This is the asymmetric
+ *    Dekker pattern of userspace-rcu's urcu-memb flavour. Let P be the
+ *    point in the owner's program at which it executed the barrier:
+ *      - if P precedes the owner's "E := odd", the owner's state load
+ *        comes after P, hence after the reclaimer's barrier, and the CAS
+ *        that ended the slot happened-before that barrier: the load
+ *        returns ENDING (or later): case (a);
+ *      - if P follows "E := odd", that store was globally visible when the
+ *        membarrier returned, so the reclaimer reads E odd (or a later
+ *        value) — it records the value and waits until E changes, i.e.
+ *        until that call has left (release store, acquire load): (b).
+ *    A later call of the same owner starts after E changed, which is after
+ *    P (E's change was not visible at the reclaimer's read, which follows
+ *    the membarrier; a store before P would have been): its load returns
+ *    ENDING: (a). No timing assumption is involved.
+ *    Where membarrier is unavailable (old kernel, seccomp), the library
+ *    decides so once, before the first registry exists, and then every
+ *    private call puts a seq_cst fence between "E := odd" and the state
+ *    load, and the reclaimer a seq_cst fence before its loads: classic
+ *    Dekker with fences (C11 [atomics.fences]), the way userspace-rcu
+ *    falls back to smp_mb() on both sides.
+ *    A shard with no owner (its thread exited or released it) has no call
+ *    in progress. It is read *after* the barrier, so a thread that takes
+ *    it afterwards does so after its own barrier point: its calls see
+ *    ENDING.
+ *
+ * 2. The shared (overflow) shard, used by any number of threads with
+ *    atomic RMWs: SRCU-style counter pairs. A call reads the current index
+ *    i (acquire), increments enter[i] (seq_cst RMW), loads the state
+ *    (seq_cst), ..., increments exit[i] (release RMW). The reclaimer, with
+ *    a = the active index when the batch was taken:
+ *      step 1: wait until index 1-a is drained;
+ *      step 2: flip the active index to 1-a (seq_cst store);
+ *      step 3: wait until index a is drained.
+ *    "Drained" = load exit[j] then enter[j] (both seq_cst) and find them
+ *    equal. Because each call increments exit[j] only after enter[j], and
+ *    exit is read first, equality means no call of index j that
+ *    incremented enter[j] before the enter load L is still inside: those
+ *    are case (b) (their release increments of exit[j] synchronise with
+ *    the acquire in the load). A call whose increment I follows L in the
+ *    seq_cst order S: the ending CAS happens-before L, so CAS <S L <S I <S
+ *    its state load, which therefore returns ENDING or later: case (a).
+ *    Every call increments one of the two indices, and both are drained
+ *    (1-a in step 1, a in step 3), so every call is covered. Step 2 makes
+ *    step 3 finish: calls that read the index after the flip go to 1-a,
+ *    so only calls that read it before the flip can still add to index a.
+ *    (A single count compared with a count taken at batch start — what
+ *    1.0 did — is wrong: calls that start later and finish quickly make
+ *    the exit count catch up while an older call is still inside.)
+ *
+ * A WORKED INTERLEAVING (the reproduction of issue 9.1, one slot, shared
+ * shard). Thread A loops token_emitted(x); main: stream_end(x), then a
+ * begin that wants x's slot.
+ *   A: idx -> 0; enter[0] 7 -> 8; load state: x LIVE; [A is frozen here]
+ *   main: CAS x LIVE -> ENDING; retire x (pending); begin: no free slot,
+ *         reclaim: take {x}; a = 0;
+ *         step 1: exit[1] = enter[1] = 3: drained;  flip: idx = 1;
+ *         step 3: exit[0] = 7, enter[0] = 8: NOT drained -> x stays in
+ *         limbo; begin polls (bounded wait) and gives up: returns 0.
+ *   B (another thread, shared shard): idx -> 1; enter[1] 3 -> 4; load
+ *         state: ENDING -> ESTALE; exit[1] 3 -> 4. It cannot "cover" for
+ *         A: it counted on the other index.
+ *   A: resumes, writes x's fields (slot still ENDING, in limbo), exit[0]
+ *         7 -> 8.
+ *   main: next begin polls step 3: exit[0] = enter[0] = 8: drained; x is
+ *         freed and reused. A's writes happened-before (release/acquire).
+ * Under 1.0's rule ("exited >= entered at batch start" = 8) B's exit made
+ * exited 8 while A was inside: x was reused under A.
+ *
+ * WHY THE RECLAIMER CANNOT MISS A CALL. A call is missed only if it passed
+ * the state check against the old generation and is not waited for. Every
+ * call of a private shard is seen by its epoch after the heavy barrier or
+ * sees ENDING (1); every call of the shared shard increments an index
+ * whose drain the batch waits for, or sees ENDING (2); a thread's shard
+ * is fixed for the duration of a call. There is no grace period, no clock
+ * and no "long enough in practice".
+ *
+ * Cost: on a private shard, two plain stores per call (no fence, no lock
+ * prefix); one membarrier syscall per reclaim batch (every nslots/16 ends,
+ * at most 64) by the thread that runs the reclaimer. A thread frozen
+ * inside a call holds back every later batch until it leaves: begins that
+ * find the registry exhausted meanwhile wait at most 10 ms, then count a
+ * drop.
  */
+#include <errno.h>
 #include <string.h>
 
 #include "record/registry.h"
 
-#define TTFT__GRACE_NS UINT64_C(50000)
+#if defined(__linux__)
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+#define TTFT__EXHAUSTED_WAIT_NS UINT64_C(10000000) /* a begin at capacity waits this long */
 
 #if defined(__x86_64__) || defined(__i386__)
 #define cpu_relax() __builtin_ia32_pause()
@@ -28,11 +135,83 @@
 #define cpu_relax() ((void)0)
 #endif
 
+/* ------------------------------------------------------- heavy barrier */
+/* 1 once membarrier(PRIVATE_EXPEDITED) is registered for this process;
+ * 0 = private calls must fence. Decided once, before the first registry
+ * exists (ttft__reclaim_init), never changed afterwards except in a fork
+ * child that re-registers (ttft__reclaim_atfork_child). */
+static _Atomic int g_membarrier = -1; /* -1 = not decided yet */
+
+#if defined(__linux__) && defined(__NR_membarrier)
+static long membarrier_call(int cmd) { return syscall(__NR_membarrier, cmd, 0, 0); }
+static int membarrier_register(void) {
+  long cmds = membarrier_call(MEMBARRIER_CMD_QUERY);
+  if (cmds < 0 || !(cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED)) return 0;
+  return membarrier_call(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
+}
+#else
+static int membarrier_register(void) { return 0; }
+#endif
+
+int ttft__reclaim_init(void) {
+  int v = atomic_load_explicit(&g_membarrier, memory_order_acquire);
+  if (v >= 0) return v;
+  /* saved and restored: the library never leaves errno set for its caller */
+  int saved = errno;
+  int ok = membarrier_register();
+  errno = saved;
+  int expect = -1;
+  /* acq_rel: the first decision wins; everyone reads the same value
+   * (registries copy it at creation, before any hook can see them) */
+  if (!atomic_compare_exchange_strong_explicit(&g_membarrier, &expect, ok, memory_order_acq_rel,
+                                               memory_order_acquire))
+    return expect;
+  return ok;
+}
+
+void ttft__reclaim_atfork_child(void) {
+  /* the registration belongs to the parent's mm; register the child's */
+  if (atomic_load_explicit(&g_membarrier, memory_order_relaxed) == 1) {
+    int saved = errno;
+    if (!membarrier_register()) {
+      /* cannot happen on a kernel that registered the parent; if it did,
+       * the reclaimer below falls back to a fence it cannot pair with the
+       * callers' compiler barriers. Keep it correct instead: no slot is
+       * ever recycled in this child (begins drop once the pool is used). */
+      atomic_store_explicit(&g_membarrier, 2, memory_order_relaxed);
+    }
+    errno = saved;
+  }
+}
+
+/* The reclaimer's side of the Dekker pair. Returns 0 when no barrier can
+ * be made (see ttft__reclaim_atfork_child): then nothing may be freed. */
+static int heavy_barrier(const ttft_registry *r) {
+  if (r->fence_mode) {
+    /* seq_cst: pairs with the seq_cst fence of every private call */
+    atomic_thread_fence(memory_order_seq_cst);
+    return 1;
+  }
+#if defined(__linux__) && defined(__NR_membarrier)
+  if (atomic_load_explicit(&g_membarrier, memory_order_relaxed) != 1) return 0;
+  int saved = errno;
+  long rc;
+  do {
+    rc = membarrier_call(MEMBARRIER_CMD_PRIVATE_EXPEDITED);
+  } while (rc != 0 && errno == EINTR);
+  errno = saved;
+  return rc == 0;
+#else
+  return 0;
+#endif
+}
+
+/* ------------------------------------------------------------- stacks */
 void ttft__stack_push(ttft_registry *r, ttft__stack *st, uint32_t idx) {
-  uint64_t h = LD(&st->head);
+  uint64_t h = TTFT__LD(&st->head);
   uint64_t nh;
   do {
-    ST(&r->slots[idx].next, (uint32_t)h);
+    TTFT__ST(&r->slots[idx].next, (uint32_t)h);
     nh = (((h >> 32) + 1) << 32) | (uint64_t)(idx + 1);
     /* release: the link and the slot's reset state are visible to the popper */
   } while (!atomic_compare_exchange_weak_explicit(&st->head, &h, nh, memory_order_release,
@@ -44,15 +223,16 @@ void ttft__stack_push(ttft_registry *r, ttft__stack *st, uint32_t idx) {
  * walking them. */
 static void pending_push(ttft_registry *r, ttft__stack *st, uint32_t idx) {
   ttft__slot *sl = &r->slots[idx];
-  uint64_t h = LD(&st->head);
+  uint64_t h = TTFT__LD(&st->head);
   uint64_t nh;
   do {
     uint32_t top = (uint32_t)h;
-    ST(&sl->next, top);
+    TTFT__ST(&sl->next, top);
     /* stale if the reclaimer took the stack meanwhile: then the CAS fails */
-    ST(&sl->tail, top ? LD(&r->slots[top - 1].tail) : idx + 1);
+    TTFT__ST(&sl->tail, top ? TTFT__LD(&r->slots[top - 1].tail) : idx + 1);
     nh = (((h >> 32) + 1) << 32) | (uint64_t)(idx + 1);
-    /* release: the links are visible to the reclaimer that takes the stack */
+    /* release: the links, and the end's CAS on the slot state before them,
+     * happen-before the reclaimer that takes the stack (acq_rel below) */
   } while (!atomic_compare_exchange_weak_explicit(&st->head, &h, nh, memory_order_release,
                                                   memory_order_relaxed));
 }
@@ -65,7 +245,7 @@ static uint32_t stack_pop(ttft_registry *r, ttft__stack *st) {
     if (!top) return 0;
     /* may be stale if another thread popped it meanwhile; the tag in the
      * head makes that CAS fail */
-    uint32_t next = LD(&r->slots[top - 1].next);
+    uint32_t next = TTFT__LD(&r->slots[top - 1].next);
     uint64_t nh = (((h >> 32) + 1) << 32) | next;
     /* acquire: as above, for the head we finally take */
     if (atomic_compare_exchange_weak_explicit(&st->head, &h, nh, memory_order_acquire,
@@ -74,82 +254,98 @@ static uint32_t stack_pop(ttft_registry *r, ttft__stack *st) {
   }
 }
 
-/* Is the grace period of the batch in limbo over? Called with the
- * reclaim try-lock held; self is the calling thread's shard. */
-static int grace_over(ttft_registry *r, const ttft__shard *self) {
-  uint64_t now = ttft_now_ns();
+/* Splice the chain first..last onto a free stack with one CAS. */
+static void stack_push_chain(ttft_registry *r, ttft__stack *st, uint32_t first, uint32_t last) {
+  uint64_t h = TTFT__LD(&st->head);
+  uint64_t nh;
+  do {
+    TTFT__ST(&r->slots[last - 1].next, (uint32_t)h);
+    nh = (((h >> 32) + 1) << 32) | first;
+    /* release: the links (and every write the quiescent callers made,
+     * acquired by the reclaimer) are visible to whoever pops */
+  } while (!atomic_compare_exchange_weak_explicit(&st->head, &h, nh, memory_order_release,
+                                                  memory_order_relaxed));
+}
+
+/* -------------------------------------------------------- quiescence */
+enum { LIMBO_EMPTY = 0, LIMBO_PRIVATE = 1, LIMBO_SRCU_INACTIVE = 1, LIMBO_SRCU_ACTIVE = 2 };
+
+/* Index j of the shared shard drained: no call that counted on j before
+ * this check is still inside. Order matters: exit first, then enter. */
+static int srcu_drained(const ttft__shard *sh, uint32_t j) {
+  /* seq_cst: exit before enter in S (see the top of this file); it is
+   * also an acquire of the exited calls' slot writes */
+  uint64_t x = atomic_load_explicit(&sh->srcu_exit[j], memory_order_seq_cst);
+  /* seq_cst: the load L of the proof: calls that increment enter[j]
+   * after it see the batch's ENDING states */
+  uint64_t n = atomic_load_explicit(&sh->srcu_enter[j], memory_order_seq_cst);
+  return x == n;
+}
+
+/* Has every call the batch in limbo must wait for left? Advances the
+ * per-shard state machines; called with the reclaim try-lock held. */
+static int quiescent(ttft_registry *r) {
   int done = 1;
   for (uint32_t i = 0; i < r->nshards; i++) {
-    if (!r->limbo_wait[i]) continue;
+    unsigned char w = r->limbo_wait[i];
+    if (!w) continue;
     ttft__shard *sh = &r->shards[i];
-    if (sh->shared) {
-      /* acquire: the exited calls' slot writes are complete */
-      if (atomic_load_explicit(&sh->exited, memory_order_acquire) >= r->limbo_epoch[i])
-        r->limbo_wait[i] = 0;
-      else
-        done = 0;
+    if (!sh->shared) {
+      /* acquire: pairs with the owner's release at call exit, so its slot
+       * writes happen-before the slot's reuse */
+      uint64_t e = atomic_load_explicit(&sh->epoch, memory_order_acquire);
+      if (e != r->limbo_epoch[i]) r->limbo_wait[i] = 0;
+      else done = 0;
       continue;
     }
-    if (sh == self) { /* our own calls are not running: we are here */
-      r->limbo_wait[i] = 0;
-      continue;
-    }
-    /* acquire: pairs with the owner's release at call exit, so its slot
-     * writes happen-before the slot's reuse */
-    uint64_t e = atomic_load_explicit(&sh->epoch, memory_order_acquire);
-    if (r->limbo_wait[i] == 1) {
-      if (now - r->limbo_t0 < TTFT__GRACE_NS) {
+    uint32_t a = (uint32_t)r->limbo_epoch[i]; /* the active index at the take */
+    if (w == LIMBO_SRCU_INACTIVE) {
+      if (!srcu_drained(sh, 1 - a)) {
         done = 0;
         continue;
       }
-      /* every epoch store made before the batch started is visible now */
-      if (!(e & 1)) {
-        r->limbo_wait[i] = 0;
-        continue;
-      }
-      r->limbo_epoch[i] = e; /* inside a call: wait until it leaves */
-      r->limbo_wait[i] = 2;
-      done = 0;
-      continue;
+      /* seq_cst: calls that read the new index count where step 3 does
+       * not look; their acquire of it orders their enter after this */
+      atomic_store_explicit(&sh->srcu_idx, 1 - a, memory_order_seq_cst);
+      r->limbo_wait[i] = w = LIMBO_SRCU_ACTIVE;
     }
-    if (e != r->limbo_epoch[i])
-      r->limbo_wait[i] = 0;
-    else
-      done = 0;
+    if (w == LIMBO_SRCU_ACTIVE) {
+      if (srcu_drained(sh, a)) r->limbo_wait[i] = 0;
+      else done = 0;
+    }
   }
   return done;
 }
 
-static void limbo_start(ttft_registry *r) {
-  ST(&r->limbo_head, 1);
-  r->limbo_t0 = ttft_now_ns();
+/* Start waiting for the batch just taken into limbo. 0 when no barrier
+ * could be made (the batch then stays in limbo). */
+static int limbo_start(ttft_registry *r, const ttft__shard *self) {
+  if (!heavy_barrier(r)) {
+    for (uint32_t i = 0; i < r->nshards; i++) r->limbo_wait[i] = 0;
+    return 0;
+  }
   for (uint32_t i = 0; i < r->nshards; i++) {
     ttft__shard *sh = &r->shards[i];
+    r->limbo_wait[i] = 0;
     if (sh->shared) {
-      /* seq_cst: ordered after the stream_end CASes of the batch (also
-       * seq_cst): a call counted later sees those slots as ended */
-      r->limbo_epoch[i] = atomic_load_explicit(&sh->entered, memory_order_seq_cst);
-      r->limbo_wait[i] = 1;
-    } else {
-      /* acquire: a shard released by its exiting thread carries that
-       * thread's last call exit with it; with no owner, nobody can be
-       * inside a call on it */
-      int owned = atomic_load_explicit(&sh->owned, memory_order_acquire);
-      r->limbo_wait[i] = (LD(&sh->used) && owned) ? 1 : 0;
+      /* relaxed: only the reclaimer (holding the try-lock) stores it */
+      r->limbo_epoch[i] = TTFT__LD(&sh->srcu_idx);
+      r->limbo_wait[i] = LIMBO_SRCU_INACTIVE;
+      continue;
+    }
+    /* our own calls are not running: we are here, outside any call */
+    if (sh == self) continue;
+    /* acquire: a shard released by an exiting thread carries that thread's
+     * last call exit with it. Read after the barrier: see case 1 above. */
+    if (!atomic_load_explicit(&sh->owned, memory_order_acquire)) continue;
+    /* acquire: pairs with the owner's release at call exit */
+    uint64_t e = atomic_load_explicit(&sh->epoch, memory_order_acquire);
+    if (e & 1) {
+      r->limbo_epoch[i] = e; /* inside a call: wait until it leaves */
+      r->limbo_wait[i] = LIMBO_PRIVATE;
     }
   }
-}
-
-/* Splice the chain first..last onto a free stack with one CAS. */
-static void stack_push_chain(ttft_registry *r, ttft__stack *st, uint32_t first, uint32_t last) {
-  uint64_t h = LD(&st->head);
-  uint64_t nh;
-  do {
-    ST(&r->slots[last - 1].next, (uint32_t)h);
-    nh = (((h >> 32) + 1) << 32) | first;
-    /* release: the links are visible to whoever pops */
-  } while (!atomic_compare_exchange_weak_explicit(&st->head, &h, nh, memory_order_release,
-                                                  memory_order_relaxed));
+  return 1;
 }
 
 /* Give the batch in limbo back: each shard's part to that shard's free
@@ -161,7 +357,8 @@ static void limbo_free(ttft_registry *r) {
     stack_push_chain(r, &r->shards[k].free_list, r->limbo_first[k], r->limbo_last[k]);
     r->limbo_first[k] = r->limbo_last[k] = 0;
   }
-  ST(&r->limbo_head, 0);
+  r->limbo_armed = 0;
+  TTFT__ST(&r->limbo_head, 0);
 }
 
 /* Take every shard's pending stack into limbo; 1 when there was any. */
@@ -169,16 +366,17 @@ static int take_pending(ttft_registry *r) {
   int any = 0;
   for (uint32_t k = 0; k < r->nshards; k++) {
     ttft__stack *st = &r->shards[k].pending;
-    uint64_t h = LD(&st->head);
+    uint64_t h = TTFT__LD(&st->head);
     if (!(uint32_t)h) continue;
-    /* acq_rel: acquire the pushed slots' links; pushers racing us retry */
+    /* acq_rel: acquire the pushed slots' links (and the ending CASes
+     * before them); pushers racing us retry */
     while (!atomic_compare_exchange_weak_explicit(&st->head, &h, ((h >> 32) + 1) << 32,
                                                   memory_order_acq_rel, memory_order_relaxed)) {
     }
     uint32_t top = (uint32_t)h;
     if (!top) continue;
     r->limbo_first[k] = top;
-    r->limbo_last[k] = LD(&r->slots[top - 1].tail);
+    r->limbo_last[k] = TTFT__LD(&r->slots[top - 1].tail);
     any = 1;
   }
   return any;
@@ -186,7 +384,7 @@ static int take_pending(ttft_registry *r) {
 
 static int any_pending(const ttft_registry *r) {
   for (uint32_t k = 0; k < r->nshards; k++)
-    if ((uint32_t)LD(&r->shards[k].pending.head)) return 1;
+    if ((uint32_t)TTFT__LD(&r->shards[k].pending.head)) return 1;
   return 0;
 }
 
@@ -198,17 +396,20 @@ static int try_reclaim(ttft_registry *r, const ttft__shard *self) {
                                                memory_order_relaxed))
     return 0;
   int freed = 0;
-  if (LD(&r->limbo_head) && grace_over(r, self)) {
-    limbo_free(r);
-    freed = 1;
+  if (TTFT__LD(&r->limbo_head)) {
+    /* a batch whose barrier failed is armed again (first, or after a fork) */
+    if (!r->limbo_armed) r->limbo_armed = limbo_start(r, self);
+    if (r->limbo_armed && quiescent(r)) {
+      limbo_free(r);
+      freed = 1;
+    }
   }
-  if (!LD(&r->limbo_head)) {
-    if (take_pending(r)) {
-      limbo_start(r);
-      if (grace_over(r, self)) {
-        limbo_free(r);
-        freed = 1;
-      }
+  if (!TTFT__LD(&r->limbo_head) && take_pending(r)) {
+    TTFT__ST(&r->limbo_head, 1);
+    r->limbo_armed = limbo_start(r, self);
+    if (r->limbo_armed && quiescent(r)) {
+      limbo_free(r);
+      freed = 1;
     }
   }
   /* release: hands the limbo bookkeeping to the next reclaimer */
@@ -219,8 +420,8 @@ static int try_reclaim(ttft_registry *r, const ttft__shard *self) {
 void ttft__slot_retire(ttft_registry *r, ttft__shard *sh, uint32_t idx) {
   pending_push(r, &sh->pending, idx);
   /* a plain count on a private shard; racy (but harmless) on the shared one */
-  uint32_t n = LD(&sh->retired) + 1;
-  ST(&sh->retired, n);
+  uint32_t n = TTFT__LD(&sh->retired) + 1;
+  TTFT__ST(&sh->retired, n);
   uint32_t batch = r->nslots / 16;
   if (batch < 1) batch = 1;
   if (batch > 64) batch = 64;
@@ -236,7 +437,7 @@ static uint32_t pop_any(ttft_registry *r, ttft__shard *self) {
   if (s) return s;
   for (uint32_t k = 0; k < r->nshards; k++) {
     if (&r->shards[k] == self) continue;
-    if ((uint32_t)LD(&r->shards[k].free_list.head) && (s = stack_pop(r, &r->shards[k].free_list)))
+    if ((uint32_t)TTFT__LD(&r->shards[k].free_list.head) && (s = stack_pop(r, &r->shards[k].free_list)))
       return s;
   }
   return 0;
@@ -248,17 +449,52 @@ uint32_t ttft__slot_acquire(ttft_registry *r, ttft__shard *self) {
   try_reclaim(r, self);
   s = pop_any(r, self);
   if (s) return s;
-  /* Full, but ended slots may be waiting for their grace period: wait for
-   * it (bounded; this only happens when the registry is exhausted). Give
+  /* Full, but ended slots may be waiting for calls still inside: wait for
+   * them (bounded; this only happens when the registry is exhausted). Give
    * up early only when nothing is pending, in limbo or being moved. */
   uint64_t t0 = ttft_now_ns();
   for (;;) {
-    int busy = any_pending(r) || LD(&r->limbo_head) != 0 || LD(&r->reclaiming) != 0;
+    int busy = any_pending(r) || TTFT__LD(&r->limbo_head) != 0 || TTFT__LD(&r->reclaiming) != 0;
     try_reclaim(r, self);
     s = pop_any(r, self);
     if (s || !busy) return s;
-    if (ttft_now_ns() - t0 > 200 * TTFT__GRACE_NS) break; /* 10 ms */
+    if (ttft_now_ns() - t0 > TTFT__EXHAUSTED_WAIT_NS) break;
     cpu_relax();
   }
   return 0;
+}
+
+/* ------------------------------------------------------------ fork */
+/* In a fork child only the forking thread exists. Whatever other threads
+ * were doing inside this registry stopped at an arbitrary instruction:
+ * a call may have left a shard's epoch odd or an SRCU count unbalanced, a
+ * reclaimer may have held the try-lock with a batch half taken, a begin
+ * may have popped a slot it never published, an end may have won its CAS
+ * and never retired the slot. Rebuild every list from the slot states,
+ * which are always consistent: LIVE slots stay live (the child may go on
+ * with, or end, the sequences it holds handles for); every other slot is
+ * free. Shards not owned by the forking thread lose their owner. Called
+ * by registry.c's atfork child handler; no allocation, no lock. */
+void ttft__reclaim_fork_child(ttft_registry *r, const ttft__shard *mine) {
+  for (uint32_t k = 0; k < r->nshards; k++) {
+    ttft__shard *sh = &r->shards[k];
+    TTFT__ST(&sh->pending.head, 0);
+    TTFT__ST(&sh->free_list.head, 0);
+    if (sh->shared) {
+      for (int j = 0; j < 2; j++) TTFT__ST(&sh->srcu_exit[j], TTFT__LD(&sh->srcu_enter[j]));
+    } else if (sh != mine) {
+      uint64_t e = TTFT__LD(&sh->epoch);
+      TTFT__ST(&sh->epoch, (e + 1) & ~UINT64_C(1)); /* no call is inside */
+      TTFT__ST(&sh->owned, 0);
+    }
+    r->limbo_first[k] = r->limbo_last[k] = 0;
+    r->limbo_wait[k] = 0;
+  }
+  TTFT__ST(&r->free_list.head, 0);
+  r->limbo_armed = 0;
+  TTFT__ST(&r->limbo_head, 0);
+  TTFT__ST(&r->reclaiming, 0);
+  for (uint32_t i = r->nslots; i-- > 0;)
+    if (TTFT__SLOT_PHASE(TTFT__LD(&r->slots[i].state)) != TTFT__SLOT_LIVE)
+      ttft__stack_push(r, &r->free_list, i);
 }

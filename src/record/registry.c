@@ -100,7 +100,7 @@ static int valid_namespace(const char *s) {
 }
 
 static int config_valid(const ttft_config *c) {
-  if (c->max_inflight < 1 || c->max_inflight > (1u << 24)) return 0;
+  if (c->max_inflight < 1 || c->max_inflight > TTFT_MAX_INFLIGHT) return 0;
   if (c->max_threads > 256) return 0;
   if (c->max_classes < 1 || c->max_classes > 1024) return 0;
   if (c->stall_threshold_ns == 0) return 0;
@@ -110,10 +110,7 @@ static int config_valid(const ttft_config *c) {
   if (c->n_const_labels && !c->const_labels) return 0;
   for (uint32_t i = 0; i < c->n_const_labels; i++) {
     if (!valid_label_name(c->const_labels[i].name) || !c->const_labels[i].value) return 0;
-    if (!strcmp(c->const_labels[i].name, "class") || !strcmp(c->const_labels[i].name, "model") ||
-        !strncmp(c->const_labels[i].name, "__", 2) || !strcmp(c->const_labels[i].name, "le") ||
-        !strcmp(c->const_labels[i].name, "quantile"))
-      return 0;
+    if (ttft__label_reserved(c->const_labels[i].name)) return 0;
     for (uint32_t j = 0; j < i; j++)
       if (!strcmp(c->const_labels[i].name, c->const_labels[j].name)) return 0;
   }
@@ -193,11 +190,14 @@ static uint64_t registry_id_next(void) {
 }
 
 #ifdef TTFT_HAVE_PTHREADS
+/* Every live registry, on an intrusive list (no limit on how many):
+ * thread-exit handlers release shards of registries that still exist, the
+ * fork handler repairs each one, and generation tags are kept distinct. */
 static pthread_mutex_t g_live_mu = PTHREAD_MUTEX_INITIALIZER;
-static ttft_registry *g_live[1024];
-static size_t g_nlive;
+static ttft_registry *g_live;
 static pthread_key_t g_tls_key;
 static pthread_once_t g_tls_once = PTHREAD_ONCE_INIT;
+static pthread_once_t g_fork_once = PTHREAD_ONCE_INIT;
 #endif
 
 /* -------------------------------------------------------- thread cache */
@@ -206,19 +206,28 @@ typedef ttft__tls_ent tls_ent;
 _Thread_local ttft__tls_ent ttft__tl_cache[TTFT__TLS_WAYS];
 #define tl_cache ttft__tl_cache
 
+/* Give a private shard back (outside any call on it). release: this
+ * thread's shard writes happen-before the next owner's. */
+static void shard_release(ttft__shard *sh) {
+  if (!sh->shared) atomic_store_explicit(&sh->owned, 0, memory_order_release);
+}
+
 #ifdef TTFT_HAVE_PTHREADS
+static int registry_alive_locked(uint64_t id) {
+  for (ttft_registry *r = g_live; r; r = r->live_next)
+    if (r->id == id) return 1;
+  return 0;
+}
+
 static void on_thread_exit(void *unused) {
   (void)unused;
   pthread_mutex_lock(&g_live_mu);
   for (int i = 0; i < TLS_WAYS; i++) {
     if (!tl_cache[i].reg_id) continue;
-    for (size_t k = 0; k < g_nlive; k++) {
-      if (g_live[k]->id == tl_cache[i].reg_id && !tl_cache[i].sh->shared) {
-        /* release: this thread's shard writes happen-before the next owner's */
-        atomic_store_explicit(&tl_cache[i].sh->owned, 0, memory_order_release);
-      }
-    }
+    /* the registry may have been freed: touch its shard only if not */
+    if (registry_alive_locked(tl_cache[i].reg_id)) shard_release(tl_cache[i].sh);
     tl_cache[i].reg_id = 0;
+    tl_cache[i].sh = NULL;
   }
   pthread_mutex_unlock(&g_live_mu);
 }
@@ -230,17 +239,19 @@ static ttft__shard *shard_acquire(ttft_registry *r) {
   for (uint32_t i = 0; i < nex; i++) {
     ttft__shard *sh = &r->shards[i];
     int z = 0;
-    if (LD(&sh->owned)) continue;
-    /* acquire: the previous owner's writes (released at its exit) are
-     * visible before this thread adds to the same counters */
-    if (atomic_compare_exchange_strong_explicit(&sh->owned, &z, 1, memory_order_acquire,
+    if (TTFT__LD(&sh->owned)) continue;
+    /* seq_cst: the previous owner's writes (released at its exit) are
+     * visible before this thread adds to the same counters (acquire), and
+     * a reclaimer that reads the shard unowned after its barrier orders
+     * this thread's later calls after that barrier (reclaim.c, case 1) */
+    if (atomic_compare_exchange_strong_explicit(&sh->owned, &z, 1, memory_order_seq_cst,
                                                 memory_order_relaxed)) {
-      ST(&sh->used, 1);
+      TTFT__ST(&sh->used, 1);
       return sh;
     }
   }
   ttft__shard *sh = &r->shards[nex];
-  ST(&sh->used, 1);
+  TTFT__ST(&sh->used, 1);
   return sh;
 }
 
@@ -255,8 +266,24 @@ ttft__shard *ttft__shard_get_slow(ttft_registry *r) {
     }
   }
   if (!e.sh) {
-    /* An entry evicted from a full cache keeps its shard (the thread may
-     * come back); it is released at thread exit only while cached. */
+    /* A full cache evicts its least recently used entry. Its shard goes
+     * back to that registry's pool (we are not inside a call on it: a
+     * thread runs one hook at a time), so a thread cycling through more
+     * than TTFT__TLS_WAYS registries never strands shards; it takes one
+     * again when it comes back. Recorded data stays in the shard. The
+     * evicted registry may have been freed: check it under the list lock. */
+    tls_ent *victim = &tl_cache[TLS_WAYS - 1];
+    if (victim->reg_id) {
+#ifdef TTFT_HAVE_PTHREADS
+      pthread_mutex_lock(&g_live_mu);
+      if (registry_alive_locked(victim->reg_id)) shard_release(victim->sh);
+      pthread_mutex_unlock(&g_live_mu);
+#else
+      shard_release(victim->sh);
+#endif
+      victim->reg_id = 0;
+      victim->sh = NULL;
+    }
     e.reg_id = r->id;
     e.sh = shard_acquire(r);
 #ifdef TTFT_HAVE_PTHREADS
@@ -273,14 +300,76 @@ int ttft_thread_release(ttft_registry *r) {
   if (!r) return TTFT_EINVAL;
   for (int i = 0; i < TLS_WAYS; i++) {
     if (tl_cache[i].reg_id != r->id) continue;
-    if (!tl_cache[i].sh->shared) /* release: hands our shard writes to its next owner */
-      atomic_store_explicit(&tl_cache[i].sh->owned, 0, memory_order_release);
+    shard_release(tl_cache[i].sh);
     memmove(&tl_cache[i], &tl_cache[i + 1], (size_t)(TLS_WAYS - 1 - i) * sizeof tl_cache[0]);
     tl_cache[TLS_WAYS - 1].reg_id = 0;
     tl_cache[TLS_WAYS - 1].sh = NULL;
     break;
   }
   return TTFT_OK;
+}
+
+/* The calling thread's shard of r, if its cache holds one (no acquire). */
+static ttft__shard *shard_cached(const ttft_registry *r) {
+  for (int i = 0; i < TLS_WAYS; i++)
+    if (tl_cache[i].reg_id == r->id) return tl_cache[i].sh;
+  return NULL;
+}
+
+/* ------------------------------------------------------------------ fork */
+#ifdef TTFT_HAVE_PTHREADS
+/* The list lock is held across fork() so that the child finds the list
+ * whole; the child then repairs every registry (reclaim.c, clock.c): the
+ * other threads of the parent do not exist there, whatever they held. */
+static void atfork_prepare(void) { pthread_mutex_lock(&g_live_mu); }
+static void atfork_parent(void) { pthread_mutex_unlock(&g_live_mu); }
+static void atfork_child(void) {
+  ttft__reclaim_atfork_child();
+  ttft__clock_fork_child();
+  for (ttft_registry *r = g_live; r; r = r->live_next) {
+    TTFT__ST(&r->class_lock, 0); /* a class_add cut short: its slot is reused */
+    ttft__reclaim_fork_child(r, shard_cached(r));
+  }
+  pthread_mutex_unlock(&g_live_mu);
+}
+static void fork_handlers_install(void) {
+  pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+}
+#endif
+
+/* ------------------------------------------------------- generations
+ * A handle's high 32 bits are its slot's generation: a 24-bit count of
+ * the slot's sequences above an 8-bit registry tag. Live registries get
+ * distinct tags (1..255) while there are at most 255 of them, so a handle
+ * of one registry never matches a slot of another (TTFT_ESTALE); beyond
+ * that, and for handles of registries already freed, each slot's count
+ * starts at a random value, so a foreign handle matches with probability
+ * about 2^-24 per call. A stale handle of the registry itself matches
+ * only after exactly 2^24 further sequences in its slot. */
+static uint64_t mix64(uint64_t z) {
+  z += UINT64_C(0x9E3779B97F4A7C15);
+  z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+  z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+  return z ^ (z >> 31);
+}
+
+static uint32_t tag_pick_locked(uint64_t id) {
+#ifdef TTFT_HAVE_PTHREADS
+  unsigned char used[256] = {0};
+  for (ttft_registry *r = g_live; r; r = r->live_next) used[r->gen_tag] = 1;
+  for (uint32_t t = 1; t < 256; t++)
+    if (!used[t]) return t;
+#endif
+  return (uint32_t)(mix64(id) % 255) + 1;
+}
+
+static void slots_seed(ttft_registry *r) {
+  uint64_t seed = mix64(r->id ^ ttft_now_ns());
+  for (uint32_t i = 0; i < r->nslots; i++) {
+    uint32_t count = (uint32_t)(mix64(seed + i) >> 40); /* 24 bits */
+    TTFT__ST(&r->slots[i].state,
+             TTFT__SLOT_STATE((count << 8) | r->gen_tag, TTFT__SLOT_FREE));
+  }
 }
 
 /* -------------------------------------------------------------- classes */
@@ -297,11 +386,11 @@ static int class_records_new(ttft_registry *r, uint32_t c) {
 static void class_records_free(ttft_registry *r, uint32_t c) {
   for (uint32_t i = 0; i < r->nshards; i++) {
     if (!r->shards[i].cls) continue; /* a registry_new that failed part-way */
-    ttft__crec *cr = LD(&r->shards[i].cls[c]);
+    ttft__crec *cr = TTFT__LD(&r->shards[i].cls[c]);
     if (cr) {
       block_free(r, cr);
       r->memory -= sizeof *cr + 2 * TTFT__CACHELINE;
-      ST(&r->shards[i].cls[c], NULL);
+      TTFT__ST(&r->shards[i].cls[c], NULL);
     }
   }
 }
@@ -323,7 +412,7 @@ int ttft_class_add(ttft_registry *r, const char *name, const ttft_slo *slo) {
                                                 memory_order_relaxed))
     z = 0;
   int rc;
-  uint32_t n = LD(&r->nclasses);
+  uint32_t n = TTFT__LD(&r->nclasses);
   for (uint32_t i = 0; i < n; i++)
     if (!strcmp(r->classes[i].name, name)) {
       rc = TTFT_EEXIST;
@@ -425,6 +514,7 @@ ttft_registry *ttft_registry_new(const ttft_config *cfg) {
   r->alloc = a;
   r->memory = sizeof *r + TTFT__CACHELINE;
   r->id = registry_id_next();
+  r->fence_mode = !ttft__reclaim_init();
   r->nslots = c.max_inflight;
   r->nshards = c.max_threads + 1;
   r->max_classes = c.max_classes;
@@ -457,17 +547,24 @@ ttft_registry *ttft_registry_new(const ttft_config *cfg) {
   ttft_slo_init(&r->classes[0].slo);
   r->classes[0].slo.stall_threshold_ns = r->stall_ns;
   if (class_records_new(r, 0) != TTFT_OK) goto fail;
-  ST(&r->nclasses, 1);
-  /* every slot starts free; index 0 ends on top */
-  for (uint32_t i = r->nslots; i-- > 0;) ttft__stack_push(r, &r->free_list, i);
+  TTFT__ST(&r->nclasses, 1);
   registry_meta(r, &c);
   r->t_created = ttft_now_ns();
 
 #ifdef TTFT_HAVE_PTHREADS
+  pthread_once(&g_fork_once, fork_handlers_install);
   pthread_mutex_lock(&g_live_mu);
-  if (g_nlive < sizeof g_live / sizeof g_live[0]) g_live[g_nlive++] = r;
+  r->gen_tag = tag_pick_locked(r->id);
+  r->live_next = g_live;
+  if (g_live) g_live->live_prev = r;
+  g_live = r;
   pthread_mutex_unlock(&g_live_mu);
+#else
+  r->gen_tag = tag_pick_locked(r->id);
 #endif
+  slots_seed(r);
+  /* every slot starts free; index 0 ends on top */
+  for (uint32_t i = r->nslots; i-- > 0;) ttft__stack_push(r, &r->free_list, i);
   return r;
 fail:
   registry_release(r);
@@ -478,11 +575,9 @@ void ttft_registry_free(ttft_registry *r) {
   if (!r) return;
 #ifdef TTFT_HAVE_PTHREADS
   pthread_mutex_lock(&g_live_mu);
-  for (size_t k = 0; k < g_nlive; k++)
-    if (g_live[k] == r) {
-      g_live[k] = g_live[--g_nlive];
-      break;
-    }
+  if (r->live_prev) r->live_prev->live_next = r->live_next;
+  else g_live = r->live_next;
+  if (r->live_next) r->live_next->live_prev = r->live_prev;
   pthread_mutex_unlock(&g_live_mu);
 #endif
   ttft_thread_release(r);
@@ -497,7 +592,7 @@ size_t ttft_registry_memory(const ttft_registry *r) { return r ? r->memory : 0; 
  * (no halving happened yet), else 0 and the counters are summed. The walk
  * goes down from the worst gap's bucket: high quantiles touch few words. */
 uint64_t ttft__seq_gap_quantile(const ttft__slot *sl, double q, uint64_t gaps) {
-  uint64_t mx = LD(&sl->max_gap);
+  uint64_t mx = TTFT__LD(&sl->max_gap);
   uint32_t top = ttft__sg_index(ttft__hist_index(mx));
   uint64_t total = gaps;
   if (!total)
@@ -526,30 +621,30 @@ int ttft_seq_stats(const ttft_registry *r, ttft_seq s, ttft_seq_info *out) {
   uint32_t idx = (uint32_t)s - 1;
   if (idx >= r->nslots) return TTFT_ESTALE;
   const ttft__slot *sl = &r->slots[idx];
-  uint64_t live = SLOT_STATE(s >> 32, SLOT_LIVE);
+  uint64_t live = TTFT__SLOT_STATE(s >> 32, TTFT__SLOT_LIVE);
   /* acquire: the fields read below are at least as new as the begin */
   if (atomic_load_explicit(&sl->state, memory_order_acquire) != live) return TTFT_ESTALE;
   ttft_seq_info v;
   memset(&v, 0, sizeof v);
   v.struct_size = out->struct_size;
-  v.class_id = (int)LD(&sl->cls);
-  v.emissions = LD(&sl->emissions);
-  v.tokens = LD(&sl->tokens);
-  v.t_begin_ns = LD(&sl->t_begin);
-  v.t_last_ns = LD(&sl->t_last);
-  uint64_t tf = LD(&sl->t_first);
+  v.class_id = (int)TTFT__LD(&sl->cls);
+  v.emissions = TTFT__LD(&sl->emissions);
+  v.tokens = TTFT__LD(&sl->tokens);
+  v.t_begin_ns = TTFT__LD(&sl->t_begin);
+  v.t_last_ns = TTFT__LD(&sl->t_last);
+  uint64_t tf = TTFT__LD(&sl->t_first);
   v.ttft_ns = (v.emissions && tf >= v.t_begin_ns) ? tf - v.t_begin_ns : 0;
   if (v.emissions >= 2) {
     v.itl_p50_ns = ttft__seq_gap_quantile(sl, 0.5, 0);
     v.itl_p95_ns = ttft__seq_gap_quantile(sl, 0.95, 0);
-    v.itl_max_ns = LD(&sl->max_gap);
+    v.itl_max_ns = TTFT__LD(&sl->max_gap);
   }
   /* acquire: the field loads above cannot move after it, so the re-check
    * below sees any end that happened before them: a sequence that ended
    * meanwhile is reported stale, not half-read */
   v.stalls = atomic_load_explicit(&sl->stalls, memory_order_acquire);
-  v.preemptions = LD(&sl->preemptions);
-  if (LD(&sl->state) != live) return TTFT_ESTALE;
+  v.preemptions = TTFT__LD(&sl->preemptions);
+  if (TTFT__LD(&sl->state) != live) return TTFT_ESTALE;
   memcpy(out, &v, out->struct_size);
   return TTFT_OK;
 }
@@ -559,11 +654,11 @@ void ttft__scan_slots(const ttft_registry *r, uint64_t now, uint64_t *inflight,
   uint64_t live = 0, stuck = 0;
   for (uint32_t i = 0; i < r->nslots; i++) {
     const ttft__slot *sl = &r->slots[i];
-    if (SLOT_PHASE(LD(&sl->state)) != SLOT_LIVE) continue;
+    if (TTFT__SLOT_PHASE(TTFT__LD(&sl->state)) != TTFT__SLOT_LIVE) continue;
     live++;
-    if (!LD(&sl->emissions)) continue;
-    uint64_t last = LD(&sl->t_last);
-    if (now > last && now - last > LD(&sl->stall_ns)) stuck++;
+    if (!TTFT__LD(&sl->emissions)) continue;
+    uint64_t last = TTFT__LD(&sl->t_last);
+    if (now > last && now - last > TTFT__LD(&sl->stall_ns)) stuck++;
   }
   *inflight = live;
   *stalled = stuck;

@@ -26,8 +26,8 @@
 #define TTFT__ALIGNED __attribute__((aligned(TTFT__CACHELINE)))
 
 /* relaxed shorthands: every plain shared access goes through these */
-#define LD(p) atomic_load_explicit((p), memory_order_relaxed)
-#define ST(p, v) atomic_store_explicit((p), (v), memory_order_relaxed)
+#define TTFT__LD(p) atomic_load_explicit((p), memory_order_relaxed)
+#define TTFT__ST(p, v) atomic_store_explicit((p), (v), memory_order_relaxed)
 
 /* ----------------------------------------------------- live histogram */
 typedef struct ttft__hist {
@@ -63,12 +63,14 @@ typedef struct ttft__crec {
 } ttft__crec;
 
 typedef struct ttft__shard {
-  /* the owner's call epoch: odd while inside ttft_token_emitted/ttft_mark.
-   * Its own cache line: the reclaimer polls it. */
+  /* private shard: the owner's call epoch, odd while inside a call that
+   * writes slot fields (reclaim.c). Its own cache line: the reclaimer
+   * polls it. */
   TTFT__ALIGNED _Atomic uint64_t epoch;
-  /* shared-mode bookkeeping (several threads): calls entered / exited */
-  TTFT__ALIGNED _Atomic uint64_t entered;
-  _Atomic uint64_t exited;
+  /* shared shard: SRCU counter pairs, per index (reclaim.c) */
+  TTFT__ALIGNED _Atomic uint64_t srcu_enter[2];
+  TTFT__ALIGNED _Atomic uint64_t srcu_exit[2];
+  _Atomic uint32_t srcu_idx;         /* the index new calls count on      */
   TTFT__ALIGNED _Atomic int owned;   /* 1 while a thread holds it exclusively */
   /* slots ended by this shard's thread(s), waiting for a grace period;
    * pushed here so that two threads ending streams don't share a line */
@@ -86,10 +88,13 @@ typedef struct ttft__shard {
 } ttft__shard;
 
 /* ------------------------------------------------------------- slots */
-enum { SLOT_FREE = 0, SLOT_LIVE = 1, SLOT_ENDING = 2 };
-#define SLOT_STATE(gen, ph) ((((uint64_t)(gen)) << 2) | (uint64_t)(ph))
-#define SLOT_GEN(st) ((uint32_t)((st) >> 2))
-#define SLOT_PHASE(st) ((unsigned)((st)&3u))
+enum { TTFT__SLOT_FREE = 0, TTFT__SLOT_LIVE = 1, TTFT__SLOT_ENDING = 2 };
+#define TTFT__SLOT_STATE(gen, ph) ((((uint64_t)(gen)) << 2) | (uint64_t)(ph))
+#define TTFT__SLOT_GEN(st) ((uint32_t)((st) >> 2))
+#define TTFT__SLOT_PHASE(st) ((unsigned)((st)&3u))
+/* generation = 24-bit count << 8 | the registry's tag (registry.c); the
+ * next one counts up and keeps the tag, so it is never 0 */
+static inline uint32_t ttft__gen_next(uint32_t gen) { return gen + (1u << 8); }
 
 /* per-sequence gap histogram: the aggregate bucket index i (128 per
  * power of two) shifted right by 3 gives 16 buckets per power of two;
@@ -147,6 +152,9 @@ struct ttft_registry {
   ttft_allocator alloc;
   void *base;                     /* the allocation (the struct is 64-aligned) */
   uint64_t id;                    /* process-unique, never reused          */
+  int fence_mode;                 /* 1: no membarrier, private calls fence */
+  uint32_t gen_tag;               /* low 8 bits of every generation       */
+  struct ttft_registry *live_next, *live_prev; /* registry.c's live list   */
   uint32_t nslots;
   ttft__slot *slots;
   uint32_t nshards;               /* max_threads exclusive + 1 shared      */
@@ -165,9 +173,9 @@ struct ttft_registry {
   _Atomic uint64_t limbo_head;    /* non-zero while a batch is in limbo    */
   uint32_t *limbo_first;          /* [nshards] the batch, per ending shard:  */
   uint32_t *limbo_last;           /*   chain ends (index + 1) through .next */
-  uint64_t limbo_t0;
-  uint64_t *limbo_epoch;          /* [nshards]                             */
-  unsigned char *limbo_wait;      /* [nshards] 1 = still waiting            */
+  int limbo_armed;                /* the batch's barrier was made          */
+  uint64_t *limbo_epoch;          /* [nshards] epoch seen / SRCU index     */
+  unsigned char *limbo_wait;      /* [nshards] what it still waits for     */
   _Atomic int class_lock;         /* serialises class_add (setup path)     */
   size_t memory;
   struct ttft_snapshot meta;      /* labels and export config; no classes  */
@@ -193,12 +201,18 @@ TTFT_HIDDEN void ttft__scan_slots(const ttft_registry *r, uint64_t now, uint64_t
                                   uint64_t *stalled);
 TTFT_HIDDEN uint64_t ttft__seq_gap_quantile(const ttft__slot *sl, double q, uint64_t gaps);
 /* reclaim.c */
+/* Decide, once per process, between membarrier and fences; returns 1 for
+ * membarrier. Called by ttft_registry_new before the registry exists. */
+TTFT_HIDDEN int ttft__reclaim_init(void);
+TTFT_HIDDEN void ttft__reclaim_atfork_child(void);
+TTFT_HIDDEN void ttft__reclaim_fork_child(ttft_registry *r, const ttft__shard *mine);
 TTFT_HIDDEN void ttft__slot_retire(ttft_registry *r, ttft__shard *sh, uint32_t idx);
 TTFT_HIDDEN uint32_t ttft__slot_acquire(ttft_registry *r, ttft__shard *self); /* index + 1, 0 = none */
 TTFT_HIDDEN void ttft__stack_push(ttft_registry *r, ttft__stack *st, uint32_t idx);
 /* clock.c */
 TTFT_HIDDEN uint64_t ttft__clock_read(ttft_clock c);
 TTFT_HIDDEN int ttft__tsc_usable(void);
+TTFT_HIDDEN void ttft__clock_fork_child(void);
 
 /* CLOCK_MONOTONIC in ns, inlined into the hooks (ttft_now_ns is exported,
  * so calling it from inside the library would go through the PLT) */

@@ -9,16 +9,16 @@
 static void hist_copy_add(ttft__shist *dst, const ttft__hist *src) {
   uint64_t n = 0;
   for (uint32_t i = 0; i < TTFT__HIST_BUCKETS; i++) {
-    uint64_t c = LD(&src->b[i]);
+    uint64_t c = TTFT__LD(&src->b[i]);
     dst->b[i] += c;
     n += c;
   }
   if (!n) return;
-  uint64_t mn = ~LD(&src->min), mx = LD(&src->max);
+  uint64_t mn = ~TTFT__LD(&src->min), mx = TTFT__LD(&src->max);
   if (dst->count == 0 || mn < dst->min) dst->min = mn;
   if (dst->count == 0 || mx > dst->max) dst->max = mx;
   dst->count += n;
-  dst->sum += LD(&src->sum);
+  dst->sum += TTFT__LD(&src->sum);
 }
 
 ttft_snapshot *ttft_snapshot_take(ttft_registry *r) {
@@ -35,12 +35,12 @@ ttft_snapshot *ttft_snapshot_take(ttft_registry *r) {
   }
   for (uint32_t i = 0; i < r->nshards; i++) {
     const ttft__shard *sh = &r->shards[i];
-    if (!LD(&sh->used)) continue;
+    if (!TTFT__LD(&sh->used)) continue;
     for (uint32_t c = 0; c < nc; c++) {
       /* acquire: see class_add */
       const ttft__crec *cr = atomic_load_explicit(&sh->cls[c], memory_order_acquire);
       if (!cr) continue;
-      for (int k = 0; k < TTFT_COUNTER_COUNT_; k++) s->cls[c].ctr[k] += LD(&cr->ctr[k]);
+      for (int k = 0; k < TTFT_COUNTER_COUNT_; k++) s->cls[c].ctr[k] += TTFT__LD(&cr->ctr[k]);
       ttft__sclass *k = &s->cls[c];
       for (int m = 0; m < TTFT_METRIC_COUNT_; m++) hist_copy_add(k->h[m], &cr->h[m]);
       /* the live layout (record/registry.h) to the metrics */
