@@ -21,6 +21,7 @@
 #include "ttft.h"
 #include "testutil.h"
 #include "tools/workload.h"
+#include "fixtures/fixture_v1.h"
 
 static const double QS[] = {0.0, 0.001, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 0.999, 1.0};
 #define NQ (sizeof QS / sizeof QS[0])
@@ -652,6 +653,128 @@ static void test_base64(void) {
   ttft_registry_free(r);
 }
 
+/* ------------------------------------------------- a 1.0-era encoding
+ * tests/fixtures/snapshot-1.0.ttfs was written by libttft 1.0.0 (encoding
+ * version 1, 11 metrics, 13 counters; see fixtures/fixture_v1.h). It must
+ * decode, and answer every query 1.0 could answer exactly as a snapshot of
+ * the same workload recorded by this library does. */
+static unsigned char *read_file(const char *path, size_t *n) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  unsigned char *b = NULL;
+  size_t cap = 0, len = 0;
+  for (;;) {
+    if (len == cap) {
+      unsigned char *nb = realloc(b, cap ? 2 * cap : 65536);
+      if (!nb) break;
+      b = nb;
+      cap = cap ? 2 * cap : 65536;
+    }
+    size_t k = fread(b + len, 1, cap - len, f);
+    len += k;
+    if (k == 0) break;
+  }
+  fclose(f);
+  *n = len;
+  return b;
+}
+
+static void fixture_path(char *out, size_t cap, const char *name) {
+  /* __FILE__ is this file's path as the build gave it (absolute with CMake) */
+  const char *slash = strrchr(__FILE__, '/');
+  int dir = slash ? (int)(slash - __FILE__) : 0;
+  snprintf(out, cap, "%.*s%sfixtures/%s", dir, __FILE__, slash ? "/" : "", name);
+}
+
+static void test_fixture_v1(void) {
+  TU_SECTION("1.0-era encoding (tests/fixtures/snapshot-1.0.ttfs)");
+  char path[4096];
+  fixture_path(path, sizeof path, "snapshot-1.0.ttfs");
+  size_t n = 0;
+  unsigned char *b = read_file(path, &n);
+  if (!b) fprintf(stderr, "cannot read %s\n", path);
+  EXPECT_NOT_NULL(b);
+  if (!b) return;
+  EXPECT_TRUE(n > 16 && b[4] == 1); /* encoding version 1 */
+  int err = 1;
+  ttft_snapshot *d = ttft_snapshot_decode(b, n, &err);
+  EXPECT_ERR(TTFT_OK, err);
+  EXPECT_NOT_NULL(d);
+  ttft_registry *r = fixture_v1_registry();
+  EXPECT_NOT_NULL(r);
+  if (!d || !r) {
+    ttft_snapshot_free(d);
+    ttft_registry_free(r);
+    free(b);
+    return;
+  }
+  fixture_v1_record(r);
+  ttft_snapshot *s = ttft_snapshot_take(r);
+  EXPECT_NOT_NULL(s);
+  if (s) {
+    EXPECT_EQ_INT(3, ttft_snapshot_classes(d));
+    EXPECT_EQ_INT(ttft_snapshot_classes(s), ttft_snapshot_classes(d));
+    EXPECT_TRUE(ttft_snapshot_count(d, TTFT_METRIC_ITL) > 30000); /* there is data in it */
+    for (int c = TTFT_CLASS_ALL; c < ttft_snapshot_classes(d); c++) {
+      if (c >= 0) {
+        EXPECT_STREQ(ttft_snapshot_class_name(s, c), ttft_snapshot_class_name(d, c));
+        ttft_slo a, x;
+        a.struct_size = x.struct_size = sizeof a;
+        EXPECT_ERR(TTFT_OK, ttft_snapshot_class_slo(s, c, &a));
+        EXPECT_ERR(TTFT_OK, ttft_snapshot_class_slo(d, c, &x));
+        EXPECT_EQ_U64(a.ttft_ns, x.ttft_ns);
+        EXPECT_EQ_U64(a.tpot_ns, x.tpot_ns);
+        EXPECT_EQ_U64(a.e2e_ns, x.e2e_ns);
+        EXPECT_EQ_U64(a.stall_threshold_ns, x.stall_threshold_ns);
+      }
+      for (int k = 0; k <= TTFT_COUNTER_NO_TPOT; k++) /* the 13 counters of 1.0 */
+        EXPECT_EQ_U64(ttft_snapshot_class_counter(s, c, (ttft_counter)k),
+                      ttft_snapshot_class_counter(d, c, (ttft_counter)k));
+      for (int m = 0; m <= TTFT_METRIC_ABANDONED_WAIT; m++) { /* the 11 metrics of 1.0 */
+        EXPECT_EQ_U64(ttft_snapshot_class_count(s, c, (ttft_metric)m),
+                      ttft_snapshot_class_count(d, c, (ttft_metric)m));
+        EXPECT_EQ_U64(ttft_snapshot_class_sum(s, c, (ttft_metric)m),
+                      ttft_snapshot_class_sum(d, c, (ttft_metric)m));
+        for (size_t q = 0; q < NQ; q++)
+          EXPECT_EQ_U64(ttft_snapshot_class_quantile(s, c, (ttft_metric)m, QS[q]),
+                        ttft_snapshot_class_quantile(d, c, (ttft_metric)m, QS[q]));
+      }
+      EXPECT_EQ_DBL(ttft_snapshot_attainment(s, c), ttft_snapshot_attainment(d, c));
+    }
+    for (unsigned i = 0; i < 2; i++)
+      EXPECT_EQ_U64(ttft_snapshot_split_count(s, TTFT_SPLIT_PREFIX_CACHE, i),
+                    ttft_snapshot_split_count(d, TTFT_SPLIT_PREFIX_CACHE, i));
+    EXPECT_EQ_U64(4, ttft_snapshot_bands(d));
+    for (unsigned i = 0; i < 4; i++) {
+      uint32_t lo = 0, hi = 0;
+      EXPECT_ERR(TTFT_OK, ttft_snapshot_band(d, i, &lo, &hi));
+      EXPECT_EQ_U64(i ? (i == 1 ? 256 : i == 2 ? 4096 : 32768) : 0, lo);
+      EXPECT_EQ_U64(ttft_snapshot_split_count(s, TTFT_SPLIT_PROMPT_BAND, i),
+                    ttft_snapshot_split_count(d, TTFT_SPLIT_PROMPT_BAND, i));
+      EXPECT_EQ_U64(ttft_snapshot_split_quantile(s, TTFT_SPLIT_PROMPT_BAND, i, 0.9),
+                    ttft_snapshot_split_quantile(d, TTFT_SPLIT_PROMPT_BAND, i, 0.9));
+    }
+    EXPECT_EQ_U64(3, ttft_snapshot_gauge(d, TTFT_GAUGE_INFLIGHT));
+    static const char *keys[] = {"start_point", "token_point", "model", "namespace"};
+    for (int i = 0; i < 4; i++)
+      EXPECT_STREQ(ttft_snapshot_label(s, keys[i]), ttft_snapshot_label(d, keys[i]));
+    EXPECT_STREQ("client_send", ttft_snapshot_label(d, "start_point"));
+    /* configuration that only the expositions show */
+    static char text[1 << 20];
+    long tl = ttft_snapshot_format(d, TTFT_FORMAT_PROMETHEUS, text, sizeof text);
+    EXPECT_TRUE(tl > 0 && (size_t)tl < sizeof text);
+    EXPECT_CONTAINS(text, "gen_ai_server_time_to_first_token_seconds_bucket{class=\"chat\",model=\"llama-\xc3\xa9-8b\","
+                          "region=\"eu-west-1\",replica=\"r\\\\7 \\\"q\\\"\",le=\"0.05\"}");
+    EXPECT_CONTAINS(text, "svc_stalls_total{");
+    EXPECT_CONTAINS(text, "svc_time_to_first_token_quantiles_seconds{"); /* prom_summaries */
+    EXPECT_CONTAINS(text, "svc_stall_budget_seconds{class=\"default\"");
+  }
+  ttft_snapshot_free(s);
+  ttft_snapshot_free(d);
+  ttft_registry_free(r);
+  free(b);
+}
+
 /* ------------------------------------------------------ failing allocator */
 static long g_alloc_budget;
 static void *budget_alloc(void *ctx, size_t n) {
@@ -705,6 +828,7 @@ int main(void) {
   test_empty();
   test_damage();
   test_hand_built();
+  test_fixture_v1();
   test_base64();
   test_enomem();
   return TU_DONE();
