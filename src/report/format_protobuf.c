@@ -1,10 +1,912 @@
-/* format_protobuf.c — Prometheus protobuf exposition (length-delimited
- * io.prometheus.client.MetricFamily) with native histograms.
- * Layer: report (src/README.md). Being written (issue 10). */
+/*
+ * format_protobuf.c — the Prometheus protobuf exposition: a stream of
+ * length-delimited io.prometheus.client.MetricFamily messages (the body
+ * Prometheus asks for with "application/vnd.google.protobuf;
+ * proto=io.prometheus.client.MetricFamily; encoding=delimited"), with every
+ * histogram carrying native (exponential) buckets beside the classic ones.
+ * Layer: report (src/README.md). Reads a snapshot only.
+ *
+ * Same families, label sets, counters, gauges and classic buckets as the
+ * text exposition (format_prom.c is the reference; tests/test_protobuf.c
+ * and tests/prom/pb_roundtrip.py parse both and assert that they agree).
+ * What differs is the framing, and that each histogram also carries:
+ *
+ *   schema         ttft_config.native_schema (-4 .. 8, default 7)
+ *   zero_threshold 2^-128, client_golang's default, so our histograms and
+ *                  theirs merge without widening a zero bucket. Our
+ *                  smallest non-zero value is 1 ns = 1e-9 s (1 token), so
+ *                  only observations of exactly 0 land in the zero bucket.
+ *   zero_count     observations of 0
+ *   positive spans / deltas   the populated native buckets, integer counts,
+ *                  delta-encoded; a gap of up to 2 empty buckets is written
+ *                  as zeros inside a span, a longer one starts a new span.
+ *                  An empty histogram carries one no-op span (offset 0,
+ *                  length 0), the marker newer Prometheus servers look for.
+ * With ttft_snapshot.native_histograms == 0 none of these is written and
+ * the histograms are classic only.
+ *
+ * ---- Mapping the log-linear histogram to exponential buckets, and the
+ * error bound.
+ * Native bucket k of schema s holds (B^(k-1), B^k], B = 2^(2^-s). Our
+ * internal bucket I = [lo, hi] (integers: ns, or tokens) cannot be split,
+ * so all of it goes to the one native bucket that holds its representative
+ * r: the midpoint lo + (hi - lo)/2 clamped to [min, max] — the very value
+ * the library itself reports for a rank in I (ttft__shist_quantile), in
+ * seconds for times. The map is monotone, so the order of observations is
+ * kept: the ceil(qN)-th smallest mapped value is r(I*), where I* is the
+ * internal bucket of the exact order statistic x* = x(ceil(qN)). PromQL's
+ * histogram_quantile finds the native bucket where the cumulative count
+ * first reaches qN, which is the bucket holding that mapped value, and
+ * returns a point e inside it, [L, U] with L < r <= U = L*B. With
+ * w = (hi - lo)/lo < 1/128 (each octave above 256 is cut into 128 equal
+ * buckets; below 256 a bucket is one value, w = 0):
+ *
+ *     e / x* <= U / lo < B * r / lo <= B * (1 + w/2)
+ *     e / x* >= L / hi > r / (B * hi) >= (1 + w/2) / (B * (1 + w))
+ *
+ * so  |e - x*| / x*  <  B * (1 + 1/256) - 1:
+ *
+ *     schema   8        7        6       5       4      3     0
+ *     bound    0.66 %   0.94 %   1.5 %   2.6 %   4.8 %  9.4 % 101 %
+ *
+ * for every quantile, over cumulative histograms, rate()s and sums across
+ * any number of replicas (a sum of native histograms of one schema adds
+ * bucket by bucket, and rate() scales every bucket by the same factor).
+ * Valid for values from 1 ns (1 token) up to 2^44 ns (4.9 h), above which
+ * the internal histogram itself keeps only min/max/sum/count exact; the
+ * zero bucket answers 0 (absolute error <= 2^-128). tests/test_protobuf.c
+ * checks the bound on every internal bucket for every schema, and the
+ * fleet test (tests/prom/fleet_test.py) through a real Prometheus.
+ *
+ * ---- The encoder.
+ * Protobuf prefixes each message with its length, so every message is
+ * produced by a body function that runs in two modes: counting (o->sb is
+ * NULL: only o->n grows) and writing. A submessage is counted once, then
+ * its tag, length and body are written; counting a message counts each of
+ * its submessages once. A leaf at depth d is thus visited d + 1 times
+ * (d <= 4 here), and no buffer is needed but one table per unit (the
+ * native index of each internal bucket's midpoint), computed once per call.
+ * Output goes into the string builder with snprintf rules: binary, NUL
+ * bytes included; the caller gets the full length.
+ */
+#include <math.h>
+#include <string.h>
+
 #include "report/format.h"
 
+/* ------------------------------------------------------ wire encoding */
+
+enum { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2 };
+enum { MT_COUNTER = 0, MT_GAUGE = 1, MT_SUMMARY = 2, MT_HISTOGRAM = 4 };
+
+typedef struct pb_out {
+  ttft__sb *sb; /* NULL: count only */
+  size_t n;     /* bytes produced (or counted) through this handle */
+} pb_out;
+
+static void pb_raw(pb_out *o, const void *p, size_t n) {
+  if (o->sb) ttft__sb_put(o->sb, (const char *)p, n);
+  o->n += n;
+}
+
+static void pb_varint(pb_out *o, uint64_t v) {
+  unsigned char b[10];
+  size_t k = 0;
+  while (v >= 0x80) {
+    b[k++] = (unsigned char)(v | 0x80);
+    v >>= 7;
+  }
+  b[k++] = (unsigned char)v;
+  pb_raw(o, b, k);
+}
+
+static uint64_t zigzag(int64_t v) {
+  return ((uint64_t)v << 1) ^ (uint64_t)(v < 0 ? -1 : 0);
+}
+
+static void pb_tag(pb_out *o, unsigned field, unsigned wt) { pb_varint(o, (uint64_t)field << 3 | wt); }
+
+static void pb_uint(pb_out *o, unsigned field, uint64_t v) {
+  pb_tag(o, field, WT_VARINT);
+  pb_varint(o, v);
+}
+
+static void pb_sint(pb_out *o, unsigned field, int64_t v) {
+  pb_tag(o, field, WT_VARINT);
+  pb_varint(o, zigzag(v));
+}
+
+static void pb_double(pb_out *o, unsigned field, double d) {
+  uint64_t u;
+  unsigned char b[8];
+  memcpy(&u, &d, sizeof u);
+  for (int i = 0; i < 8; i++) b[i] = (unsigned char)(u >> (8 * i)); /* little-endian */
+  pb_tag(o, field, WT_I64);
+  pb_raw(o, b, 8);
+}
+
+static void pb_bytes(pb_out *o, unsigned field, const char *p, size_t n) {
+  pb_tag(o, field, WT_LEN);
+  pb_varint(o, n);
+  pb_raw(o, p, n);
+}
+
+static void pb_str(pb_out *o, unsigned field, const char *s) { pb_bytes(o, field, s, strlen(s)); }
+
+typedef void (*pb_body)(pb_out *o, const void *arg);
+
+/* A length-delimited submessage: counted once, then written. */
+static void pb_message(pb_out *o, unsigned field, pb_body body, const void *arg) {
+  pb_out c = {NULL, 0};
+  body(&c, arg);
+  pb_tag(o, field, WT_LEN);
+  pb_varint(o, c.n);
+  if (o->sb) body(o, arg);
+  else o->n += c.n;
+}
+
+/* ------------------------------------------------ names and label values */
+
+/* A label value as the text exposition shows it once unescaped: at most cap
+ * bytes of v (a fixed field that may lack its NUL when the snapshot is
+ * corrupt), every maximal invalid UTF-8 subsequence replaced by U+FFFD.
+ * Writes when o is given, returns the length either way. */
+static size_t clean_value(pb_out *o, const char *v, size_t cap) {
+  static const char fffd[3] = {'\xEF', '\xBF', '\xBD'};
+  const unsigned char *p = (const unsigned char *)v;
+  size_t n = 0, len = 0, run = 0, i = 0;
+  while (n < cap && p[n]) n++;
+  while (i < n) {
+    size_t adv = 1, bad;
+    if (p[i] >= 0x80 && (adv = ttft__utf8_seq(p + i, n - i, NULL, &bad)) == 0) {
+      if (o) {
+        pb_raw(o, p + run, i - run);
+        pb_raw(o, fffd, 3);
+      }
+      len += (i - run) + 3;
+      i += bad;
+      run = i;
+      continue;
+    }
+    i += adv;
+  }
+  if (o) pb_raw(o, p + run, n - run);
+  return len + (n - run);
+}
+
+typedef struct label_arg {
+  const char *name;
+  const char *value;
+  size_t cap;
+} label_arg;
+
+static void label_body(pb_out *o, const void *arg) {
+  const label_arg *l = arg;
+  pb_str(o, 1, l->name);
+  pb_tag(o, 2, WT_LEN);
+  pb_varint(o, clean_value(NULL, l->value, l->cap));
+  clean_value(o, l->value, l->cap);
+}
+
+/* ----------------------------------------------------------- families
+ * The tables of format_prom.c, in its order, with its help texts. */
+
+typedef struct pb_hist_def {
+  ttft_metric m;
+  int otel;          /* name is absolute (no namespace) */
+  const char *name;  /* family name                     */
+  const char *qname; /* summary family                  */
+  int seconds;       /* ns shown as seconds; 0: a count */
+  const char *help;
+} pb_hist_def;
+
+static const pb_hist_def hist_defs[] = {
+    {TTFT_METRIC_TTFT, 1, "gen_ai_server_time_to_first_token_seconds",
+     "time_to_first_token_quantiles_seconds", 1,
+     "Time to first token: from the sequence start (start_point) to its first visible token (token_point)."},
+    {TTFT_METRIC_TPOT, 1, "gen_ai_server_time_per_output_token_seconds",
+     "time_per_output_token_quantiles_seconds", 1,
+     "Time per output token after the first, (t_last - t_first) / (N - 1), one per sequence with N >= 2."},
+    {TTFT_METRIC_E2E, 1, "gen_ai_server_request_duration_seconds",
+     "request_duration_quantiles_seconds", 1,
+     "End-to-end time of a sequence, from its start (start_point) to stream end, every ended stream."},
+    {TTFT_METRIC_ITL, 0, "inter_token_latency_seconds", "inter_token_latency_quantiles_seconds", 1,
+     "Gap between consecutive emissions of a sequence, one observation per emission after the first."},
+    {TTFT_METRIC_QUEUE, 0, "request_queue_time_seconds", "request_queue_time_quantiles_seconds", 1,
+     "Time from sequence start to first admission by the scheduler."},
+    {TTFT_METRIC_PREFILL, 0, "request_prefill_time_seconds",
+     "request_prefill_time_quantiles_seconds", 1,
+     "Time from first admission by the scheduler to the first visible token."},
+    {TTFT_METRIC_DECODE, 0, "request_decode_time_seconds", "request_decode_time_quantiles_seconds",
+     1, "Time from the first to the last visible token of a sequence."},
+    {TTFT_METRIC_OUTPUT_TOKENS, 0, "request_output_tokens", "request_output_tokens_quantiles", 0,
+     "Output tokens per ended stream (0 for a stream that emitted nothing)."},
+    {TTFT_METRIC_SEQ_ITL_P95, 0, "request_inter_token_latency_p95_seconds",
+     "request_inter_token_latency_p95_quantiles_seconds", 1,
+     "Each ended sequence's own p95 inter-token gap: how many users had a bad typing experience."},
+    {TTFT_METRIC_SEQ_ITL_MAX, 0, "request_inter_token_latency_max_seconds",
+     "request_inter_token_latency_max_quantiles_seconds", 1,
+     "Each ended sequence's worst inter-token gap (exact)."},
+    {TTFT_METRIC_ABANDONED_WAIT, 0, "abandoned_wait_seconds", "abandoned_wait_quantiles_seconds",
+     1, "How long streams cancelled before their first token had waited (t_end - t_begin)."},
+};
+
+typedef struct pb_ctr_def {
+  ttft_counter c;
+  const char *name; /* without _total */
+  const char *help;
+} pb_ctr_def;
+
+static const pb_ctr_def ctr_defs[] = {
+    {TTFT_COUNTER_BEGUN, "requests_started", "Sequences begun (accepted ttft_begin)."},
+    {TTFT_COUNTER_DROPPED, "requests_dropped",
+     "Sequences refused at begin because no slot was free; never measured."},
+    {TTFT_COUNTER_TOKENS, "output_tokens", "Output tokens emitted (capacity view; not TPOT)."},
+    {TTFT_COUNTER_STALLS, "stalls", "Inter-token gaps above the class's stall budget."},
+    {TTFT_COUNTER_STALLED_SEQS, "stalled_requests", "Sequences with at least one stall gap."},
+    {TTFT_COUNTER_ABANDONED, "requests_abandoned_before_first_token",
+     "Streams cancelled before their first token (their waits are in abandoned_wait_seconds)."},
+    {TTFT_COUNTER_SLO_MET, "requests_slo_met",
+     "Ended streams that completed within every SLO budget of their class."},
+    {TTFT_COUNTER_NO_TPOT, "requests_without_tpot",
+     "Ended streams with fewer than two tokens, which have no TPOT."},
+    {TTFT_COUNTER_PREEMPTIONS, "preemptions", "Times a sequence was preempted by the scheduler."},
+    {TTFT_COUNTER_CLOCK_CLAMPED, "clock_clamped",
+     "Timestamps earlier than the sequence's previous event, clamped to it."},
+};
+
+static const struct {
+  ttft_counter c;
+  const char *status;
+} status_defs[] = {{TTFT_COUNTER_COMPLETED, "completed"},
+                   {TTFT_COUNTER_CANCELLED, "cancelled"},
+                   {TTFT_COUNTER_ERRORS, "error"}};
+
+/* Labels the formatter itself emits; a constant label with one of these
+ * names would collide and is left out. */
+static const char *const reserved_labels[] = {"class", "model", "status", "le", "quantile",
+                                              "start_point", "token_point", "version",
+                                              "slo", "prefix_cache", "prompt_tokens"};
+
+/* ------------------------------------------------------------- context */
+
+#define ZERO_THRESHOLD 0x1p-128 /* see the top of the file */
+#define MAX_GAP_IN_SPAN 2       /* empty buckets written as zeros in a span */
+
+typedef struct pbx {
+  const ttft_snapshot *s;
+  char ns[TTFT__NAME_MAX];
+  uint32_t nconst;
+  uint32_t const_idx[TTFT_MAX_CONST_LABELS];
+  int native;                /* write native buckets             */
+  int schema;                /* -4 .. 8                          */
+  int32_t *map[2];           /* [seconds] native index of each internal
+                                bucket's midpoint; NULL until needed */
+  ttft_allocator alloc;
+  int err;                   /* TTFT_ENOMEM when a table could not be made */
+} pbx;
+
+static int is_alpha_(unsigned char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
+static int is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
+
+/* The namespace as format_prom.c writes it: [A-Za-z0-9_], not starting
+ * with a digit. */
+static void sanitize_ns(char *dst, const char *src, size_t cap) {
+  size_t n = 0, o = 0;
+  while (n < cap && src[n]) n++;
+  for (size_t i = 0; i < n && o + 2 < TTFT__NAME_MAX; i++) {
+    unsigned char ch = (unsigned char)src[i];
+    if (o == 0 && is_digit(ch)) dst[o++] = '_';
+    dst[o++] = (is_alpha_(ch) || is_digit(ch)) ? (char)ch : '_';
+  }
+  dst[o] = '\0';
+}
+
+/* A constant label is written when its name is valid, not one the exporter
+ * uses itself, and not a repeat of an earlier one (as format_prom.c). */
+static int const_usable(const ttft_snapshot *s, uint32_t k) {
+  const char *nm = s->const_name[k];
+  size_t n = 0;
+  while (n < TTFT__NAME_MAX && nm[n]) n++;
+  if (n == 0 || n == TTFT__NAME_MAX) return 0;
+  if (!is_alpha_((unsigned char)nm[0])) return 0;
+  for (size_t i = 1; i < n; i++)
+    if (!is_alpha_((unsigned char)nm[i]) && !is_digit((unsigned char)nm[i])) return 0;
+  if (n >= 2 && nm[0] == '_' && nm[1] == '_') return 0;
+  for (size_t i = 0; i < sizeof reserved_labels / sizeof reserved_labels[0]; i++)
+    if (strcmp(nm, reserved_labels[i]) == 0) return 0;
+  for (uint32_t j = 0; j < k; j++)
+    if (strncmp(s->const_name[j], nm, TTFT__NAME_MAX) == 0) return 0;
+  return 1;
+}
+
+/* Classes that appear: exported (ttft__class_exported) and not a repeat of
+ * an earlier class's name (only a corrupt snapshot has one). */
+static int class_shown(const ttft_snapshot *s, uint32_t i) {
+  if (!ttft__class_exported(s, i)) return 0;
+  for (uint32_t j = 0; j < i; j++)
+    if (strncmp(s->cls[j].name, s->cls[i].name, TTFT__NAME_MAX) == 0) return 0;
+  return 1;
+}
+
+/* ------------------------------------------------------------- series */
+
+typedef struct series {
+  const pbx *x;
+  const char *cls;                 /* class label, or NULL            */
+  const char *xname, *xval;        /* one more label (split key, status,
+                                      slo, quantile owner), or NULL    */
+  size_t xcap;
+  int info;                        /* the info metric's label set     */
+  /* value */
+  double value;                    /* counter / gauge                 */
+  const ttft__shist *h;            /* histogram / summary             */
+  const pb_hist_def *d;
+} series;
+
+static void put_label(pb_out *o, const char *name, const char *v, size_t cap) {
+  label_arg l = {name, v, cap};
+  pb_message(o, 1, label_body, &l);
+}
+
+/* The labels of a series, in the order of the text exposition: class (when
+ * given), model (when set), the usable constant labels, then the extra. */
+static void put_labels(pb_out *o, const series *se) {
+  const ttft_snapshot *s = se->x->s;
+  if (se->info) {
+    put_label(o, "start_point", s->start_point, sizeof s->start_point);
+    put_label(o, "token_point", s->token_point, sizeof s->token_point);
+    put_label(o, "version", ttft_version_string(), 16);
+  }
+  if (se->cls) put_label(o, "class", se->cls, TTFT__NAME_MAX);
+  if (s->model[0]) put_label(o, "model", s->model, sizeof s->model);
+  for (uint32_t i = 0; i < se->x->nconst; i++) {
+    uint32_t k = se->x->const_idx[i];
+    put_label(o, s->const_name[k], s->const_value[k], sizeof s->const_value[k]);
+  }
+  if (se->xname) put_label(o, se->xname, se->xval, se->xcap);
+}
+
+static double as_seconds(uint64_t ns) { return (double)ns / 1e9; }
+
+static void value_body(pb_out *o, const void *arg) {
+  pb_double(o, 1, ((const series *)arg)->value);
+}
+
+static void counter_metric(pb_out *o, const void *arg) {
+  put_labels(o, arg);
+  pb_message(o, 3, value_body, arg);
+}
+
+static void gauge_metric(pb_out *o, const void *arg) {
+  put_labels(o, arg);
+  pb_message(o, 2, value_body, arg);
+}
+
+/* ------------------------------------------------------ classic buckets */
+
+/* The bounds of metric m (the snapshot's, else the defaults), strictly
+ * ascending ones only, as format_prom.c keeps them. Returns how many. */
+static uint32_t classic_bounds(const ttft_snapshot *s, ttft_metric m, uint64_t *out) {
+  uint32_t n = s->prom_n_buckets[m], k = 0;
+  const uint64_t *b;
+  if (n == 0) b = ttft__default_prom_buckets(m, &n);
+  else {
+    if (n > TTFT_MAX_PROM_BUCKETS) n = TTFT_MAX_PROM_BUCKETS;
+    b = s->prom_buckets[m];
+  }
+  for (uint32_t j = 0; j < n; j++)
+    if (k == 0 || b[j] > out[k - 1]) out[k++] = b[j];
+  return k;
+}
+
+/* cum[j] = observations in internal buckets whose largest value is <= b[j]
+ * (capped at count); the total when max <= b[j]. format_prom.c's rule. */
+static void classic_counts(const ttft__shist *h, const uint64_t *b, uint32_t n, uint64_t *cum) {
+  uint64_t run = 0;
+  uint32_t i = h ? ttft__shist_lo(h) : 0, end = h ? ttft__shist_hi(h) : 0;
+  for (uint32_t j = 0; j < n; j++) {
+    if (!h) {
+      cum[j] = 0;
+      continue;
+    }
+    if (h->count && h->max <= b[j]) {
+      cum[j] = h->count;
+      continue;
+    }
+    while (i < end && ttft__bucket_hi(i) <= b[j]) run += ttft__shist_at(h, i++);
+    cum[j] = run > h->count ? h->count : run;
+  }
+}
+
+typedef struct bucket_arg {
+  uint64_t cum;
+  double le;
+} bucket_arg;
+
+static void bucket_body(pb_out *o, const void *arg) {
+  const bucket_arg *b = arg;
+  pb_uint(o, 1, b->cum);
+  pb_double(o, 2, b->le);
+}
+
+/* ------------------------------------------------------- native buckets */
+
+/* Native bucket index of v > 0 at schema s: the k with
+ * 2^((k-1) 2^-s) < v <= 2^(k 2^-s). log2 is exact at powers of two, so a
+ * value on a boundary goes to the bucket it closes. */
+static int32_t native_index(double v, int schema) {
+  double l = log2(v);
+  double k = schema >= 0 ? ceil(l * (double)(1u << schema)) : ceil(l / (double)(1u << -schema));
+  return (int32_t)k;
+}
+
+static uint64_t bucket_mid(uint32_t i) {
+  uint64_t lo = ttft__bucket_lo(i);
+  uint64_t hi = (i + 1 >= TTFT__HIST_BUCKETS) ? TTFT__HIST_MAX : ttft__bucket_lo(i + 1) - 1;
+  return lo + (hi - lo) / 2;
+}
+
+static double unit_value(uint64_t v, int seconds) { return seconds ? as_seconds(v) : (double)v; }
+
+/* The table of native indices of every internal bucket's midpoint, for
+ * seconds (1) or plain counts (0); NULL when memory is short. */
+static const int32_t *native_map(pbx *x, int seconds) {
+  if (x->map[seconds]) return x->map[seconds];
+  int32_t *m = ttft__alloc(&x->alloc, TTFT__HIST_BUCKETS * sizeof *m);
+  if (!m) {
+    x->err = TTFT_ENOMEM;
+    return NULL;
+  }
+  m[0] = 0; /* bucket 0 holds the value 0: the zero bucket, never looked up */
+  for (uint32_t i = 1; i < TTFT__HIST_BUCKETS; i++)
+    m[i] = native_index(unit_value(bucket_mid(i), seconds), x->schema);
+  x->map[seconds] = m;
+  return m;
+}
+
+/* Walks the populated native buckets of a histogram in ascending index:
+ * consecutive internal buckets with one native index are added up. */
+typedef struct native_it {
+  const ttft__shist *h;
+  const int32_t *map;
+  int seconds, schema, clamp;
+  uint32_t i, end;
+  int32_t last; /* the key returned last (INT32_MIN before the first) */
+} native_it;
+
+static void native_begin(native_it *it, const series *se) {
+  const ttft__shist *h = se->h;
+  memset(it, 0, sizeof *it);
+  it->h = h;
+  it->map = se->x->map[se->d->seconds];
+  it->seconds = se->d->seconds;
+  it->schema = se->x->schema;
+  it->last = INT32_MIN;
+  if (!h || !it->map || !h->count) return; /* nothing to walk */
+  it->clamp = h->min <= h->max;
+  it->i = ttft__shist_lo(h);
+  if (it->i < 1) it->i = 1; /* bucket 0 is the zero bucket */
+  it->end = ttft__shist_hi(h);
+}
+
+static int32_t native_key(const native_it *it, uint32_t i) {
+  if (it->clamp) {
+    uint64_t mid = bucket_mid(i);
+    /* the library's own quantile clamps the midpoint into [min, max]; so
+     * does the mapping (only the buckets of min and max are affected) */
+    uint64_t r = mid < it->h->min ? it->h->min : mid > it->h->max ? it->h->max : mid;
+    if (r != mid && r != 0) return native_index(unit_value(r, it->seconds), it->schema);
+  }
+  return it->map[i];
+}
+
+/* Keys never go down, even for a snapshot whose min/max contradict its
+ * buckets (a corrupt one): a smaller key joins the previous bucket. */
+static int32_t native_key_mono(const native_it *it, uint32_t i) {
+  int32_t k = native_key(it, i);
+  return k < it->last ? it->last : k;
+}
+
+static int native_next(native_it *it, int32_t *key, uint64_t *count) {
+  while (it->i < it->end && ttft__shist_at(it->h, it->i) == 0) it->i++;
+  if (it->i >= it->end) return 0;
+  *key = native_key_mono(it, it->i);
+  *count = ttft__shist_at(it->h, it->i++);
+  for (;;) {
+    while (it->i < it->end && ttft__shist_at(it->h, it->i) == 0) it->i++;
+    if (it->i >= it->end || native_key_mono(it, it->i) != *key) break;
+    *count += ttft__shist_at(it->h, it->i++);
+  }
+  it->last = *key + 1; /* keys are within +-2^15: no overflow */
+  return 1;
+}
+
+/* Observations of 0 (internal bucket 0, and a bucket whose clamped
+ * representative is 0, which cannot happen in a consistent snapshot). */
+static uint64_t zero_count(const series *se) {
+  return se->h && se->h->count && ttft__shist_lo(se->h) == 0 ? ttft__shist_at(se->h, 0) : 0;
+}
+
+typedef struct span_arg {
+  int32_t offset;
+  uint32_t length;
+} span_arg;
+
+static void span_body(pb_out *o, const void *arg) {
+  const span_arg *sp = arg;
+  pb_sint(o, 1, sp->offset);
+  pb_uint(o, 2, sp->length);
+}
+
+/* positive_span (12): a new span when more than MAX_GAP_IN_SPAN empty
+ * buckets separate two populated ones; a no-op span when there is none. */
+static void put_spans(pb_out *o, const series *se) {
+  native_it it;
+  int32_t k, prev = 0;
+  uint64_t c;
+  span_arg cur = {0, 0};
+  int any = 0;
+  native_begin(&it, se);
+  while (native_next(&it, &k, &c)) {
+    if (!any) {
+      cur.offset = k, cur.length = 1;
+    } else if ((int64_t)k - prev - 1 <= MAX_GAP_IN_SPAN) {
+      cur.length += (uint32_t)(k - prev);
+    } else {
+      pb_message(o, 12, span_body, &cur);
+      cur.offset = (int32_t)((int64_t)k - prev - 1), cur.length = 1;
+    }
+    prev = k;
+    any = 1;
+  }
+  pb_message(o, 12, span_body, &cur); /* the last span, or the no-op span */
+}
+
+/* positive_delta (13, packed sint64): each bucket's count minus the one
+ * before it in the spans (zeros filled in), the first against 0. */
+static void put_deltas(pb_out *o, const series *se) {
+  for (int pass = 0; pass < 2; pass++) {
+    pb_out sz = {NULL, 0};
+    pb_out *w = pass ? o : &sz;
+    native_it it;
+    int32_t k, prev = 0;
+    uint64_t c, last = 0;
+    int any = 0;
+    native_begin(&it, se);
+    while (native_next(&it, &k, &c)) {
+      if (any && (int64_t)k - prev - 1 <= MAX_GAP_IN_SPAN)
+        for (int32_t z = prev + 1; z < k; z++) {
+          pb_varint(w, zigzag((int64_t)(0 - last)));
+          last = 0;
+        }
+      pb_varint(w, zigzag((int64_t)(c - last)));
+      last = c;
+      prev = k;
+      any = 1;
+    }
+    if (!any) return; /* no deltas at all for an empty histogram */
+    if (!pass) {
+      pb_tag(o, 13, WT_LEN);
+      pb_varint(o, sz.n);
+      if (!o->sb) {
+        o->n += sz.n;
+        return;
+      }
+    }
+  }
+}
+
+/* ------------------------------------------------ histogram / summary */
+
+static void histogram_body(pb_out *o, const void *arg) {
+  const series *se = arg;
+  const ttft__shist *h = se->h;
+  uint64_t b[TTFT_MAX_PROM_BUCKETS], cum[TTFT_MAX_PROM_BUCKETS];
+  uint32_t n = classic_bounds(se->x->s, se->d->m, b);
+  classic_counts(h, b, n, cum);
+  uint64_t count = h ? h->count : 0, sum = h ? h->sum : 0;
+  pb_uint(o, 1, count);
+  pb_double(o, 2, unit_value(sum, se->d->seconds));
+  for (uint32_t j = 0; j < n; j++) { /* +Inf is implied by sample_count */
+    bucket_arg ba = {cum[j], unit_value(b[j], se->d->seconds)};
+    pb_message(o, 3, bucket_body, &ba);
+  }
+  if (!se->x->native) return;
+  pb_sint(o, 5, se->x->schema);
+  pb_double(o, 6, ZERO_THRESHOLD);
+  pb_uint(o, 7, zero_count(se));
+  put_spans(o, se);
+  put_deltas(o, se);
+}
+
+static void histogram_metric(pb_out *o, const void *arg) {
+  put_labels(o, arg);
+  pb_message(o, 7, histogram_body, arg);
+}
+
+typedef struct quantile_arg {
+  double q, v;
+} quantile_arg;
+
+static void quantile_body(pb_out *o, const void *arg) {
+  const quantile_arg *qa = arg;
+  pb_double(o, 1, qa->q);
+  pb_double(o, 2, qa->v);
+}
+
+static void summary_body(pb_out *o, const void *arg) {
+  static const double qs[] = {0.5, 0.9, 0.95, 0.99, 0.999};
+  const series *se = arg;
+  const ttft__shist *h = se->h;
+  uint64_t count = h ? h->count : 0, sum = h ? h->sum : 0;
+  pb_uint(o, 1, count);
+  pb_double(o, 2, unit_value(sum, se->d->seconds));
+  for (size_t q = 0; q < sizeof qs / sizeof qs[0]; q++) {
+    quantile_arg qa = {qs[q], NAN};
+    if (count) qa.v = unit_value(ttft__shist_quantile(h, qs[q]), se->d->seconds);
+    pb_message(o, 3, quantile_body, &qa);
+  }
+}
+
+static void summary_metric(pb_out *o, const void *arg) {
+  put_labels(o, arg);
+  pb_message(o, 4, summary_body, arg);
+}
+
+/* ------------------------------------------------------------- families */
+
+typedef enum fam_kind {
+  FK_INFO,
+  FK_HIST,     /* per class, hist_defs[idx]               */
+  FK_SUMMARY,  /* per class, hist_defs[idx]               */
+  FK_SPLIT_CACHE,
+  FK_SPLIT_BAND,
+  FK_ENDED,    /* requests_ended_total{status}            */
+  FK_COUNTER,  /* per class, ctr_defs[idx]                */
+  FK_GAUGE1,   /* one gauge, base labels: idx = gauge      */
+  FK_STALL_BUDGET,
+  FK_SLO_BUDGET
+} fam_kind;
+
+typedef struct family {
+  const pbx *x;
+  fam_kind kind;
+  size_t idx;
+  int absolute;        /* name without the namespace */
+  const char *name, *suffix, *help, *unit;
+  int type;
+} family;
+
+static void family_name(pb_out *o, const family *f) {
+  size_t a = f->absolute ? 0 : strlen(f->x->ns), b = strlen(f->name);
+  size_t c = f->suffix ? strlen(f->suffix) : 0;
+  pb_tag(o, 1, WT_LEN);
+  pb_varint(o, a + b + c);
+  pb_raw(o, f->x->ns, a);
+  pb_raw(o, f->name, b);
+  if (c) pb_raw(o, f->suffix, c);
+}
+
+static const pb_hist_def split_def = {TTFT_METRIC_TTFT, 0, NULL, NULL, 1, NULL};
+
+static void family_body(pb_out *o, const void *arg) {
+  const family *f = arg;
+  const pbx *x = f->x;
+  const ttft_snapshot *s = x->s;
+  family_name(o, f);
+  pb_str(o, 2, f->help);
+  pb_uint(o, 3, (uint64_t)f->type);
+  series se;
+  memset(&se, 0, sizeof se);
+  se.x = x;
+  switch (f->kind) {
+  case FK_INFO:
+    se.info = 1;
+    se.value = 1;
+    pb_message(o, 4, gauge_metric, &se);
+    break;
+  case FK_HIST:
+  case FK_SUMMARY:
+    se.d = &hist_defs[f->idx];
+    for (uint32_t i = 0; i < s->nclasses; i++) {
+      if (!class_shown(s, i)) continue;
+      se.cls = s->cls[i].name;
+      se.h = s->cls[i].h[se.d->m];
+      pb_message(o, 4, f->kind == FK_HIST ? histogram_metric : summary_metric, &se);
+    }
+    break;
+  case FK_SPLIT_CACHE: {
+    static const char *const cache[2] = {"miss", "hit"};
+    se.d = &split_def;
+    se.xname = "prefix_cache";
+    se.xcap = 8;
+    for (int i = 0; i < 2; i++) {
+      se.xval = cache[i];
+      se.h = s->split_cache[i];
+      pb_message(o, 4, histogram_metric, &se);
+    }
+    break;
+  }
+  case FK_SPLIT_BAND: {
+    uint32_t nb = s->n_band_edges + 1;
+    if (nb > TTFT_MAX_BANDS) nb = TTFT_MAX_BANDS;
+    se.d = &split_def;
+    se.xname = "prompt_tokens";
+    for (uint32_t i = 0; i < nb; i++) {
+      char band[48];
+      uint64_t lo = i ? s->band_edges[i - 1] : 0;
+      uint64_t hi = i + 1 < nb ? s->band_edges[i] : 0;
+      if (i + 1 < nb && hi <= lo) continue; /* not ascending: corrupt, skip */
+      ttft__sb bs;
+      ttft__sb_init(&bs, band, sizeof band);
+      ttft__sb_printf(&bs, "%llu", (unsigned long long)lo);
+      if (i + 1 < nb) ttft__sb_printf(&bs, "-%llu", (unsigned long long)(hi - 1));
+      else ttft__sb_puts(&bs, "+");
+      se.xval = band;
+      se.xcap = sizeof band;
+      se.h = s->split_band[i];
+      pb_message(o, 4, histogram_metric, &se);
+    }
+    break;
+  }
+  case FK_ENDED:
+    se.xname = "status";
+    se.xcap = 16;
+    for (uint32_t i = 0; i < s->nclasses; i++) {
+      if (!class_shown(s, i)) continue;
+      se.cls = s->cls[i].name;
+      for (size_t k = 0; k < 3; k++) {
+        se.xval = status_defs[k].status;
+        se.value = (double)s->cls[i].ctr[status_defs[k].c];
+        pb_message(o, 4, counter_metric, &se);
+      }
+    }
+    break;
+  case FK_COUNTER:
+    for (uint32_t i = 0; i < s->nclasses; i++) {
+      if (!class_shown(s, i)) continue;
+      se.cls = s->cls[i].name;
+      se.value = (double)s->cls[i].ctr[ctr_defs[f->idx].c];
+      pb_message(o, 4, counter_metric, &se);
+    }
+    break;
+  case FK_GAUGE1:
+    se.value = (double)s->gauge[f->idx];
+    pb_message(o, 4, gauge_metric, &se);
+    break;
+  case FK_STALL_BUDGET:
+    for (uint32_t i = 0; i < s->nclasses; i++) {
+      if (!class_shown(s, i)) continue;
+      se.cls = s->cls[i].name;
+      se.value = as_seconds(s->cls[i].slo.stall_threshold_ns);
+      pb_message(o, 4, gauge_metric, &se);
+    }
+    break;
+  case FK_SLO_BUDGET:
+    se.xname = "slo";
+    se.xcap = 8;
+    for (uint32_t i = 0; i < s->nclasses; i++) {
+      if (!class_shown(s, i)) continue;
+      const ttft_slo *sl = &s->cls[i].slo;
+      const struct {
+        const char *k;
+        uint64_t v;
+      } b[3] = {{"ttft", sl->ttft_ns}, {"tpot", sl->tpot_ns}, {"e2e", sl->e2e_ns}};
+      se.cls = s->cls[i].name;
+      for (int k = 0; k < 3; k++) {
+        if (!b[k].v) continue;
+        se.xval = b[k].k;
+        se.value = as_seconds(b[k].v);
+        pb_message(o, 4, gauge_metric, &se);
+      }
+    }
+    break;
+  }
+  if (f->unit) pb_str(o, 5, f->unit); /* MetricFamily.unit (newer servers) */
+}
+
+/* One MetricFamily, length-delimited. */
+static void put_family(ttft__sb *sb, const family *f) {
+  pb_out o = {sb, 0};
+  pb_out c = {NULL, 0};
+  family_body(&c, f);
+  pb_varint(&o, c.n);
+  family_body(&o, f);
+}
+
+static void put_all(pbx *x, ttft__sb *sb) {
+  const ttft_snapshot *s = x->s;
+  family f;
+  memset(&f, 0, sizeof f);
+  f.x = x;
+
+  f.kind = FK_INFO, f.name = "measurement_info", f.type = MT_GAUGE;
+  f.help = "Where this process starts the clock (start_point) and what it counts as an "
+           "emitted token (token_point).";
+  put_family(sb, &f);
+
+  for (size_t d = 0; d < sizeof hist_defs / sizeof hist_defs[0]; d++) {
+    const pb_hist_def *def = &hist_defs[d];
+    f.kind = FK_HIST, f.idx = d, f.absolute = def->otel, f.name = def->name;
+    f.help = def->help, f.type = MT_HISTOGRAM, f.unit = def->seconds ? "seconds" : NULL;
+    put_family(sb, &f);
+  }
+  f.absolute = 0;
+
+  if (s->prom_summaries) {
+    for (size_t d = 0; d < sizeof hist_defs / sizeof hist_defs[0]; d++) {
+      const pb_hist_def *def = &hist_defs[d];
+      f.kind = FK_SUMMARY, f.idx = d, f.name = def->qname, f.type = MT_SUMMARY;
+      f.unit = def->seconds ? "seconds" : NULL;
+      f.help = "Quantiles p50..p99.9 of the metric of the same stem, from the library's "
+               "high-resolution histogram (<= 0.5 % relative error), since start.";
+      put_family(sb, &f);
+    }
+  }
+
+  if (s->split_cache[0] || s->split_cache[1]) {
+    f.kind = FK_SPLIT_CACHE, f.name = "time_to_first_token_by_prefix_cache_seconds";
+    f.type = MT_HISTOGRAM, f.unit = "seconds";
+    f.help = "Time to first token split by prefix-cache outcome (requests that "
+             "reported one), all classes.";
+    put_family(sb, &f);
+    f.kind = FK_SPLIT_BAND, f.name = "time_to_first_token_by_prompt_length_seconds";
+    f.help = "Time to first token split by prompt-length band (prompt_tokens = lo-hi, "
+             "inclusive; requests that reported a prompt length), all classes.";
+    put_family(sb, &f);
+  }
+
+  f.unit = NULL, f.type = MT_COUNTER, f.suffix = "_total";
+  f.kind = FK_ENDED, f.name = "requests_ended";
+  f.help = "Streams ended, by status (completed, cancelled, error).";
+  put_family(sb, &f);
+  for (size_t d = 0; d < sizeof ctr_defs / sizeof ctr_defs[0]; d++) {
+    f.kind = FK_COUNTER, f.idx = d, f.name = ctr_defs[d].name, f.help = ctr_defs[d].help;
+    put_family(sb, &f);
+  }
+
+  f.type = MT_GAUGE, f.suffix = NULL;
+  f.kind = FK_GAUGE1, f.idx = TTFT_GAUGE_INFLIGHT, f.name = "requests_in_flight";
+  f.help = "Sequences begun and not yet ended.";
+  put_family(sb, &f);
+  f.idx = TTFT_GAUGE_LIVE_STALLS, f.name = "live_stalls";
+  f.help = "In-flight sequences whose last token is older than their stall budget right now.";
+  put_family(sb, &f);
+
+  f.kind = FK_STALL_BUDGET, f.name = "stall_budget_seconds", f.unit = "seconds";
+  f.help = "Stall budget of each class: an inter-token gap above it is a stall.";
+  put_family(sb, &f);
+  int any = 0;
+  for (uint32_t i = 0; i < s->nclasses; i++)
+    any |= s->cls[i].slo.ttft_ns || s->cls[i].slo.tpot_ns || s->cls[i].slo.e2e_ns;
+  if (any) {
+    f.kind = FK_SLO_BUDGET, f.name = "slo_budget_seconds";
+    f.help = "SLO budgets of each class that sets them (slo = ttft, tpot, e2e).";
+    put_family(sb, &f);
+  }
+}
+
 int ttft__format_protobuf(const ttft_snapshot *s, ttft__sb *sb) {
-  (void)s;
-  (void)sb;
-  return TTFT_ENOTSUP;
+  if (!s || !sb) return TTFT_EINVAL;
+  pbx x;
+  memset(&x, 0, sizeof x);
+  x.s = s;
+  x.native = s->native_histograms != 0;
+  x.schema = s->native_schema < -4 ? -4 : s->native_schema > 8 ? 8 : s->native_schema;
+  ttft__allocator_current(&x.alloc);
+  sanitize_ns(x.ns, s->ns, sizeof s->ns);
+  uint32_t nconst = s->n_const_labels;
+  if (nconst > TTFT_MAX_CONST_LABELS) nconst = TTFT_MAX_CONST_LABELS;
+  for (uint32_t k = 0; k < nconst; k++)
+    if (const_usable(s, k)) x.const_idx[x.nconst++] = k;
+  if (x.native) { /* the tables the native buckets are read through */
+    native_map(&x, 1);
+    native_map(&x, 0);
+  }
+  if (x.err == TTFT_OK) put_all(&x, sb);
+  for (int u = 0; u < 2; u++) ttft__free(&x.alloc, x.map[u]);
+  return x.err;
 }
