@@ -330,7 +330,7 @@ static void test_damage(void) {
   struct {
     size_t at;
     unsigned char v;
-  } hdr[] = {{0, 'X'}, {3, 's'}, {4, 0}, {4, 2}, {5, 0x02}, {5, 0x80}, {6, 1}, {7, 1}, {8, 0}, {11, 1}};
+  } hdr[] = {{0, 'X'}, {3, 's'}, {4, 0}, {4, 3}, {5, 0x08}, {5, 0x80}, {6, 1}, {7, 1}, {8, 0}, {11, 1}};
   for (size_t k = 0; k < sizeof hdr / sizeof hdr[0]; k++) {
     memcpy(c, b, n);
     c[hdr[k].at] = hdr[k].v;
@@ -378,11 +378,16 @@ enum {
   V_BANDS, V_CLASS0, V_DUP_CLASS, V_NO_CLASS, V_MANY_CLASSES, V_IDX_REPEAT, V_IDX_RANGE,
   V_ZERO_COUNT, V_COUNT_MISMATCH, V_MIN, V_MAX, V_OVERLONG, V_VAR_65BITS, V_TRAILING,
   V_PROM_LONG, V_LABELS_MANY, V_NNZ_HUGE, V_CLASS_CHAR, V_GAUGES_MANY, V_TIME_OVERFLOW,
-  V_COUNT_OVERFLOW, V_PROM_ORDER, V_TRUNC_HIST, V_COUNT
+  V_COUNT_OVERFLOW, V_PROM_ORDER, V_TRUNC_HIST, V_CTR_OVERFLOW,
+  /* version 2 only */
+  V_SCHEMA, V_STATUS_MANY, V_VIEW_BAD, V_VIEW_OVERFLOW,
+  V_COUNT
 };
+#define V_FIRST_V2_ONLY V_SCHEMA
 
+/* the TTFT histogram of class 0 (values 10, 10, 345: bucket 10 (exact)
+ * twice, bucket 300 = [344, 345] once), broken as variant v asks */
 static void hb_hist_ttft(hb *h, int v, int cls) {
-  /* values 10, 10, 345: bucket 10 (exact) twice, bucket 300 = [344, 345] once */
   if (v == V_NNZ_HUGE) {
     hb_var(h, 4864);
     return;
@@ -413,11 +418,34 @@ static void hb_hist_ttft(hb *h, int v, int cls) {
   hb_var(h, v == V_MAX ? 336 : 335);         /* max - min */
 }
 
-static size_t hb_build(hb *h, int v) {
+/* a status view: completed E2E of class 1 holds 7 and 2^62 (bucket 7 and
+ * the last bucket, which also holds everything above 2^44 - 1) */
+static void hb_view(hb *h, int v, int cls, int st, int view) {
+  if (cls != 1 || st != 0 || view != 2) {
+    hb_var(h, 0);
+    return;
+  }
+  uint64_t big = UINT64_C(1) << 62;
+  hb_var(h, 2);
+  hb_var(h, 7);
+  hb_var(h, v == V_VIEW_OVERFLOW ? UINT64_MAX : 1);
+  hb_var(h, 4863 - 7);
+  hb_var(h, 1);
+  if (v == V_VIEW_OVERFLOW) return; /* refused at the bucket already */
+  hb_var(h, 2);
+  hb_var(h, big + 7);
+  hb_var(h, v == V_VIEW_BAD ? 8 : 7);
+  hb_var(h, big);
+}
+
+/* An encoding of the given version (1: libttft 1.0; 2: current), spelled
+ * out from docs/encoding.md; variant v breaks one rule. */
+static size_t hb_build(hb *h, int v, int version) {
   h->n = 0;
   hb_mem(h, "TTFS", 4);
-  hb_byte(h, v == V_VERSION ? 2 : 1);
-  hb_byte(h, v == V_FLAG ? 0x03 : 0x01);
+  hb_byte(h, v == V_VERSION ? 3 : (unsigned)version);
+  /* v1 knows bit 0 only; v2 bits 0-2 (summaries, native, idle classes) */
+  hb_byte(h, v == V_FLAG ? (version == 1 ? 0x03 : 0x09) : version == 1 ? 0x01 : 0x03);
   hb_byte(h, v == V_RESERVED ? 1 : 0);
   hb_byte(h, 0);
   hb_mem(h, "\0\0\0\0", 4);
@@ -446,6 +474,7 @@ static size_t hb_build(hb *h, int v) {
     hb_str(h, big);
   } else hb_str(h, "m\xc3\xa9");
   hb_str(h, v == V_NAMESPACE ? "9bad" : "llm_");
+  if (version >= 2) hb_var(h, v == V_SCHEMA ? 13 : 3 + 4); /* native schema 3, biased by 4 */
   if (v == V_GAUGES_MANY) {
     hb_var(h, 65);
     for (int i = 0; i < 65; i++) hb_var(h, 0);
@@ -468,8 +497,9 @@ static size_t hb_build(hb *h, int v) {
   hb_var(h, 2); /* band edges 100, 500 */
   hb_var(h, 100);
   hb_var(h, v == V_BANDS ? 0 : 400);
-  hb_var(h, 11); /* prom lists */
-  for (int m = 0; m < 11; m++) {
+  int nmet = version == 1 ? 11 : 12, nctr = version == 1 ? 13 : 14;
+  hb_var(h, (uint64_t)nmet); /* prom lists */
+  for (int m = 0; m < nmet; m++) {
     if (m == 0 && v == V_PROM_LONG) {
       hb_var(h, 65);
       for (int i = 0; i < 65; i++) hb_var(h, 1);
@@ -489,12 +519,19 @@ static size_t hb_build(hb *h, int v) {
     hb_var(h, c ? 50000000 : 0);  /* slo tpot */
     hb_var(h, 0);                 /* slo e2e */
     hb_var(h, c ? 250000000 : 500000000);
-    hb_var(h, 13);
-    for (uint64_t k = 0; k < 13; k++) hb_var(h, c * 100 + k);
-    hb_var(h, 11);
-    for (int m = 0; m < 11; m++) {
+    hb_var(h, (uint64_t)nctr);
+    for (int k = 0; k < nctr; k++)
+      hb_var(h, v == V_CTR_OVERFLOW && k == 5 ? UINT64_MAX - c : c * 100 + (uint64_t)k);
+    hb_var(h, (uint64_t)nmet);
+    for (int m = 0; m < nmet; m++) {
       if (m == 0) hb_hist_ttft(h, v, (int)c);
       else hb_var(h, 0);
+    }
+    if (version < 2) continue;
+    hb_var(h, v == V_STATUS_MANY ? 9 : 3);
+    for (int st = 0; st < 3; st++) {
+      hb_var(h, 4);
+      for (int view = 0; view < 4; view++) hb_view(h, v, (int)c, st, view);
     }
   }
   hb_var(h, 2);
@@ -509,57 +546,89 @@ static size_t hb_build(hb *h, int v) {
   return h->n;
 }
 
+/* what both versions of the valid hand-built encoding hold */
+static void expect_hand_built(const ttft_snapshot *s) {
+  EXPECT_EQ_U64(3, ttft_snapshot_count(s, TTFT_METRIC_TTFT));
+  EXPECT_EQ_U64(365, ttft_snapshot_sum(s, TTFT_METRIC_TTFT));
+  EXPECT_EQ_U64(10, ttft_snapshot_quantile(s, TTFT_METRIC_TTFT, 0.0));
+  EXPECT_EQ_U64(10, ttft_snapshot_quantile(s, TTFT_METRIC_TTFT, 0.5));
+  EXPECT_EQ_U64(345, ttft_snapshot_quantile(s, TTFT_METRIC_TTFT, 1.0));
+  EXPECT_EQ_U64(0, ttft_snapshot_count(s, TTFT_METRIC_ITL));
+  EXPECT_EQ_INT(2, ttft_snapshot_classes(s));
+  EXPECT_STREQ("chat", ttft_snapshot_class_name(s, 1));
+  EXPECT_EQ_U64(105, ttft_snapshot_class_counter(s, 1, (ttft_counter)5));
+  EXPECT_EQ_U64(5 + 105, ttft_snapshot_counter(s, (ttft_counter)5));
+  ttft_slo slo;
+  slo.struct_size = sizeof slo;
+  EXPECT_ERR(TTFT_OK, ttft_snapshot_class_slo(s, 1, &slo));
+  EXPECT_EQ_U64(300000000, slo.ttft_ns);
+  EXPECT_EQ_U64(250000000, slo.stall_threshold_ns);
+  EXPECT_EQ_U64(3, ttft_snapshot_gauge(s, TTFT_GAUGE_INFLIGHT));
+  EXPECT_EQ_U64(1, ttft_snapshot_gauge(s, TTFT_GAUGE_LIVE_STALLS));
+  EXPECT_EQ_U64(3, ttft_snapshot_bands(s));
+  uint32_t lo = 0, hi = 0;
+  EXPECT_ERR(TTFT_OK, ttft_snapshot_band(s, 1, &lo, &hi));
+  EXPECT_EQ_U64(100, lo);
+  EXPECT_EQ_U64(500, hi);
+  uint64_t t0 = 0, t1 = 0;
+  ttft_snapshot_interval(s, &t0, &t1);
+  EXPECT_EQ_U64(1000, t0);
+  EXPECT_EQ_U64(1500, t1);
+  EXPECT_STREQ("client_send", ttft_snapshot_label(s, "start_point"));
+  EXPECT_STREQ("m\xc3\xa9", ttft_snapshot_label(s, "model"));
+  EXPECT_STREQ("llm_", ttft_snapshot_label(s, "namespace"));
+  long tl = ttft_snapshot_format(s, TTFT_FORMAT_PROMETHEUS, NULL, 0);
+  EXPECT_TRUE(tl > 0);
+  char *text = tl > 0 ? malloc((size_t)tl + 1) : NULL;
+  if (text) {
+    EXPECT_EQ_INT(tl, ttft_snapshot_format(s, TTFT_FORMAT_PROMETHEUS, text, (size_t)tl + 1));
+    EXPECT_CONTAINS(text, "region=\"eu \\\"west\\\"\"");
+  }
+  free(text);
+}
+
 static void test_hand_built(void) {
-  TU_SECTION("hand-built encoding from docs/encoding.md");
-  static hb h;
-  size_t n = hb_build(&h, V_OK);
+  TU_SECTION("hand-built encodings from docs/encoding.md (versions 1 and 2)");
+  static hb h, h1;
+  static unsigned char re[8192];
+  size_t n = hb_build(&h, V_OK, 2);
   int err = 1;
   ttft_snapshot *s = ttft_snapshot_decode(h.b, n, &err);
   EXPECT_ERR(TTFT_OK, err);
   EXPECT_NOT_NULL(s);
   if (s) {
-    EXPECT_EQ_U64(3, ttft_snapshot_count(s, TTFT_METRIC_TTFT));
-    EXPECT_EQ_U64(365, ttft_snapshot_sum(s, TTFT_METRIC_TTFT));
-    EXPECT_EQ_U64(10, ttft_snapshot_quantile(s, TTFT_METRIC_TTFT, 0.0));
-    EXPECT_EQ_U64(10, ttft_snapshot_quantile(s, TTFT_METRIC_TTFT, 0.5));
-    EXPECT_EQ_U64(345, ttft_snapshot_quantile(s, TTFT_METRIC_TTFT, 1.0));
-    EXPECT_EQ_U64(0, ttft_snapshot_count(s, TTFT_METRIC_ITL));
-    EXPECT_EQ_INT(2, ttft_snapshot_classes(s));
-    EXPECT_STREQ("chat", ttft_snapshot_class_name(s, 1));
-    EXPECT_EQ_U64(105, ttft_snapshot_class_counter(s, 1, (ttft_counter)5));
-    EXPECT_EQ_U64(5 + 105, ttft_snapshot_counter(s, (ttft_counter)5));
-    ttft_slo slo;
-    slo.struct_size = sizeof slo;
-    EXPECT_ERR(TTFT_OK, ttft_snapshot_class_slo(s, 1, &slo));
-    EXPECT_EQ_U64(300000000, slo.ttft_ns);
-    EXPECT_EQ_U64(250000000, slo.stall_threshold_ns);
-    EXPECT_EQ_U64(3, ttft_snapshot_gauge(s, TTFT_GAUGE_INFLIGHT));
-    EXPECT_EQ_U64(1, ttft_snapshot_gauge(s, TTFT_GAUGE_LIVE_STALLS));
-    EXPECT_EQ_U64(3, ttft_snapshot_bands(s));
-    uint32_t lo = 0, hi = 0;
-    EXPECT_ERR(TTFT_OK, ttft_snapshot_band(s, 1, &lo, &hi));
-    EXPECT_EQ_U64(100, lo);
-    EXPECT_EQ_U64(500, hi);
-    uint64_t t0 = 0, t1 = 0;
-    ttft_snapshot_interval(s, &t0, &t1);
-    EXPECT_EQ_U64(1000, t0);
-    EXPECT_EQ_U64(1500, t1);
-    EXPECT_STREQ("client_send", ttft_snapshot_label(s, "start_point"));
-    EXPECT_STREQ("m\xc3\xa9", ttft_snapshot_label(s, "model"));
-    EXPECT_STREQ("llm_", ttft_snapshot_label(s, "namespace"));
-    unsigned char re[8192];
+    expect_hand_built(s);
+    /* version 2: the status views */
+    EXPECT_EQ_U64(2, ttft_snapshot_status_count(s, 1, TTFT_COMPLETED, TTFT_METRIC_E2E));
+    EXPECT_EQ_U64(2, ttft_snapshot_status_count(s, TTFT_CLASS_ALL, TTFT_COMPLETED, TTFT_METRIC_E2E));
+    EXPECT_EQ_U64(0, ttft_snapshot_status_count(s, 0, TTFT_COMPLETED, TTFT_METRIC_E2E));
+    EXPECT_EQ_U64(0, ttft_snapshot_status_count(s, 1, TTFT_CANCELLED, TTFT_METRIC_E2E));
+    EXPECT_EQ_U64(7, ttft_snapshot_status_quantile(s, 1, TTFT_COMPLETED, TTFT_METRIC_E2E, 0.5));
+    EXPECT_EQ_U64((UINT64_C(1) << 62) + 7,
+                  ttft_snapshot_status_quantile(s, 1, TTFT_COMPLETED, TTFT_METRIC_E2E, 1.0));
     long n2 = ttft_snapshot_encode(s, re, sizeof re);
     EXPECT_EQ_INT((long)n, n2);
     EXPECT_TRUE(n2 == (long)n && memcmp(re, h.b, n) == 0);
-    long tl = ttft_snapshot_format(s, TTFT_FORMAT_PROMETHEUS, NULL, 0);
-    EXPECT_TRUE(tl > 0);
-    char *text = tl > 0 ? malloc((size_t)tl + 1) : NULL;
-    if (text) {
-      EXPECT_EQ_INT(tl, ttft_snapshot_format(s, TTFT_FORMAT_PROMETHEUS, text, (size_t)tl + 1));
-      EXPECT_CONTAINS(text, "region=\"eu \\\"west\\\"\"");
-    }
-    free(text);
   }
+
+  /* version 1 decodes to the same data (no views), with the 1.1 defaults for
+   * what it lacks, and re-encodes as version 2 */
+  size_t n1 = hb_build(&h1, V_OK, 1);
+  ttft_snapshot *s1 = ttft_snapshot_decode(h1.b, n1, &err);
+  EXPECT_ERR(TTFT_OK, err);
+  EXPECT_NOT_NULL(s1);
+  if (s1) {
+    expect_hand_built(s1);
+    EXPECT_EQ_U64(0, ttft_snapshot_status_count(s1, TTFT_CLASS_ALL, TTFT_COMPLETED, TTFT_METRIC_E2E));
+    long n2 = ttft_snapshot_encode(s1, re, sizeof re);
+    EXPECT_TRUE(n2 > 16 && re[4] == 2);
+    EXPECT_EQ_U64(0x03, re[5]); /* summaries as written; native histograms: the default */
+    ttft_snapshot *s2 = n2 > 0 ? ttft_snapshot_decode(re, (size_t)n2, &err) : NULL;
+    EXPECT_NOT_NULL(s2);
+    if (s2) expect_hand_built(s2);
+    ttft_snapshot_free(s2);
+  }
+  ttft_snapshot_free(s1);
   ttft_snapshot_free(s);
 
   static const char *names[V_COUNT] = {
@@ -567,15 +636,20 @@ static void test_hand_built(void) {
     "label name", "bands", "class0", "dup class", "no class", "many classes", "idx repeat",
     "idx range", "zero count", "count mismatch", "min", "max", "overlong", "65 bits",
     "trailing", "prom long", "labels many", "nnz huge", "class char", "gauges many",
-    "time overflow", "count overflow", "prom order", "truncated hist"};
-  for (int v = 1; v < V_COUNT; v++) {
-    n = hb_build(&h, v);
-    err = 0;
-    s = ttft_snapshot_decode(h.b, n, &err);
-    if (s || err != TTFT_ECORRUPT) fprintf(stderr, "variant \"%s\" was not rejected\n", names[v]);
-    EXPECT_NULL(s);
-    EXPECT_ERR(TTFT_ECORRUPT, err);
-    ttft_snapshot_free(s);
+    "time overflow", "count overflow", "prom order", "truncated hist", "counter overflow",
+    "schema", "status lists", "view max", "view count overflow"};
+  for (int version = 1; version <= 2; version++) {
+    for (int v = 1; v < V_COUNT; v++) {
+      if (version == 1 && v >= V_FIRST_V2_ONLY) continue;
+      n = hb_build(&h, v, version);
+      err = 0;
+      s = ttft_snapshot_decode(h.b, n, &err);
+      if (s || err != TTFT_ECORRUPT)
+        fprintf(stderr, "version %d variant \"%s\" was not rejected\n", version, names[v]);
+      EXPECT_NULL(s);
+      EXPECT_ERR(TTFT_ECORRUPT, err);
+      ttft_snapshot_free(s);
+    }
   }
 }
 

@@ -26,6 +26,9 @@ static inline int ttft__status_view(ttft_metric m) { /* view index, or -1 */
 /* one histogram per metric, plus the status views */
 #define TTFT__HISTS_PER_CLASS (TTFT_METRIC_COUNT_ + TTFT_STATUS_COUNT_ * TTFT__STATUS_VIEWS)
 #define TTFT__NAME_MAX 64 /* class and label names, including the NUL */
+/* Most classes one snapshot holds: what the encoding carries (a registry
+ * has at most 1024; merge refuses a union above this with TTFT_ERANGE). */
+#define TTFT__MAX_CLASSES 4096u
 
 typedef struct ttft__sclass {
   char name[TTFT__NAME_MAX];

@@ -12,14 +12,22 @@
 #include "report/format.h"
 
 #define CODEC_MAGIC "TTFS"
-#define CODEC_VERSION 1u
+#define CODEC_VERSION 2u        /* written; 1 (libttft 1.0) is still read   */
 #define CODEC_HEADER 12u        /* magic, version, flags, reserved, length */
 #define CODEC_TRAILER 4u        /* CRC-32C */
-#define CODEC_FLAG_SUMMARIES 1u /* prom_summaries */
-#define CODEC_FLAGS_KNOWN CODEC_FLAG_SUMMARIES
-#define CODEC_MAX_CLASSES 4096u
+#define CODEC_FLAG_SUMMARIES 1u /* prom_summaries                           */
+#define CODEC_FLAG_NATIVE 2u    /* native_histograms (version 2)            */
+#define CODEC_FLAG_IDLE 4u      /* export_idle_classes (version 2)          */
+#define CODEC_FLAGS_V1 CODEC_FLAG_SUMMARIES
+#define CODEC_FLAGS_V2 (CODEC_FLAG_SUMMARIES | CODEC_FLAG_NATIVE | CODEC_FLAG_IDLE)
+#define CODEC_MAX_CLASSES TTFT__MAX_CLASSES
 #define CODEC_MAX_LIST 64u      /* gauges, counters, metrics per list */
+#define CODEC_MAX_STATUS 8u     /* status-view lists per class         */
+#define CODEC_SCHEMA_BIAS 4     /* native_schema + 4 on the wire: 0..12 */
 #define CODEC_MAX_LEN UINT32_MAX
+/* What a version 1 encoding (libttft 1.0) leaves out: the 1.1 defaults. */
+#define CODEC_V1_NATIVE_HISTOGRAMS 1
+#define CODEC_V1_NATIVE_SCHEMA 7
 
 /* ------------------------------------------------------------- CRC-32C
  * Castagnoli polynomial, reflected (0x82F63B78), init and final xor all
@@ -142,6 +150,9 @@ static void encode_body(const ttft_snapshot *s, wr *w) {
   put_str(w, s->token_point, sizeof s->token_point);
   put_str(w, s->model, sizeof s->model);
   put_str(w, s->ns, sizeof s->ns);
+  int schema = s->native_schema;
+  if (schema < -CODEC_SCHEMA_BIAS || schema > 8) schema = CODEC_V1_NATIVE_SCHEMA; /* not a schema */
+  put_var(w, (uint64_t)(schema + CODEC_SCHEMA_BIAS));
 
   put_var(w, TTFT_GAUGE_COUNT_);
   for (unsigned g = 0; g < TTFT_GAUGE_COUNT_; g++) put_var(w, s->gauge[g]);
@@ -177,6 +188,11 @@ static void encode_body(const ttft_snapshot *s, wr *w) {
     for (unsigned i = 0; i < TTFT_COUNTER_COUNT_; i++) put_var(w, k->ctr[i]);
     put_var(w, TTFT_METRIC_COUNT_);
     for (unsigned m = 0; m < TTFT_METRIC_COUNT_; m++) put_hist(w, k->h[m]);
+    put_var(w, TTFT_STATUS_COUNT_);
+    for (unsigned st = 0; st < TTFT_STATUS_COUNT_; st++) {
+      put_var(w, TTFT__STATUS_VIEWS);
+      for (unsigned v = 0; v < TTFT__STATUS_VIEWS; v++) put_hist(w, k->sv[st][v]);
+    }
   }
 
   put_var(w, 2);
@@ -190,7 +206,9 @@ long ttft_snapshot_encode(const ttft_snapshot *s, void *buf, size_t cap) {
   wr w = {buf, cap, 0};
   put_bytes(&w, CODEC_MAGIC, 4);
   put_byte(&w, CODEC_VERSION);
-  put_byte(&w, s->prom_summaries ? CODEC_FLAG_SUMMARIES : 0u);
+  put_byte(&w, (s->prom_summaries ? CODEC_FLAG_SUMMARIES : 0u) |
+                   (s->native_histograms ? CODEC_FLAG_NATIVE : 0u) |
+                   (s->export_idle_classes ? CODEC_FLAG_IDLE : 0u));
   put_byte(&w, 0);
   put_byte(&w, 0);
   put_bytes(&w, "\0\0\0\0", 4); /* total length, patched below */
@@ -212,6 +230,7 @@ typedef struct rd {
   const unsigned char *p;
   size_t pos, end;
   int bad;
+  unsigned version; /* 1 or 2: what the body holds */
 } rd;
 
 static uint64_t get_var(rd *r) {
@@ -363,6 +382,12 @@ static uint32_t decode_body(rd *r, ttft_snapshot *s) {
   get_str(r, s ? s->token_point : NULL, TTFT_MAX_LABEL, 0, STR_UTF8);
   get_str(r, s ? s->model : NULL, TTFT_MAX_LABEL, 0, STR_UTF8);
   get_str(r, s ? s->ns : NULL, TTFT__NAME_MAX, 0, STR_NAMESPACE);
+  if (r->version >= 2) {
+    uint64_t schema = get_bounded(r, 8 + CODEC_SCHEMA_BIAS);
+    if (s) s->native_schema = (int)schema - CODEC_SCHEMA_BIAS;
+  } else if (s) {
+    s->native_schema = CODEC_V1_NATIVE_SCHEMA;
+  }
 
   uint32_t n = (uint32_t)get_bounded(r, CODEC_MAX_LIST);
   for (uint32_t i = 0; i < n && !r->bad; i++) {
@@ -393,7 +418,9 @@ static uint32_t decode_body(rd *r, ttft_snapshot *s) {
   uint32_t nclasses = (uint32_t)get_bounded(r, CODEC_MAX_CLASSES);
   if (nclasses == 0) r->bad = 1;
   if (s && nclasses != s->nclasses) r->bad = 1; /* pass 2 must see what pass 1 saw */
-  uint64_t totals[CODEC_MAX_LIST] = {0};
+  /* what the "all classes" aggregate will add up: no sum may overflow */
+  uint64_t totals[CODEC_MAX_LIST] = {0}, ctr_totals[CODEC_MAX_LIST] = {0};
+  uint64_t sv_totals[TTFT_STATUS_COUNT_][TTFT__STATUS_VIEWS] = {{0}};
   for (uint32_t c = 0; c < nclasses && !r->bad; c++) {
     ttft__sclass *k = s ? &s->cls[c] : NULL;
     char name[TTFT__NAME_MAX];
@@ -412,11 +439,22 @@ static uint32_t decode_body(rd *r, ttft_snapshot *s) {
     n = (uint32_t)get_bounded(r, CODEC_MAX_LIST);
     for (uint32_t i = 0; i < n && !r->bad; i++) {
       uint64_t v = get_var(r);
+      if (v > UINT64_MAX - ctr_totals[i]) r->bad = 1; /* the sum over classes */
+      ctr_totals[i] += v;
       if (k && i < TTFT_COUNTER_COUNT_) k->ctr[i] = v;
     }
     n = (uint32_t)get_bounded(r, CODEC_MAX_LIST);
     for (uint32_t m = 0; m < n && !r->bad; m++)
       get_hist(r, k && m < TTFT_METRIC_COUNT_ ? k->h[m] : NULL, &totals[m]);
+    if (r->version < 2) continue;
+    uint32_t nst = (uint32_t)get_bounded(r, CODEC_MAX_STATUS);
+    for (uint32_t st = 0; st < nst && !r->bad; st++) {
+      n = (uint32_t)get_bounded(r, CODEC_MAX_LIST);
+      for (uint32_t v = 0; v < n && !r->bad; v++) {
+        int known = st < TTFT_STATUS_COUNT_ && v < TTFT__STATUS_VIEWS;
+        get_hist(r, k && known ? k->sv[st][v] : NULL, known ? &sv_totals[st][v] : NULL);
+      }
+    }
   }
 
   n = (uint32_t)get_bounded(r, 2);
@@ -452,17 +490,20 @@ ttft_snapshot *ttft_snapshot_decode(const void *buf, size_t len, int *err) {
   if (!buf) return fail(err, TTFT_EINVAL);
   const unsigned char *p = buf;
   if (len < CODEC_HEADER + CODEC_TRAILER || memcmp(p, CODEC_MAGIC, 4) != 0 ||
-      p[4] != CODEC_VERSION || (p[5] & ~CODEC_FLAGS_KNOWN) || p[6] || p[7] ||
-      le32_get(p + 8) != len || crc32c(p, len - CODEC_TRAILER) != le32_get(p + len - CODEC_TRAILER))
+      (p[4] != 1 && p[4] != 2) || (p[5] & ~(p[4] == 1 ? CODEC_FLAGS_V1 : CODEC_FLAGS_V2)) ||
+      p[6] || p[7] || le32_get(p + 8) != len ||
+      crc32c(p, len - CODEC_TRAILER) != le32_get(p + len - CODEC_TRAILER))
     return fail(err, TTFT_ECORRUPT);
 
-  rd r = {p, CODEC_HEADER, len - CODEC_TRAILER, 0};
+  rd r = {p, CODEC_HEADER, len - CODEC_TRAILER, 0, p[4]};
   uint32_t nclasses = decode_body(&r, NULL);
   if (r.bad || r.pos != r.end) return fail(err, TTFT_ECORRUPT);
 
   ttft_snapshot *s = ttft__snapshot_new(nclasses);
   if (!s) return fail(err, TTFT_ENOMEM);
   s->prom_summaries = (p[5] & CODEC_FLAG_SUMMARIES) ? 1 : 0;
+  s->native_histograms = r.version >= 2 ? (p[5] & CODEC_FLAG_NATIVE) != 0 : CODEC_V1_NATIVE_HISTOGRAMS;
+  s->export_idle_classes = (p[5] & CODEC_FLAG_IDLE) ? 1 : 0;
   r.pos = CODEC_HEADER;
   decode_body(&r, s);
   int ok = !r.bad && r.pos == r.end && names_unique(s);
