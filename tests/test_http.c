@@ -351,6 +351,171 @@ static void test_routes(int port, resp *r) {
   EXPECT_EQ_U64(0, r->body_len);
 }
 
+/* ------------------------------------------------ content negotiation */
+
+#define PB_CTYPE "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; encoding=delimited"
+#define OM_CTYPE "application/openmetrics-text; version=1.0.0; charset=utf-8"
+#define TEXT_CTYPE "text/plain; version=0.0.4; charset=utf-8"
+
+/* What Prometheus 2.42 sends (captured from prometheus 2.42.0 scraping a
+ * socket): by default, and with --enable-feature=native-histograms. */
+#define PROM242_ACCEPT                                                                              \
+  "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75," \
+  "text/plain;version=0.0.4;q=0.5,*/*;q=0.1"
+#define PROM242_NATIVE_ACCEPT                                                                       \
+  "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited,"    \
+  "application/openmetrics-text;version=1.0.0;q=0.8,application/openmetrics-text;version=0.0.1;"   \
+  "q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"
+
+/* A base-128 varint at p[0, n): its value and length, 0 when malformed or
+ * truncated. */
+static size_t varint(const unsigned char *p, size_t n, uint64_t *v) {
+  size_t i;
+  *v = 0;
+  for (i = 0; i < n && i < 10; i++) {
+    *v |= (uint64_t)(p[i] & 0x7f) << (7 * i);
+    if (!(p[i] & 0x80)) return i + 1;
+  }
+  return 0;
+}
+
+/* body is a sequence of length-delimited messages, each a non-empty
+ * MetricFamily starting with a valid field key: the count, -1 if not. */
+static long delimited_messages(const unsigned char *body, size_t len) {
+  size_t off = 0;
+  long count = 0;
+  while (off < len) {
+    uint64_t mlen, key;
+    size_t k = varint(body + off, len - off, &mlen);
+    if (k == 0 || mlen == 0 || mlen > len - off - k) return -1;
+    /* the first field key: field number >= 1, wire type 0, 1, 2 or 5 */
+    if (varint(body + off + k, (size_t)mlen, &key) == 0 || (key >> 3) == 0 ||
+        ((key & 7) != 0 && (key & 7) != 1 && (key & 7) != 2 && (key & 7) != 5))
+      return -1;
+    off += k + (size_t)mlen;
+    count++;
+  }
+  return count;
+}
+
+typedef struct nego_case {
+  const char *accept; /* the Accept field lines ("" = none), CRLF-separated */
+  char want;          /* 'p' protobuf, 'o' OpenMetrics, 't' text */
+} nego_case;
+
+static void test_negotiation(ttft_registry *reg, int port, resp *r) {
+  static const nego_case cases[] = {
+      {"", 't'},
+      {"Accept: " PROM242_ACCEPT "\r\n", 'o'},
+      {"Accept: " PROM242_NATIVE_ACCEPT "\r\n", 'p'},
+      /* q-values decide, whatever the order */
+      {"Accept: application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;"
+       "encoding=delimited;q=0.5,application/openmetrics-text;q=0.7\r\n", 'o'},
+      {"Accept: application/openmetrics-text;q=0.5,application/vnd.google.protobuf;"
+       "proto=io.prometheus.client.MetricFamily;encoding=delimited;q=0.7\r\n", 'p'},
+      {"Accept: text/plain;q=0.9,application/vnd.google.protobuf;"
+       "proto=io.prometheus.client.MetricFamily;encoding=delimited;q=0.8\r\n", 't'},
+      /* q=0 refuses */
+      {"Accept: application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;"
+       "encoding=delimited;q=0," PROM242_ACCEPT "\r\n", 'o'},
+      {"Accept: application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;"
+       "encoding=delimited;q=0\r\n", 't'},
+      /* equal q: protobuf, then OpenMetrics, then text */
+      {"Accept: text/plain, application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;"
+       "encoding=delimited\r\n", 'p'},
+      {"Accept: application/openmetrics-text;q=0.6, application/vnd.google.protobuf;q=0.6\r\n", 'p'},
+      /* other protobuf representations are not ours */
+      {"Accept: application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;"
+       "encoding=text\r\n", 't'},
+      {"Accept: application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;"
+       "encoding=compact-text\r\n", 't'},
+      {"Accept: application/vnd.google.protobuf;proto=other.Message;encoding=delimited\r\n", 't'},
+      /* the bare type, quoted values, case-insensitive names, spaces */
+      {"Accept: application/vnd.google.protobuf\r\n", 'p'},
+      {"Accept: Application/Vnd.Google.Protobuf ; Proto=\"io.prometheus.client.MetricFamily\" ; "
+       "ENCODING=\"delimited\" ; Q=1.0\r\n", 'p'},
+      /* parameter values are case-sensitive */
+      {"Accept: application/vnd.google.protobuf;proto=IO.PROMETHEUS.CLIENT.METRICFAMILY\r\n", 't'},
+      /* wildcards never select protobuf or OpenMetrics */
+      {"Accept: */*\r\n", 't'},
+      {"Accept: application/*\r\n", 't'},
+      /* the most specific range sets the q-value */
+      {"Accept: application/openmetrics-text;version=1.0.0;q=0.3, application/openmetrics-text;q=0.9,"
+       " text/plain;q=0.5\r\n", 't'},
+      {"Accept: application/vnd.google.protobuf;q=0.9, application/vnd.google.protobuf;"
+       "proto=io.prometheus.client.MetricFamily;encoding=delimited;q=0.1, text/plain;q=0.5\r\n", 't'},
+      /* a text version we do not write: OpenMetrics is what is left */
+      {"Accept: text/plain;version=1.0.0, application/openmetrics-text;q=0.5\r\n", 'o'},
+      /* a malformed q is ignored (not an error), and so is the element */
+      {"Accept: application/vnd.google.protobuf;q=2, text/plain;q=0.5\r\n", 't'},
+      {"Accept: application/vnd.google.protobuf;q=0.x\r\n", 't'},
+      /* parameters after q are accept-extensions */
+      {"Accept: application/vnd.google.protobuf;q=0.9;encoding=text, text/plain;q=0.5\r\n", 'p'},
+      /* two Accept fields are one list */
+      {"Accept: text/plain;q=0.4\r\nAccept: application/vnd.google.protobuf;q=0.6\r\n", 'p'},
+  };
+  ttft_snapshot *snap = ttft_snapshot_take(reg);
+  long pb_len = snap ? ttft_snapshot_format(snap, TTFT_FORMAT_PROMETHEUS_PROTOBUF, NULL, 0) : TTFT_ENOMEM;
+  int pb = pb_len >= 0; /* else every protobuf answer must fall back to text */
+  char raw[1024], v[256];
+  size_t i;
+  TU_SECTION("Accept negotiation: protobuf, OpenMetrics, text, q-values, fallback");
+  fprintf(stderr, "   protobuf format: %s\n", pb ? "available" : ttft_strerror((int)pb_len));
+  ttft_snapshot_free(snap);
+
+  for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char want = cases[i].want == 'p' && !pb ? 't' : cases[i].want;
+    const char *ctype = want == 'p' ? PB_CTYPE : want == 'o' ? OM_CTYPE : TEXT_CTYPE;
+    int status;
+    snprintf(raw, sizeof raw, "GET /metrics HTTP/1.1\r\nHost: x\r\n%s\r\n", cases[i].accept);
+    status = get(port, raw, r);
+    EXPECT_EQ_INT(200, status);
+    header(r, "Content-Type", v, sizeof v);
+    if (strcmp(ctype, v) != 0) fprintf(stderr, "Accept case %zu:\n%s", i, cases[i].accept);
+    EXPECT_STREQ(ctype, v);
+    EXPECT_STREQ("Accept", header(r, "Vary", v, sizeof v));
+    EXPECT_EQ_INT((long long)r->body_len, content_length(r));
+    if (want == 'p') {
+      long n = delimited_messages((const unsigned char *)r->body, r->body_len);
+      EXPECT_TRUE(r->body_len > 0);
+      EXPECT_TRUE(n > 0);
+    } else if (want == 'o') {
+      EXPECT_TRUE(r->body_len >= 6 && memcmp(r->body + r->body_len - 6, "# EOF\n", 6) == 0);
+    } else {
+      EXPECT_CONTAINS(r->body, "gen_ai_server_time_to_first_token");
+      EXPECT_TRUE(strstr(r->body, "# EOF") == NULL);
+    }
+  }
+
+  /* HEAD with protobuf: the same Content-Type and length, no body */
+  {
+    long len_get;
+    snprintf(raw, sizeof raw, "GET /metrics HTTP/1.1\r\nHost: x\r\nAccept: %s\r\n\r\n", PROM242_NATIVE_ACCEPT);
+    EXPECT_EQ_INT(200, get(port, raw, r));
+    len_get = content_length(r);
+    snprintf(raw, sizeof raw, "HEAD /metrics HTTP/1.1\r\nHost: x\r\nAccept: %s\r\n\r\n", PROM242_NATIVE_ACCEPT);
+    EXPECT_EQ_INT(200, get(port, raw, r));
+    EXPECT_STREQ(pb ? PB_CTYPE : TEXT_CTYPE, header(r, "Content-Type", v, sizeof v));
+    EXPECT_EQ_INT(len_get, content_length(r)); /* a static registry: the same body */
+    EXPECT_EQ_U64(0, r->body_len);
+  }
+  /* the protobuf body holds as many messages as the formatter writes for
+   * this (static) registry: NUL bytes inside did not cut it short */
+  if (pb) {
+    ttft_snapshot *s2 = ttft_snapshot_take(reg);
+    char *mine = s2 ? malloc((size_t)pb_len + 1) : NULL;
+    long n2 = mine ? ttft_snapshot_format(s2, TTFT_FORMAT_PROMETHEUS_PROTOBUF, mine, (size_t)pb_len + 1) : -1;
+    snprintf(raw, sizeof raw, "GET /metrics HTTP/1.1\r\nHost: x\r\nAccept: %s\r\n\r\n", PROM242_NATIVE_ACCEPT);
+    EXPECT_EQ_INT(200, get(port, raw, r));
+    EXPECT_TRUE(n2 > 0);
+    if (n2 > 0)
+      EXPECT_EQ_INT(delimited_messages((const unsigned char *)mine, (size_t)n2),
+                    delimited_messages((const unsigned char *)r->body, r->body_len));
+    free(mine);
+    ttft_snapshot_free(s2);
+  }
+}
+
 static void test_errors(int port, resp *r) {
   char v[256], *big;
   size_t i, n;
@@ -672,6 +837,7 @@ int main(void) {
   if (srv) {
     port = ttft_http_port(srv);
     test_routes(port, &r);
+    test_negotiation(reg, port, &r);
     test_errors(port, &r);
     test_walkaway(port, &r);
     test_slowloris(port, &r);

@@ -94,26 +94,54 @@ static void trim(const unsigned char *b, size_t *s, size_t *e) {
   while (*e > *s && is_ows(b[*e - 1])) (*e)--;
 }
 
-/* One element of an Accept list: raise *om_q / *text_q (thousandths) when
- * it names OpenMetrics 1.x / the Prometheus text format. Malformed
- * elements are ignored: a strange Accept never fails a scrape. */
-static void accept_element(const unsigned char *b, size_t s, size_t e, int *om_q, int *text_q) {
-  size_t ms, me, p;
-  int q = 1000, om = 0, text = 0, version_ok = 1;
-  trim(b, &s, &e);
-  ms = s;
-  me = s;
-  while (me < e && b[me] != ';') me++;
-  p = me;
-  trim(b, &ms, &me);
-  if (ieq(b + ms, me - ms, "application/openmetrics-text")) om = 1;
-  else if (ieq(b + ms, me - ms, "text/plain") || ieq(b + ms, me - ms, "text/*") ||
-           ieq(b + ms, me - ms, "*/*"))
-    text = 1;
-  else return;
-  while (p < e) { /* p is at ';' */
+/* ---------------------------------------------------------------- Accept
+ * Each representation /metrics can send gets the q-value of the most
+ * specific Accept element that matches it (RFC 9110, 12.5.1): a media type
+ * with matching parameters beats the bare type, which beats "text/ *" and
+ * "* / *". Protobuf and OpenMetrics must be named explicitly (a wildcard
+ * never selects them: curl and browsers send "* / *" and expect text);
+ * their explicit q=0 refuses them. */
+enum { ACC_TEXT = TTFT__HTTP_ACCEPT_TEXT, ACC_OM = TTFT__HTTP_ACCEPT_OPENMETRICS,
+       ACC_PB = TTFT__HTTP_ACCEPT_PROTOBUF, ACC_N = 3 };
+
+typedef struct accept_best {
+  int spec[ACC_N]; /* specificity of the best match so far, 0 = none */
+  int q[ACC_N];    /* its q-value in thousandths */
+} accept_best;
+
+static void accept_note(accept_best *a, int rep, int spec, int q) {
+  if (spec > a->spec[rep] || (spec == a->spec[rep] && q > a->q[rep])) {
+    a->spec[rep] = spec;
+    a->q[rep] = q;
+  }
+}
+
+/* The media parameters of one element, as far as they matter here. */
+typedef struct accept_params {
+  int q;           /* thousandths; 1000 when absent, -1 malformed */
+  int version;     /* 0 absent, 1 "1.x" (OpenMetrics), 2 "0.0.4" (text), -1 other */
+  int proto;       /* 0 absent, 1 io.prometheus.client.MetricFamily, -1 other */
+  int encoding;    /* 0 absent, 1 delimited, -1 other */
+} accept_params;
+
+static int value_is(const unsigned char *v, size_t n, const char *lit) {
+  return n == strlen(lit) && memcmp(v, lit, n) == 0; /* parameter values are case-sensitive */
+}
+
+/* Parameters b[p, e) of one element, p at the first ';'. Parameters after
+ * q are accept-extensions (RFC 9110) and are ignored. */
+static void accept_params_parse(const unsigned char *b, size_t p, size_t e, accept_params *ap) {
+  int after_q = 0;
+  ap->q = 1000;
+  ap->version = ap->proto = ap->encoding = 0;
+  while (p < e && !after_q) { /* p is at ';' */
     size_t ps = p + 1, pe = ps, eq;
-    while (pe < e && b[pe] != ';') pe++;
+    int quoted = 0;
+    while (pe < e && (quoted || b[pe] != ';')) {
+      if (b[pe] == '"') quoted = !quoted;
+      else if (quoted && b[pe] == '\\' && pe + 1 < e) pe++;
+      pe++;
+    }
     p = pe;
     trim(b, &ps, &pe);
     for (eq = ps; eq < pe && b[eq] != '='; eq++) {}
@@ -122,20 +150,58 @@ static void accept_element(const unsigned char *b, size_t s, size_t e, int *om_q
       size_t ns = ps, ne = eq, vs = eq + 1, ve = pe;
       trim(b, &ns, &ne);
       trim(b, &vs, &ve);
-      if (ve - vs >= 2 && b[vs] == '"' && b[ve - 1] == '"') { vs++; ve--; }
+      if (ve - vs >= 2 && b[vs] == '"' && b[ve - 1] == '"') {
+        vs++;
+        ve--;
+      }
       if (ieq(b + ns, ne - ns, "q")) {
-        q = parse_qvalue(b + vs, ve - vs);
-        if (q < 0) return;
+        ap->q = parse_qvalue(b + vs, ve - vs);
+        after_q = 1;
       } else if (ieq(b + ns, ne - ns, "version")) {
-        version_ok = ve - vs >= 2 && b[vs] == '1' && b[vs + 1] == '.';
+        if (value_is(b + vs, ve - vs, "0.0.4")) ap->version = 2;
+        else if (ve - vs >= 2 && b[vs] == '1' && b[vs + 1] == '.') ap->version = 1;
+        else ap->version = -1;
+      } else if (ieq(b + ns, ne - ns, "proto")) {
+        ap->proto = value_is(b + vs, ve - vs, "io.prometheus.client.MetricFamily") ? 1 : -1;
+      } else if (ieq(b + ns, ne - ns, "encoding")) {
+        ap->encoding = value_is(b + vs, ve - vs, "delimited") ? 1 : -1;
       }
     }
   }
-  if (om && version_ok && q > *om_q) *om_q = q;
-  if (text && q > *text_q) *text_q = q;
 }
 
-static void accept_scan(const unsigned char *b, size_t s, size_t e, int *om_q, int *text_q) {
+/* One element of an Accept list, b[s, e). Malformed elements are ignored:
+ * a strange Accept never fails a scrape. */
+static void accept_element(const unsigned char *b, size_t s, size_t e, accept_best *a) {
+  size_t ms, me;
+  accept_params ap;
+  trim(b, &s, &e);
+  ms = s;
+  me = s;
+  while (me < e && b[me] != ';') me++;
+  accept_params_parse(b, me, e, &ap);
+  trim(b, &ms, &me);
+  if (ap.q < 0) return;
+  if (ieq(b + ms, me - ms, "*/*")) {
+    accept_note(a, ACC_TEXT, 1, ap.q);
+  } else if (ieq(b + ms, me - ms, "text/*")) {
+    accept_note(a, ACC_TEXT, 2, ap.q);
+  } else if (ieq(b + ms, me - ms, "text/plain")) {
+    /* version 0.0.4 (ours) or none; another version is a format we lack */
+    if (ap.version == 0) accept_note(a, ACC_TEXT, 3, ap.q);
+    else if (ap.version == 2) accept_note(a, ACC_TEXT, 4, ap.q);
+  } else if (ieq(b + ms, me - ms, "application/openmetrics-text")) {
+    /* we write 1.0.0; any 1.x or no version takes it */
+    if (ap.version == 0) accept_note(a, ACC_OM, 3, ap.q);
+    else if (ap.version == 1) accept_note(a, ACC_OM, 4, ap.q);
+  } else if (ieq(b + ms, me - ms, "application/vnd.google.protobuf")) {
+    /* the only protobuf we write: delimited MetricFamily messages; a
+     * parameter that names anything else is another representation */
+    if (ap.proto >= 0 && ap.encoding >= 0) accept_note(a, ACC_PB, 3 + ap.proto + ap.encoding, ap.q);
+  }
+}
+
+static void accept_scan(const unsigned char *b, size_t s, size_t e, accept_best *a) {
   while (s < e) {
     size_t k = s;
     int quoted = 0;
@@ -144,9 +210,25 @@ static void accept_scan(const unsigned char *b, size_t s, size_t e, int *om_q, i
       else if (quoted && b[k] == '\\' && k + 1 < e) k++;
       k++;
     }
-    accept_element(b, s, k, om_q, text_q);
+    accept_element(b, s, k, a);
     s = k + 1;
   }
+}
+
+/* The representation to send: the highest q above zero, ties to protobuf,
+ * then OpenMetrics, then text; text when nothing acceptable is named (a
+ * 406 would fail the scrape). */
+static ttft__http_accept accept_choose(const accept_best *a) {
+  static const int order[ACC_N] = {ACC_PB, ACC_OM, ACC_TEXT};
+  int best = ACC_TEXT, best_q = 0, i;
+  for (i = 0; i < ACC_N; i++) {
+    int rep = order[i];
+    if (a->spec[rep] > 0 && a->q[rep] > best_q) {
+      best = rep;
+      best_q = a->q[rep];
+    }
+  }
+  return (ttft__http_accept)best;
 }
 
 /* Content-Length: digits only, saturating; -1 when malformed. */
@@ -210,12 +292,14 @@ int ttft__http_parse(const char *buf, size_t len, ttft__http_req *out) {
   size_t lim = len < TTFT__HTTP_MAX_REQUEST ? len : TTFT__HTTP_MAX_REQUEST;
   size_t p = 0, e, nx;
   unsigned hosts = 0, fields = 0;
-  int rc, has_te = 0, has_cl = 0, om_q = -1, text_q = -1;
+  int rc, has_te = 0, has_cl = 0;
   unsigned long long cl = 0;
   ttft__http_req q;
+  accept_best acc;
 
   if (lim == 0) return TTFT__HTTP_NEED_MORE;
   memset(&q, 0, sizeof q);
+  memset(&acc, 0, sizeof acc);
 
   /* empty lines before the request line are ignored (RFC 9112, 2.2) */
   for (;;) {
@@ -260,7 +344,7 @@ int ttft__http_parse(const char *buf, size_t len, ttft__http_req *out) {
     } else if (ieq(b + ns, ne - ns, "transfer-encoding")) {
       has_te = 1;
     } else if (ieq(b + ns, ne - ns, "accept")) {
-      accept_scan(b, vs, ve, &om_q, &text_q);
+      accept_scan(b, vs, ve, &acc);
     }
     p = nx;
   }
@@ -268,7 +352,7 @@ int ttft__http_parse(const char *buf, size_t len, ttft__http_req *out) {
   if (has_te) return -501;
   if (cl > TTFT__HTTP_MAX_REQUEST) return -413;
   q.content_length = cl;
-  q.accept_openmetrics = om_q > 0 && om_q >= text_q;
+  q.accept = accept_choose(&acc);
   q.head_len = nx;
   *out = q;
   return TTFT__HTTP_COMPLETE;
@@ -457,6 +541,13 @@ static void respond_snapshot(ttft_http *srv, http_conn *c, ttft_format f, const 
   char hdr[640];
   ttft_snapshot *s = ttft_snapshot_take(srv->r);
   long n = s ? ttft_snapshot_format(s, f, NULL, 0) : TTFT_ENOMEM;
+  /* protobuf falls back to the text format whenever it fails (TTFT_ENOTSUP
+   * in a build without it, or anything else): a scrape never fails for it */
+  if (f == TTFT_FORMAT_PROMETHEUS_PROTOBUF && s && n < 0) {
+    f = TTFT_FORMAT_PROMETHEUS;
+    ctype = "text/plain; version=0.0.4; charset=utf-8";
+    n = ttft_snapshot_format(s, f, NULL, 0);
+  }
   size_t hlen = 0, total = 0;
   char *out = NULL;
   int status = 500;
@@ -489,7 +580,7 @@ static int path_is(const ttft__http_req *q, const char *p) {
 static void route(ttft_http *srv, http_conn *c, const ttft__http_req *q, uint64_t now) {
   static const char index_body[] =
       "libttft " TTFT_VERSION_STRING "\n"
-      "/metrics      Prometheus text format (OpenMetrics when Accept asks for it)\n"
+      "/metrics      Prometheus text format (OpenMetrics or protobuf when Accept asks for it)\n"
       "/report       the text report\n"
       "/report.json  the JSON report\n";
   int head_only = q->method == TTFT__HTTP_HEAD;
@@ -500,7 +591,12 @@ static void route(ttft_http *srv, http_conn *c, const ttft__http_req *q, uint64_
   } else if (q->method == TTFT__HTTP_OTHER || path_is(q, "*")) {
     respond_error(srv, c, 405, 0, now);
   } else if (path_is(q, "/metrics")) {
-    if (q->accept_openmetrics)
+    if (q->accept == TTFT__HTTP_ACCEPT_PROTOBUF)
+      respond_snapshot(srv, c, TTFT_FORMAT_PROMETHEUS_PROTOBUF,
+                       "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; "
+                       "encoding=delimited",
+                       head_only, "Vary: Accept\r\n", now);
+    else if (q->accept == TTFT__HTTP_ACCEPT_OPENMETRICS)
       respond_snapshot(srv, c, TTFT_FORMAT_OPENMETRICS,
                        "application/openmetrics-text; version=1.0.0; charset=utf-8", head_only,
                        "Vary: Accept\r\n", now);

@@ -30,6 +30,19 @@ typedef enum ttft__http_method {
   TTFT__HTTP_OTHER = 2 /* a syntactically valid method we do not serve */
 } ttft__http_method;
 
+/* The /metrics representation the Accept header(s) select (docs/http.md):
+ * the highest q-value above zero among the representations the client
+ * names explicitly (text also through text/ * and * / *), the most specific
+ * media range deciding each one's q-value; ties go to protobuf, then
+ * OpenMetrics, then text. Text when nothing acceptable is named. */
+typedef enum ttft__http_accept {
+  TTFT__HTTP_ACCEPT_TEXT = 0,        /* text/plain; version=0.0.4        */
+  TTFT__HTTP_ACCEPT_OPENMETRICS = 1, /* application/openmetrics-text 1.x */
+  TTFT__HTTP_ACCEPT_PROTOBUF = 2     /* application/vnd.google.protobuf;
+                                        proto=io.prometheus.client.MetricFamily;
+                                        encoding=delimited              */
+} ttft__http_accept;
+
 typedef struct ttft__http_req {
   ttft__http_method method;
   const char *path;        /* into buf: the path without query or fragment;
@@ -37,7 +50,7 @@ typedef struct ttft__http_req {
                               target without one ("GET http://host HTTP/1.1") */
   size_t path_len;
   int minor_version;       /* HTTP/1.x: 0 or 1 (a later 1.x counts as 1) */
-  int accept_openmetrics;  /* Accept prefers application/openmetrics-text */
+  ttft__http_accept accept; /* what /metrics should answer with */
   unsigned long long content_length; /* 0 when absent */
   size_t head_len;         /* bytes of buf the request head used */
 } ttft__http_req;
@@ -54,6 +67,7 @@ typedef struct ttft__http_req {
  *   -431 the head does not fit, or has more than TTFT__HTTP_MAX_FIELDS fields;
  *   -501 a Transfer-Encoding (request bodies are not read);
  *   -505 an HTTP version other than 1.0 / 1.1.
+ * A malformed Accept element is ignored, never an error.
  * *out is written only on TTFT__HTTP_COMPLETE. buf may be NULL when len
  * is 0; out must not be NULL. Thread-safe. */
 TTFT_HIDDEN int ttft__http_parse(const char *buf, size_t len, ttft__http_req *out);

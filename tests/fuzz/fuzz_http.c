@@ -6,8 +6,9 @@
  * points inside the head; a complete head is still complete (and the same)
  * when more bytes follow it; every shorter prefix of a complete head is
  * "need more" (the server parses again as bytes arrive);
- * the same input always gives the same answer; and it never reads past
- * len (exact-size buffers, ASan).
+ * the same input always gives the same answer; protobuf or OpenMetrics is
+ * chosen only when the head names it (a wildcard never selects them); and
+ * it never reads past len (exact-size buffers, ASan).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -16,6 +17,20 @@
 
 #include "fuzz_common.h"
 #include "report/http.h"
+
+/* lit (lower case) occurs in b[0, n), ignoring ASCII case */
+static int contains_icase(const char *b, size_t n, const char *lit) {
+  size_t k = strlen(lit), i, j;
+  for (i = 0; i + k <= n; i++) {
+    for (j = 0; j < k; j++) {
+      char c = b[i + j];
+      if (c >= 'A' && c <= 'Z') c = (char)(c - 'A' + 'a');
+      if (c != lit[j]) break;
+    }
+    if (j == k) return 1;
+  }
+  return 0;
+}
 
 static int allowed(int rc) {
   switch (rc) {
@@ -48,8 +63,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   FUZZ_CHECK(req.minor_version == 0 || req.minor_version == 1, "HTTP/1.%d", req.minor_version);
   FUZZ_CHECK(req.path != NULL && req.path >= buf && req.path + req.path_len <= buf + req.head_len,
              "path outside the head");
-  FUZZ_CHECK(req.accept_openmetrics == 0 || req.accept_openmetrics == 1, "accept_openmetrics %d",
-             req.accept_openmetrics);
+  FUZZ_CHECK(req.accept == TTFT__HTTP_ACCEPT_TEXT || req.accept == TTFT__HTTP_ACCEPT_OPENMETRICS ||
+                 req.accept == TTFT__HTTP_ACCEPT_PROTOBUF,
+             "accept %d", (int)req.accept);
+  if (req.accept == TTFT__HTTP_ACCEPT_PROTOBUF)
+    FUZZ_CHECK(contains_icase(buf, req.head_len, "application/vnd.google.protobuf"),
+               "protobuf chosen without being named");
+  if (req.accept == TTFT__HTTP_ACCEPT_OPENMETRICS)
+    FUZZ_CHECK(contains_icase(buf, req.head_len, "application/openmetrics-text"),
+               "OpenMetrics chosen without being named");
   FUZZ_CHECK(req.content_length <= TTFT__HTTP_MAX_REQUEST, "content_length %llu accepted", req.content_length);
   FUZZ_CHECK(again.head_len == req.head_len && again.path == req.path && again.path_len == req.path_len &&
                  again.method == req.method,
@@ -65,7 +87,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   rc2 = ttft__http_parse(head, req.head_len, &h2);
   FUZZ_CHECK(rc2 == TTFT__HTTP_COMPLETE && h2.head_len == req.head_len && h2.path_len == req.path_len &&
                  h2.method == req.method && h2.minor_version == req.minor_version &&
-                 h2.accept_openmetrics == req.accept_openmetrics && h2.content_length == req.content_length,
+                 h2.accept == req.accept && h2.content_length == req.content_length,
              "the head without what follows parses differently: %d", rc2);
   /* shorter prefixes are never complete */
   size_t cuts[] = {0, 1, req.head_len / 2, req.head_len - 2, req.head_len - 1};
