@@ -404,9 +404,18 @@ static void test_hooks(void) {
       memset(&info, 0, sizeof info);
       info.struct_size = sizeof info;
       CHECK_EQ_I(ttft_seq_stats(R, inv[h], &info), TTFT_ESTALE);
+      CHECK_EQ_I(ttft_annotate(R, inv[h], 100, 1), TTFT_ESTALE);
+      CHECK_EQ_I(ttft_step_emitted(R, &inv[h], NULL, 1, times[t]), 0);
     }
   }
-  INTACT();
+  {
+    /* every rejected hook call above is counted as STALE, nothing else:
+     * 2 marks, 2 tokens, 3 ends, 1 annotate, 1 step entry per row */
+    uint64_t ctr[TTFT_COUNTER_COUNT_], cnt[TTFT_METRIC_COUNT_];
+    read_state(ctr, cnt);
+    CHECK_EQ_U(ctr[TTFT_COUNTER_STALE], base_ctr[TTFT_COUNTER_STALE] + 9 * ninv * N_(times));
+  }
+  INTACT_ALLOW(1u << TTFT_COUNTER_STALE);
 
   ROW("hooks NULL registry");
   CHECK_EQ_I(ttft_mark(NULL, W, TTFT_PHASE_SCHEDULED, 5), TTFT_EINVAL);
