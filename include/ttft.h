@@ -186,7 +186,10 @@ typedef enum ttft_clock {
 typedef enum ttft_gauge {
   TTFT_GAUGE_INFLIGHT = 0,    /* sequences begun and not yet ended              */
   TTFT_GAUGE_LIVE_STALLS = 1, /* in-flight sequences stalled right now          */
-  TTFT_GAUGE_COUNT_ = 2
+  TTFT_GAUGE_MEMORY = 2,      /* bytes the registry holds (ttft_registry_memory) */
+  TTFT_GAUGE_COARSE = 3,      /* observations so far binned by power of two only,
+                                 because memory_limit was reached (0 normally)  */
+  TTFT_GAUGE_COUNT_ = 4
 } ttft_gauge;
 
 /* TTFT splits: TTFT recorded a second time under a split key. */
@@ -199,6 +202,8 @@ typedef enum ttft_split {
 #define TTFT_MAX_BANDS 8          /* prompt-length bands (edges + 1)           */
 #define TTFT_MAX_LABEL 128        /* longest label value kept, bytes           */
 #define TTFT_MAX_INFLIGHT (1u << 20) /* largest max_inflight (about 1 GiB of slots) */
+#define TTFT_DEFAULT_MEMORY_LIMIT (UINT64_C(256) << 20) /* ttft_config.memory_limit */
+#define TTFT_MIN_MEMORY_LIMIT (UINT64_C(1) << 20)
 #define TTFT_MAX_CONST_LABELS 8   /* constant labels on every exported series  */
 #define TTFT_MAX_PROM_BUCKETS 64  /* Prometheus buckets per metric             */
 #define TTFT_PROM_CONFIG_METRICS 11 /* metrics 0..10 have configurable classic
@@ -266,6 +271,18 @@ typedef struct ttft_config {
   int export_idle_classes;     /* 0 (default): classes that never saw a begin
                                   are left out of every exposition and
                                   report; 1: export every class               */
+  uint64_t memory_limit;       /* bytes of histogram buckets the registry may
+                                  allocate as values arrive; default
+                                  TTFT_DEFAULT_MEMORY_LIMIT (256 MiB), at least
+                                  TTFT_MIN_MEMORY_LIMIT. Buckets cost 1 KiB per
+                                  power of two of the value range a (thread,
+                                  class, metric) records, allocated outside the
+                                  hooks (creation, class_add, snapshots). Slots,
+                                  shards and class headers are the fixed part,
+                                  allocated at creation and ttft_class_add. At
+                                  the limit values are still counted exactly
+                                  but binned by power of two only
+                                  (TTFT_GAUGE_COARSE). docs/design.md "Memory" */
 } ttft_config;
 
 /* Fill cfg with the defaults documented above and set struct_size to the
@@ -298,8 +315,10 @@ TTFT_API ttft_registry *ttft_registry_new(const ttft_config *cfg);
  * any other call on r; snapshots taken from r stay valid. */
 TTFT_API void ttft_registry_free(ttft_registry *r);
 
-/* Bytes of memory r holds (fixed after creation except for ttft_class_add).
- * 0 for NULL. Thread-safe. */
+/* Bytes of memory r holds: exactly what it allocated — the fixed part
+ * (slots, shards, class headers) plus histogram buckets (at most
+ * config.memory_limit). Grows only in ttft_class_add and
+ * ttft_snapshot_take, never in a hook. 0 for NULL. Thread-safe. */
 TTFT_API size_t ttft_registry_memory(const ttft_registry *r);
 
 /* Release the calling thread's private recording shard of r, so that a

@@ -38,6 +38,7 @@ typedef struct fail_alloc {
   uint64_t calls;      /* allocation calls since arming          */
   uint64_t fail_at;    /* 0 = never fail                         */
   uint64_t failed;     /* failures injected since arming         */
+  size_t failed_size;  /* size of the last injected failure      */
   long live_blocks;
   long long live_bytes;
   uint64_t total_calls;
@@ -52,6 +53,7 @@ static void *fa_alloc(void *ctx, size_t n) {
   fa->calls++;
   if (fa->fail_at && fa->calls == fa->fail_at) {
     fa->failed++;
+    fa->failed_size = n;
     return NULL;
   }
   unsigned char *p = malloc(n + HDR);
@@ -155,6 +157,7 @@ static void after_failure(const char *op, uint64_t k, long blocks0, long long by
 
 #define MAX_K 100000
 static uint64_t g_points;
+static int g_topup_may_fail; /* set around ttft_snapshot_take */
 
 /* Run attempt() (returns 1 on success; on failure it checks its own error
  * code) with the k-th allocation failing, for every k until it succeeds;
@@ -168,7 +171,13 @@ static void each_failure(const char *op, int (*attempt)(void), void (*cleanup)(v
     int ok = attempt();
     disarm();
     if (ok) {
-      if (A.failed) FAIL("%s succeeded although allocation %llu failed", op, (unsigned long long)k);
+      /* One allocation may fail without failing the call: the snapshot-time
+       * top-up of the registry's histogram pool (src/record/pool.c), a slab
+       * of 256 chunks of 1 KiB plus two cache lines. The snapshot is still
+       * whole; the pool stays as it was. */
+      int pool_topup = g_topup_may_fail && A.failed == 1 && A.failed_size == 256 * 1024 + 128;
+      if (A.failed && !pool_topup)
+        FAIL("%s succeeded although allocation %llu failed", op, (unsigned long long)k);
       /* with a cleanup the operation's result is freed: back to b0. Without
        * one (class_add) the registry keeps what it made until it is freed;
        * the final check after ttft_registry_free covers it. */
@@ -338,7 +347,9 @@ int main(void) {
     fprintf(stderr, "snapshot failed without injection\n");
     return 1;
   }
+  g_topup_may_fail = 1;
   each_failure("ttft_snapshot_take", op_snapshot_take, check_take);
+  g_topup_may_fail = 0;
 
   for (g_fmt = 0; g_fmt < TTFT_FORMAT_COUNT_; g_fmt++) {
     g_want = ttft_snapshot_format(g_ref, (ttft_format)g_fmt, NULL, 0);

@@ -50,8 +50,14 @@ class StructLayout(unittest.TestCase):
         self.assertEqual(cfg.n_const_labels, 0)
         self.assertEqual(cfg.n_prompt_bands, 6)
         self.assertEqual(list(cfg.prompt_band_edges)[:6], [128, 512, 2048, 8192, 32768, 131072])
-        self.assertEqual(list(cfg.prom_n_buckets), [0] * len(_lib.METRICS))
+        self.assertEqual(list(cfg.prom_n_buckets), [0] * _lib.TTFT_PROM_CONFIG_METRICS)
         self.assertEqual(cfg.prom_summaries, 0)
+        # 1.1 fields: read through the struct, so a layout mistake shows here
+        self.assertEqual(cfg.native_histograms, 1)
+        self.assertEqual(cfg.native_schema, 7)
+        self.assertEqual(cfg.export_idle_classes, 0)
+        self.assertEqual(cfg.memory_limit, 256 << 20)
+        self.assertEqual(cfg.struct_size, ctypes.sizeof(_lib.Config))
 
     def test_request_defaults(self):
         req = _lib.Request()
@@ -101,7 +107,7 @@ class Names(unittest.TestCase):
 
     def test_status_and_format_names_match_c(self):
         self.assertEqual(tuple(self.lib.ttft_status_name(i).decode() for i in range(3)), ttft.STATUSES)
-        self.assertEqual(tuple(self.lib.ttft_format_name(i).decode() for i in range(4)), ttft.FORMATS)
+        self.assertEqual(tuple(self.lib.ttft_format_name(i).decode() for i in range(len(ttft.FORMATS))), ttft.FORMATS)
 
     def test_error_texts_match_c(self):
         for code, (name, text) in _lib.ERRORS.items():

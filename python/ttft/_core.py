@@ -507,6 +507,8 @@ class Registry:
                 raise TypeError("prom_buckets must be a dict of metric -> bounds")
             for metric, bounds in prom_buckets.items():
                 m = _metric_index(metric)
+                if m >= _lib.TTFT_PROM_CONFIG_METRICS:
+                    raise ValueError("%s uses the classic buckets of itl; configure those" % metric)
                 if metric == "output_tokens":
                     vals = [_int_arg(b, "output_tokens bucket", 1, _U64) for b in bounds]
                 else:

@@ -17,13 +17,14 @@ import threading
 # same strings the C library returns from ttft_metric_name() and friends
 # (tests/test_abi.py checks them against the loaded library).
 METRICS = ("ttft", "tpot", "itl", "e2e", "queue", "prefill", "decode",
-           "output_tokens", "seq_itl_p95", "seq_itl_max", "abandoned_wait")
+           "output_tokens", "seq_itl_p95", "seq_itl_max", "abandoned_wait",
+           "itl_per_token")
 COUNTERS = ("begun", "completed", "cancelled", "errors", "dropped", "tokens",
             "stalls", "stalled_seqs", "abandoned", "slo_met", "clock_clamped",
-            "preemptions", "no_tpot")
+            "preemptions", "no_tpot", "stale")
 STATUSES = ("completed", "cancelled", "error")
-FORMATS = ("text", "json", "prometheus", "openmetrics")
-GAUGES = ("inflight", "live_stalls")
+FORMATS = ("text", "json", "prometheus", "openmetrics", "prometheus_protobuf")
+GAUGES = ("inflight", "live_stalls", "memory", "coarse")
 SPLITS = ("prefix_cache", "prompt_band")
 CLOCKS = ("monotonic", "tsc")
 
@@ -51,6 +52,7 @@ TTFT_MAX_LABEL = 128
 TTFT_MAX_CONST_LABELS = 8
 TTFT_MAX_PROM_BUCKETS = 64
 TTFT_METRIC_COUNT = len(METRICS)
+TTFT_PROM_CONFIG_METRICS = 11  # metrics with configurable classic buckets (frozen)
 
 U32_MAX = (1 << 32) - 1
 U64_MAX = (1 << 64) - 1
@@ -81,9 +83,14 @@ class Config(ctypes.Structure):
                 ("n_const_labels", ctypes.c_uint32),
                 ("n_prompt_bands", ctypes.c_uint32),
                 ("prompt_band_edges", ctypes.c_uint32 * (TTFT_MAX_BANDS - 1)),
-                ("prom_buckets", ctypes.POINTER(ctypes.c_uint64) * TTFT_METRIC_COUNT),
-                ("prom_n_buckets", ctypes.c_uint32 * TTFT_METRIC_COUNT),
-                ("prom_summaries", ctypes.c_int)]
+                ("prom_buckets", ctypes.POINTER(ctypes.c_uint64) * TTFT_PROM_CONFIG_METRICS),
+                ("prom_n_buckets", ctypes.c_uint32 * TTFT_PROM_CONFIG_METRICS),
+                ("prom_summaries", ctypes.c_int),
+                # since 1.1
+                ("native_histograms", ctypes.c_int),
+                ("native_schema", ctypes.c_int),
+                ("export_idle_classes", ctypes.c_int),
+                ("memory_limit", ctypes.c_uint64)]
 
 
 class Slo(ctypes.Structure):

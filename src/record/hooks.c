@@ -20,9 +20,29 @@ TTFT__INLINE void ctr_add(int shared, _Atomic uint64_t *c, uint64_t v) {
     atomic_fetch_add_explicit(c, v, memory_order_relaxed);
 }
 
+/* The bucket of index i in h: in its chunk, attached from the pool the
+ * first time a value lands in that power of two (pool.c); the power of
+ * two's coarse counter when the pool is dry. */
+TTFT__INLINE _Atomic uint64_t *bucket_of(ttft_registry *r, int shared, ttft__hist *h, uint32_t i) {
+  uint32_t c = i >> TTFT__CHUNK_BITS;
+  ttft__chunk *ch;
+  if (TTFT_LIKELY(!shared))
+    /* relaxed: only the shard's owner attaches its chunks (a new owner
+     * acquired the shard from the old one) */
+    ch = atomic_load_explicit(&h->chunk[c], memory_order_relaxed);
+  else
+    /* acquire: another thread of the shared shard may have attached it */
+    ch = atomic_load_explicit(&h->chunk[c], memory_order_acquire);
+  if (TTFT_UNLIKELY(!ch)) {
+    ch = ttft__chunk_attach(r, h, c, shared);
+    if (TTFT_UNLIKELY(!ch)) return &h->coarse[c];
+  }
+  return &ch->b[i & (TTFT__CHUNK_BUCKETS - 1)];
+}
+
 /* min is stored inverted so that a zeroed histogram means "no minimum" */
-TTFT__INLINE void hist_rec_at(int shared, ttft__hist *h, uint32_t i, uint64_t v) {
-  _Atomic uint64_t *b = &h->b[i];
+TTFT__INLINE void hist_rec_at(ttft_registry *r, int shared, ttft__hist *h, uint32_t i, uint64_t v) {
+  _Atomic uint64_t *b = bucket_of(r, shared, h, i);
   if (TTFT_LIKELY(!shared)) {
     TTFT__ST(b, TTFT__LD(b) + 1);
     TTFT__ST(&h->sum, TTFT__LD(&h->sum) + v);
@@ -42,22 +62,23 @@ TTFT__INLINE void hist_rec_at(int shared, ttft__hist *h, uint32_t i, uint64_t v)
   }
 }
 
-TTFT__INLINE void hist_rec(int shared, ttft__hist *h, uint64_t v) {
-  hist_rec_at(shared, h, ttft__hist_index(v), v);
+TTFT__INLINE void hist_rec(ttft_registry *r, int shared, ttft__hist *h, uint64_t v) {
+  hist_rec_at(r, shared, h, ttft__hist_index(v), v);
 }
 
 /* n observations of v (n >= 1) */
-static inline void hist_rec_n(int shared, ttft__hist *h, uint64_t v, uint64_t n) {
+static inline void hist_rec_n(ttft_registry *r, int shared, ttft__hist *h, uint64_t v, uint64_t n) {
   uint32_t i = ttft__hist_index(v);
   if (TTFT_LIKELY(!shared)) {
-    TTFT__ST(&h->b[i], TTFT__LD(&h->b[i]) + n);
+    _Atomic uint64_t *b = bucket_of(r, 0, h, i);
+    TTFT__ST(b, TTFT__LD(b) + n);
     TTFT__ST(&h->sum, TTFT__LD(&h->sum) + v * n);
     if (~v > TTFT__LD(&h->min)) TTFT__ST(&h->min, ~v);
     if (v > TTFT__LD(&h->max)) TTFT__ST(&h->max, v);
     return;
   }
-  atomic_fetch_add_explicit(&h->b[i], n - 1, memory_order_relaxed);
-  hist_rec_at(shared, h, i, v);
+  hist_rec_at(r, 1, h, i, v);
+  atomic_fetch_add_explicit(bucket_of(r, 1, h, i), n - 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&h->sum, v * (n - 1), memory_order_relaxed);
 }
 
@@ -115,10 +136,12 @@ TTFT__INLINE ttft__slot *live_slot(ttft_registry *r, int shared, ttft_seq s) {
   uint32_t idx = (uint32_t)s - 1; /* handle 0 wraps to UINT32_MAX */
   if (TTFT_UNLIKELY(idx >= r->nslots)) return NULL;
   ttft__slot *sl = &r->slots[idx];
-  /* acquire: pairs with begin's release, so the slot's initial fields are
-   * visible; seq_cst in shared mode, see call_enter */
-  uint64_t st = atomic_load_explicit(&sl->state, TTFT_LIKELY(!shared) ? memory_order_acquire
-                                                                           : memory_order_seq_cst);
+  /* seq_cst: pairs with begin's release, so the slot's initial fields are
+   * visible (acquire), and takes part in the seq_cst order of reclaim.c
+   * (a call on a shard acquired after the reclaimer looked, and every call
+   * of the shared shard, loads the state after the ending CAS). A plain
+   * load on x86, ldar on ARM: the price of acquire. */
+  uint64_t st = atomic_load_explicit(&sl->state, memory_order_seq_cst);
   if (TTFT_UNLIKELY(st != TTFT__SLOT_STATE(s >> 32, TTFT__SLOT_LIVE))) return NULL;
   return sl;
 }
@@ -223,7 +246,7 @@ int ttft_mark(ttft_registry *r, ttft_seq s, ttft_phase phase, uint64_t t_ns) {
     if (!(f & SF_SCHED) && TTFT__LD(&sl->emissions) == 0) {
       TTFT__ST(&sl->t_sched, t);
       TTFT__ST(&sl->flags, f | SF_SCHED);
-      hist_rec(sh->shared, &cr->h[TTFT_METRIC_QUEUE], t - TTFT__LD(&sl->t_begin));
+      hist_rec(r, sh->shared, &cr->h[TTFT_METRIC_QUEUE], t - TTFT__LD(&sl->t_begin));
     }
   } else {
     TTFT__ST(&sl->preemptions, TTFT__LD(&sl->preemptions) + 1);
@@ -248,14 +271,14 @@ __attribute__((noinline, cold)) static void seq_gaps_halve(ttft__slot *sl) {
 /* One gap before an emission of n tokens: the pooled ITL histogram (and,
  * for n > 1, n per-token observations of gap / n; see registry.h), the
  * sequence's own counter (the pooled index >> 3), the exact worst gap. */
-TTFT__INLINE void record_gap(int shared, ttft__crec *cr, ttft__slot *sl, uint64_t gap,
-                             uint32_t n) {
+TTFT__INLINE void record_gap(ttft_registry *r, int shared, ttft__crec *cr, ttft__slot *sl,
+                             uint64_t gap, uint32_t n) {
   uint32_t i = ttft__hist_index(gap);
   if (TTFT_LIKELY(n == 1)) {
-    hist_rec_at(shared, &cr->h[TTFT_METRIC_ITL], i, gap);
+    hist_rec_at(r, shared, &cr->h[TTFT_METRIC_ITL], i, gap);
   } else {
-    hist_rec_at(shared, &cr->h[TTFT__LH_ITL_MULTI], i, gap);
-    hist_rec_n(shared, &cr->h[TTFT_METRIC_ITL_PER_TOKEN], gap / n, n);
+    hist_rec_at(r, shared, &cr->h[TTFT__LH_ITL_MULTI], i, gap);
+    hist_rec_n(r, shared, &cr->h[TTFT_METRIC_ITL_PER_TOKEN], gap / n, n);
   }
   uint32_t j = ttft__sg_index(i);
   _Atomic uint64_t *w = &sl->gh[j >> 2];
@@ -279,12 +302,12 @@ __attribute__((noinline, cold)) static void first_emission(ttft_registry *r, ttf
                                                            ttft__crec *cr, ttft__slot *sl,
                                                            uint64_t t) {
   uint64_t ttft = t - TTFT__LD(&sl->t_begin);
-  hist_rec(sh->shared, &cr->h[TTFT_METRIC_TTFT], ttft);
+  hist_rec(r, sh->shared, &cr->h[TTFT_METRIC_TTFT], ttft);
   int32_t p = TTFT__LD(&sl->prefix);
-  if (p >= 0) hist_rec(sh->shared, &sh->split_cache[p], ttft);
+  if (p >= 0) hist_rec(r, sh->shared, &sh->split_cache[p], ttft);
   int32_t b = TTFT__LD(&sl->band);
-  if (b >= 0) hist_rec(sh->shared, &sh->split_band[b], ttft);
-  if (TTFT__LD(&sl->flags) & SF_SCHED) hist_rec(sh->shared, &cr->h[TTFT_METRIC_PREFILL], t - TTFT__LD(&sl->t_sched));
+  if (b >= 0) hist_rec(r, sh->shared, &sh->split_band[b], ttft);
+  if (TTFT__LD(&sl->flags) & SF_SCHED) hist_rec(r, sh->shared, &cr->h[TTFT_METRIC_PREFILL], t - TTFT__LD(&sl->t_sched));
   TTFT__ST(&sl->t_first, t);
   (void)r;
 }
@@ -316,7 +339,7 @@ __attribute__((noinline)) static int emit_in_call(ttft_registry *r, ttft__shard 
   if (TTFT_LIKELY(em != 0)) {
     uint64_t gap = t - TTFT__LD(&sl->t_last);
     if (TTFT_UNLIKELY((em & 0x7FFFu) == 0)) seq_gaps_halve(sl);
-    record_gap(shared, cr, sl, gap, n_tokens);
+    record_gap(r, shared, cr, sl, gap, n_tokens);
     if (TTFT_UNLIKELY(gap > TTFT__LD(&sl->stall_ns))) stall_seen(sh, cr, sl);
   } else {
     first_emission(r, sh, cr, sl, t);
@@ -339,7 +362,7 @@ TTFT__INLINE int emit_fast_in_call(ttft_registry *r, ttft__shard *sh, ttft_seq s
                     gap > TTFT__LD(&sl->stall_ns)))
     return 0;
   ttft__crec *cr = crec_of(sh, TTFT__LD(&sl->cls));
-  record_gap(0, cr, sl, gap, n_tokens);
+  record_gap(r, 0, cr, sl, gap, n_tokens);
   emission_done(0, cr, sl, t, em, n_tokens);
   return 1;
 }
@@ -475,28 +498,25 @@ int ttft_stream_end(ttft_registry *r, ttft_seq s, ttft_status status, uint64_t t
   uint64_t n = TTFT__LD(&sl->tokens);
   uint64_t e2e = sub0(t, t_begin);
 
-  hist_rec(sh->shared, &cr->h[TTFT_METRIC_E2E], e2e);
-  hist_rec(sh->shared, &cr->h[TTFT_METRIC_OUTPUT_TOKENS], n);
   static const ttft_counter by_status[TTFT_STATUS_COUNT_] = {
       TTFT_COUNTER_COMPLETED, TTFT_COUNTER_CANCELLED, TTFT_COUNTER_ERRORS};
   ctr_add(sh->shared, &cr->ctr[by_status[status]], 1);
   if (em == 0 && status == TTFT_CANCELLED) {
     ctr_add(sh->shared, &cr->ctr[TTFT_COUNTER_ABANDONED], 1);
-    hist_rec(sh->shared, &cr->h[TTFT_METRIC_ABANDONED_WAIT], e2e);
+    hist_rec(r, sh->shared, &cr->h[TTFT_METRIC_ABANDONED_WAIT], e2e);
   }
   uint64_t tpot = 0;
   if (em && n >= 2) {
     tpot = sub0(t_last, t_first) / (n - 1);
-    hist_rec(sh->shared, &cr->h[TTFT_METRIC_TPOT], tpot);
   } else {
     ctr_add(sh->shared, &cr->ctr[TTFT_COUNTER_NO_TPOT], 1);
   }
-  if (em) hist_rec(sh->shared, &cr->h[TTFT_METRIC_DECODE], sub0(t_last, t_first));
+  if (em) hist_rec(r, sh->shared, &cr->h[TTFT_METRIC_DECODE], sub0(t_last, t_first));
   if (em >= 2) {
     /* no halving has happened while fewer than 32768 gaps were recorded */
     uint64_t gaps = em - 1 < 0x8000u ? em - 1 : 0;
-    hist_rec(sh->shared, &cr->h[TTFT_METRIC_SEQ_ITL_P95], ttft__seq_gap_quantile(sl, 0.95, gaps));
-    hist_rec(sh->shared, &cr->h[TTFT_METRIC_SEQ_ITL_MAX], TTFT__LD(&sl->max_gap));
+    hist_rec(r, sh->shared, &cr->h[TTFT_METRIC_SEQ_ITL_P95], ttft__seq_gap_quantile(sl, 0.95, gaps));
+    hist_rec(r, sh->shared, &cr->h[TTFT_METRIC_SEQ_ITL_MAX], TTFT__LD(&sl->max_gap));
   }
   /* good: completed and within every budget its class sets. With no token
    * at all, the TTFT budget is judged on the whole (empty) answer. */
@@ -506,12 +526,13 @@ int ttft_stream_end(ttft_registry *r, ttft_seq s, ttft_status status, uint64_t t
              (!slo->tpot_ns || !(em && n >= 2) || tpot <= slo->tpot_ns) &&
              (!slo->e2e_ns || e2e <= slo->e2e_ns);
   if (good) ctr_add(sh->shared, &cr->ctr[TTFT_COUNTER_SLO_MET], 1);
-  /* the views by terminal status (what client benchmarks count) */
+  /* the views by terminal status (what client benchmarks count); E2E,
+   * TPOT and OUTPUT_TOKENS over every status are their sums (registry.h) */
   ttft__hist *sv = &cr->h[TTFT__LH_STATUS + status * TTFT__STATUS_VIEWS];
-  if (em) hist_rec(sh->shared, &sv[0], sub0(t_first, t_begin));
-  if (em && n >= 2) hist_rec(sh->shared, &sv[1], tpot);
-  hist_rec(sh->shared, &sv[2], e2e);
-  hist_rec(sh->shared, &sv[3], n);
+  if (em) hist_rec(r, sh->shared, &sv[0], sub0(t_first, t_begin));
+  if (em && n >= 2) hist_rec(r, sh->shared, &sv[1], tpot);
+  hist_rec(r, sh->shared, &sv[2], e2e);
+  hist_rec(r, sh->shared, &sv[3], n);
   seq_gaps_clear(sl, em);
   ttft__slot_retire(r, sh, idx);
   return TTFT_OK;

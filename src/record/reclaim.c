@@ -117,6 +117,7 @@
  * drop.
  */
 #include <errno.h>
+#include <sched.h>
 #include <string.h>
 
 #include "record/registry.h"
@@ -317,10 +318,23 @@ static int quiescent(ttft_registry *r) {
   return done;
 }
 
+/* Does a thread other than the caller own a private shard? seq_cst: read
+ * after the batch's ending CASes in S; a thread whose seq_cst acquisition
+ * this load misses orders its acquisition, hence its calls' seq_cst state
+ * loads, after the ends (it sees ENDING): no barrier is needed for it. */
+static int other_owners(const ttft_registry *r, const ttft__shard *self) {
+  for (uint32_t i = 0; i + 1 < r->nshards; i++)
+    if (&r->shards[i] != self && atomic_load_explicit(&r->shards[i].owned, memory_order_seq_cst))
+      return 1;
+  return 0;
+}
+
 /* Start waiting for the batch just taken into limbo. 0 when no barrier
- * could be made (the batch then stays in limbo). */
+ * could be made (the batch then stays in limbo). The barrier is skipped
+ * when no other thread owns a private shard (a single recording thread, or
+ * threads on the shared shard only): there is no epoch to read. */
 static int limbo_start(ttft_registry *r, const ttft__shard *self) {
-  if (!heavy_barrier(r)) {
+  if (other_owners(r, self) && !heavy_barrier(r)) {
     for (uint32_t i = 0; i < r->nshards; i++) r->limbo_wait[i] = 0;
     return 0;
   }
@@ -453,13 +467,17 @@ uint32_t ttft__slot_acquire(ttft_registry *r, ttft__shard *self) {
    * them (bounded; this only happens when the registry is exhausted). Give
    * up early only when nothing is pending, in limbo or being moved. */
   uint64_t t0 = ttft_now_ns();
-  for (;;) {
+  for (unsigned spins = 0;; spins++) {
     int busy = any_pending(r) || TTFT__LD(&r->limbo_head) != 0 || TTFT__LD(&r->reclaiming) != 0;
     try_reclaim(r, self);
     s = pop_any(r, self);
     if (s || !busy) return s;
     if (ttft_now_ns() - t0 > TTFT__EXHAUSTED_WAIT_NS) break;
-    cpu_relax();
+    /* The thread we wait for (inside a call, or holding the reclaim
+     * try-lock) may be preempted, possibly on this very core: after a
+     * short spin, give it the CPU. Only a registry at capacity gets here. */
+    if (spins < 64) cpu_relax();
+    else sched_yield();
   }
   return 0;
 }

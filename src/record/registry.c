@@ -30,6 +30,7 @@ void ttft_config_init(ttft_config *cfg) {
   cfg->native_histograms = 1;
   cfg->native_schema = 7;
   cfg->export_idle_classes = 0;
+  cfg->memory_limit = TTFT_DEFAULT_MEMORY_LIMIT;
 }
 
 void ttft_slo_init(ttft_slo *slo) {
@@ -117,6 +118,7 @@ static int config_valid(const ttft_config *c) {
   if (c->native_histograms != 0 && c->native_histograms != 1) return 0;
   if (c->native_schema < -4 || c->native_schema > 8) return 0;
   if (c->export_idle_classes != 0 && c->export_idle_classes != 1) return 0;
+  if (c->memory_limit < TTFT_MIN_MEMORY_LIMIT) return 0;
   if (c->n_prompt_bands > TTFT_MAX_BANDS - 1) return 0;
   for (uint32_t i = 0; i < c->n_prompt_bands; i++)
     if (c->prompt_band_edges[i] == 0 || (i && c->prompt_band_edges[i] <= c->prompt_band_edges[i - 1]))
@@ -132,33 +134,35 @@ static int config_valid(const ttft_config *c) {
 }
 
 /* --------------------------------------------------------------- memory */
-static void *alloc_aligned(ttft_registry *r, size_t n, void **base) {
-  *base = ttft__alloc(&r->alloc, n + TTFT__CACHELINE);
-  if (!*base) return NULL;
-  r->memory += n + TTFT__CACHELINE;
-  uintptr_t p = ((uintptr_t)*base + TTFT__CACHELINE - 1) & ~(uintptr_t)(TTFT__CACHELINE - 1);
-  return (void *)p;
-}
+/* the reclaimer's per-shard bookkeeping: limbo_epoch, _wait, _first, _last */
+#define LIMBO_BYTES_PER_SHARD (sizeof(uint64_t) + sizeof(unsigned char) + 2 * sizeof(uint32_t))
+_Static_assert(LIMBO_BYTES_PER_SHARD == 17, "limbo bookkeeping is 17 bytes a shard");
 
-/* every aligned block is preceded by a pointer to its allocation */
+/* every aligned block is preceded by a cache line holding a pointer to
+ * its allocation */
 typedef struct block_hdr {
   void *base;
 } block_hdr;
 
-static void *block_new(ttft_registry *r, size_t n) {
-  void *base;
-  char *p = alloc_aligned(r, n + TTFT__CACHELINE, &base);
-  if (!p) return NULL;
+void *ttft__block_new(ttft_registry *r, size_t n) {
+  void *base = ttft__alloc(&r->alloc, n + 2 * TTFT__CACHELINE);
+  if (!base) return NULL;
+  ttft__memory_add(r, n + 2 * TTFT__CACHELINE);
+  char *p = (char *)(((uintptr_t)base + TTFT__CACHELINE - 1) & ~(uintptr_t)(TTFT__CACHELINE - 1));
   ((block_hdr *)p)->base = base;
-  /* touch every page now: the registry's memory is resident from creation
-   * on, so the hot path never takes a page fault and RSS never grows with
-   * traffic (calloc would hand out untouched zero pages) */
+  /* touch every page now: the registry's memory is resident from the
+   * moment it is counted, so no hook takes a page fault and RSS never
+   * grows behind ttft_registry_memory's back (calloc would hand out
+   * untouched zero pages) */
   memset(p + TTFT__CACHELINE, 0, n);
   return p + TTFT__CACHELINE;
 }
 
-static void block_free(ttft_registry *r, void *p) {
-  if (p) ttft__free(&r->alloc, ((block_hdr *)((char *)p - TTFT__CACHELINE))->base);
+void ttft__block_free(ttft_registry *r, void *p, size_t n) {
+  if (!p) return;
+  ttft__free(&r->alloc, ((block_hdr *)((char *)p - TTFT__CACHELINE))->base);
+  /* relaxed: a statistic */
+  atomic_fetch_sub_explicit(&r->memory, n + 2 * TTFT__CACHELINE, memory_order_relaxed);
 }
 
 /* ------------------------------------------------ the registry list
@@ -373,9 +377,14 @@ static void slots_seed(ttft_registry *r) {
 }
 
 /* -------------------------------------------------------------- classes */
+/* chunks (1 KiB) made available for each class: its first (thread,
+ * class) pairs' octaves in use; one slab, so that a class_add adds at most
+ * one slab and a failed one adds none */
+#define CLASS_RESERVE_CHUNKS TTFT__SLAB_CHUNKS
+
 static int class_records_new(ttft_registry *r, uint32_t c) {
   for (uint32_t i = 0; i < r->nshards; i++) {
-    ttft__crec *cr = block_new(r, sizeof *cr);
+    ttft__crec *cr = ttft__block_new(r, sizeof *cr);
     if (!cr) return TTFT_ENOMEM;
     /* release: the zeroed record is visible before its pointer */
     atomic_store_explicit(&r->shards[i].cls[c], cr, memory_order_release);
@@ -388,8 +397,7 @@ static void class_records_free(ttft_registry *r, uint32_t c) {
     if (!r->shards[i].cls) continue; /* a registry_new that failed part-way */
     ttft__crec *cr = TTFT__LD(&r->shards[i].cls[c]);
     if (cr) {
-      block_free(r, cr);
-      r->memory -= sizeof *cr + 2 * TTFT__CACHELINE;
+      ttft__block_free(r, cr, sizeof *cr);
       TTFT__ST(&r->shards[i].cls[c], NULL);
     }
   }
@@ -425,10 +433,17 @@ int ttft_class_add(ttft_registry *r, const char *name, const ttft_slo *slo) {
   ttft__strlcpy(r->classes[n].name, name, TTFT__NAME_MAX);
   r->classes[n].slo = s;
   rc = class_records_new(r, n);
+  /* and one slab of room for the new class's first chunks (pool.c); on a
+   * failure nothing of the class stays */
+  if (rc == TTFT_OK) {
+    uint64_t free_now = TTFT__LD(&r->pool.limit) - TTFT__LD(&r->pool.next);
+    rc = ttft__pool_reserve(r, free_now + CLASS_RESERVE_CHUNKS);
+  }
   if (rc != TTFT_OK) {
     class_records_free(r, n);
     goto out;
   }
+  r->pool.reserve += CLASS_RESERVE_CHUNKS / 4; /* snapshots keep more free */
   /* release: the class entry and its per-shard records are visible to any
    * thread that sees the new count (begin_ex acquires it) */
   atomic_store_explicit(&r->nclasses, n + 1, memory_order_release);
@@ -452,8 +467,9 @@ static void registry_release(ttft_registry *r) {
     for (uint32_t c = 0; c < r->max_classes; c++) class_records_free(r, c);
     for (uint32_t i = 0; i < r->nshards; i++) ttft__free(&r->alloc, (void *)r->shards[i].cls);
   }
-  block_free(r, r->shards);
-  block_free(r, r->slots);
+  ttft__pool_free(r);
+  ttft__block_free(r, r->shards, (size_t)r->nshards * sizeof(ttft__shard));
+  ttft__block_free(r, r->slots, (size_t)r->nslots * sizeof(ttft__slot));
   ttft__free(&r->alloc, r->classes);
   ttft__free(&r->alloc, r->limbo_epoch);
   ttft__free(&r->alloc, r->limbo_wait);
@@ -512,7 +528,7 @@ ttft_registry *ttft_registry_new(const ttft_config *cfg) {
                                        ~(uintptr_t)(TTFT__CACHELINE - 1));
   r->base = base;
   r->alloc = a;
-  r->memory = sizeof *r + TTFT__CACHELINE;
+  TTFT__ST(&r->memory, sizeof *r + TTFT__CACHELINE);
   r->id = registry_id_next();
   r->fence_mode = !ttft__reclaim_init();
   r->nslots = c.max_inflight;
@@ -524,8 +540,8 @@ ttft_registry *ttft_registry_new(const ttft_config *cfg) {
   r->n_band_edges = c.n_prompt_bands;
   memcpy(r->band_edges, c.prompt_band_edges, sizeof r->band_edges);
 
-  r->slots = block_new(r, (size_t)r->nslots * sizeof(ttft__slot));
-  r->shards = block_new(r, (size_t)r->nshards * sizeof(ttft__shard));
+  r->slots = ttft__block_new(r, (size_t)r->nslots * sizeof(ttft__slot));
+  r->shards = ttft__block_new(r, (size_t)r->nshards * sizeof(ttft__shard));
   r->classes = ttft__alloc(&a, (size_t)r->max_classes * sizeof(ttft__class));
   r->limbo_epoch = ttft__alloc(&a, (size_t)r->nshards * sizeof(uint64_t));
   r->limbo_wait = ttft__alloc(&a, r->nshards);
@@ -534,20 +550,24 @@ ttft_registry *ttft_registry_new(const ttft_config *cfg) {
   if (!r->slots || !r->shards || !r->classes || !r->limbo_epoch || !r->limbo_wait ||
       !r->limbo_first || !r->limbo_last)
     goto fail;
-  r->memory += (size_t)r->max_classes * sizeof(ttft__class) + r->nshards * 17;
+  ttft__memory_add(r, (size_t)r->max_classes * sizeof(ttft__class) + r->nshards * LIMBO_BYTES_PER_SHARD);
   for (uint32_t i = 0; i < r->nshards; i++) {
     ttft__shard *sh = &r->shards[i];
     sh->id = i;
     sh->shared = (i == r->nshards - 1);
     sh->cls = ttft__alloc(&a, (size_t)r->max_classes * sizeof(*sh->cls));
     if (!sh->cls) goto fail;
-    r->memory += (size_t)r->max_classes * sizeof(*sh->cls);
+    ttft__memory_add(r, (size_t)r->max_classes * sizeof(*sh->cls));
   }
+  if (ttft__pool_init(r, c.memory_limit) != TTFT_OK) goto fail;
   ttft__strlcpy(r->classes[0].name, "default", TTFT__NAME_MAX);
   ttft_slo_init(&r->classes[0].slo);
   r->classes[0].slo.stall_threshold_ns = r->stall_ns;
   if (class_records_new(r, 0) != TTFT_OK) goto fail;
   TTFT__ST(&r->nclasses, 1);
+  /* the first chunks, so that the first streams record at full
+   * resolution before any snapshot tops the pool up */
+  if (ttft__pool_reserve(r, r->pool.reserve + CLASS_RESERVE_CHUNKS) != TTFT_OK) goto fail;
   registry_meta(r, &c);
   r->t_created = ttft_now_ns();
 
@@ -584,7 +604,10 @@ void ttft_registry_free(ttft_registry *r) {
   registry_release(r);
 }
 
-size_t ttft_registry_memory(const ttft_registry *r) { return r ? r->memory : 0; }
+size_t ttft_registry_memory(const ttft_registry *r) {
+  /* relaxed: a statistic; exact once concurrent class_add/snapshots end */
+  return r ? atomic_load_explicit(&r->memory, memory_order_relaxed) : 0;
+}
 
 /* ---------------------------------------------------------- live queries */
 /* q-quantile (nearest rank) of a slot's gap histogram, ns; 0 when it holds

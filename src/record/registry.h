@@ -29,11 +29,43 @@
 #define TTFT__LD(p) atomic_load_explicit((p), memory_order_relaxed)
 #define TTFT__ST(p, v) atomic_store_explicit((p), (v), memory_order_relaxed)
 
-/* ----------------------------------------------------- live histogram */
+/* ----------------------------------------------------- live histogram
+ * The header holds sum, min (bit-inverted, so that zero means "none") and
+ * max, one chunk pointer per power of two of the bucket index (128
+ * buckets, 1 KiB, attached from the registry's pool the first time a value
+ * lands there; pool.c), and one coarse counter per power of two for the
+ * observations recorded while the pool was dry. count = the sum of every
+ * attached bucket and every coarse counter. */
+#define TTFT__CHUNK_BITS TTFT__HIST_SUB_BITS          /* 128 buckets a chunk */
+#define TTFT__CHUNK_BUCKETS (1u << TTFT__CHUNK_BITS)
+#define TTFT__HIST_CHUNKS (TTFT__HIST_BUCKETS / TTFT__CHUNK_BUCKETS) /* 38 */
+_Static_assert(TTFT__HIST_BUCKETS % TTFT__CHUNK_BUCKETS == 0, "chunks tile the buckets");
+_Static_assert(TTFT__HIST_CHUNKS == TTFT__HIST_MAX_BITS - TTFT__HIST_SUB_BITS + 1,
+               "one chunk per power of two (and one for the exact values below 128)");
+
+typedef struct ttft__chunk {
+  _Atomic uint64_t b[TTFT__CHUNK_BUCKETS];
+} ttft__chunk;
+_Static_assert(sizeof(ttft__chunk) == 1024, "a chunk is 1 KiB");
+
 typedef struct ttft__hist {
-  _Atomic uint64_t sum, min, max;           /* min starts at UINT64_MAX */
-  _Atomic uint64_t b[TTFT__HIST_BUCKETS];   /* count = sum of b[]       */
+  _Atomic uint64_t sum, min, max;
+  _Atomic(ttft__chunk *) chunk[TTFT__HIST_CHUNKS];
+  _Atomic uint64_t coarse[TTFT__HIST_CHUNKS];
 } ttft__hist;
+
+/* The pool of chunks (pool.c): slabs of TTFT__SLAB_CHUNKS chunks; chunk k
+ * is slab[k / SLAB][k % SLAB]; chunks [next, limit) are free. */
+#define TTFT__SLAB_CHUNKS 256u /* 256 KiB a slab */
+typedef struct ttft__pool {
+  _Atomic uint64_t next;          /* chunks handed out                     */
+  _Atomic uint64_t limit;         /* chunks in published slabs             */
+  _Atomic int lock;               /* serialises top-ups (never a hook)     */
+  uint32_t nslabs, max_slabs;     /* max_slabs: from the memory limit      */
+  ttft__chunk **slab;             /* [max_slabs]                           */
+  uint64_t reserve;               /* the initial reserve, in chunks        */
+  uint64_t next_at_refill;        /* `next` at the last snapshot top-up    */
+} ttft__pool;
 
 /* a lock-free stack of slots: (tag << 32) | (index + 1) */
 typedef struct ttft__stack {
@@ -49,7 +81,11 @@ typedef struct ttft__stack {
  * them up (ITL = ITL + ITL_MULTI; ITL_PER_TOKEN = ITL + ITL_PER_TOKEN),
  * since a one-token emission's per-token value is its gap. Then the
  * per-status views, recorded at stream end (TTFT__LH_STATUS + st *
- * TTFT__STATUS_VIEWS + view, see common/snapshot.h). */
+ * TTFT__STATUS_VIEWS + view, see common/snapshot.h). E2E, TPOT and
+ * OUTPUT_TOKENS are recorded at stream end only, so each equals the sum
+ * of its three status views: h[] leaves those three empty and
+ * snapshot_take adds the views up instead (one histogram update less per
+ * stream end, three histograms less per class record). */
 enum {
   TTFT__LH_ITL_MULTI = TTFT_METRIC_COUNT_,
   TTFT__LH_STATUS,
@@ -177,7 +213,8 @@ struct ttft_registry {
   uint64_t *limbo_epoch;          /* [nshards] epoch seen / SRCU index     */
   unsigned char *limbo_wait;      /* [nshards] what it still waits for     */
   _Atomic int class_lock;         /* serialises class_add (setup path)     */
-  size_t memory;
+  _Atomic size_t memory;          /* bytes allocated (ttft__memory_add)     */
+  TTFT__ALIGNED ttft__pool pool;  /* chunks for the live histograms       */
   struct ttft_snapshot meta;      /* labels and export config; no classes  */
 };
 
@@ -200,6 +237,24 @@ static inline ttft__shard *ttft__shard_get(ttft_registry *r) {
 TTFT_HIDDEN void ttft__scan_slots(const ttft_registry *r, uint64_t now, uint64_t *inflight,
                                   uint64_t *stalled);
 TTFT_HIDDEN uint64_t ttft__seq_gap_quantile(const ttft__slot *sl, double q, uint64_t gaps);
+/* registry.c: a zeroed, cache-line aligned, resident block (its pages are
+ * touched here, so no hook ever takes a page fault on it), counted in
+ * ttft_registry_memory; NULL when memory is short. */
+TTFT_HIDDEN void *ttft__block_new(ttft_registry *r, size_t n);
+TTFT_HIDDEN void ttft__block_free(ttft_registry *r, void *p, size_t n);
+static inline void ttft__memory_add(ttft_registry *r, size_t n) {
+  /* relaxed: a statistic; allocating paths only */
+  atomic_fetch_add_explicit(&r->memory, n, memory_order_relaxed);
+}
+/* pool.c */
+TTFT_HIDDEN int ttft__pool_init(ttft_registry *r, uint64_t memory_limit);
+TTFT_HIDDEN void ttft__pool_free(ttft_registry *r);
+TTFT_HIDDEN int ttft__pool_reserve(ttft_registry *r, uint64_t chunks);
+TTFT_HIDDEN void ttft__pool_refill(ttft_registry *r);
+/* A chunk for bucket range c of h from the pool (NULL: the pool is dry);
+ * the caller records into it. Cold: once per chunk ever attached. */
+TTFT_HIDDEN ttft__chunk *ttft__chunk_attach(ttft_registry *r, ttft__hist *h, uint32_t c,
+                                            int shared);
 /* reclaim.c */
 /* Decide, once per process, between membarrier and fences; returns 1 for
  * membarrier. Called by ttft_registry_new before the registry exists. */

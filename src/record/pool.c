@@ -1,0 +1,143 @@
+/* pool.c — memory for live histograms, paid for as it is used.
+ *
+ * A live histogram (registry.h, ttft__hist) is a header — sum, min, max and
+ * one pointer per power of two of the bucket index — plus 1 KiB chunks of
+ * 128 buckets, attached the first time a value lands in that power of two.
+ * A (thread, class) pair that records TTFT between 20 ms and 5 s holds the
+ * 8 chunks of those 8 octaves, not all 38: memory follows the classes and
+ * threads that record and the range their values cover.
+ *
+ * Hooks never allocate. Chunks come from this pool: slabs of chunks the
+ * registry allocated earlier, outside the hooks — at creation, at each
+ * ttft_class_add, and at each ttft_snapshot_take, which tops the pool up to
+ * a reserve that follows consumption (twice what was taken since the last
+ * top-up, at least the initial reserve). A hook takes a chunk with one CAS
+ * on the pool's counter, once per chunk ever attached; the per-token path
+ * of a histogram whose chunks exist is unchanged.
+ *
+ * The registry's memory is bounded by ttft_config.memory_limit (default
+ * 256 MiB; ttft_registry_memory reports exactly what is allocated). When a
+ * hook needs a chunk and the pool is dry (the limit reached, or a burst
+ * between snapshots outran the reserve), the observation is still
+ * recorded — count, sum, min and max exactly — but its bucket is a coarse
+ * per-octave counter (ttft__hist.coarse), which snapshots place at the
+ * middle of that octave; TTFT_GAUGE_COARSE counts such observations. No
+ * observation is ever lost.
+ */
+#include <string.h>
+
+#include "record/registry.h"
+
+/* --------------------------------------------------------------- top-up */
+static int pool_lock(ttft_registry *r) {
+  int z = 0;
+  /* acquire: serialises top-ups; pairs with the release in pool_unlock */
+  while (!atomic_compare_exchange_weak_explicit(&r->pool.lock, &z, 1, memory_order_acquire,
+                                                memory_order_relaxed))
+    z = 0;
+  return 1;
+}
+static void pool_unlock(ttft_registry *r) {
+  /* release: the slab table and accounting are handed to the next top-up */
+  atomic_store_explicit(&r->pool.lock, 0, memory_order_release);
+}
+
+/* Add slabs until at least `want` chunks are free or the limit is
+ * reached. Returns TTFT_OK, or TTFT_ENOMEM when a slab could not be
+ * allocated (the slabs added before stay in the pool). Not a hook path. */
+int ttft__pool_reserve(ttft_registry *r, uint64_t want) {
+  pool_lock(r);
+  int rc = TTFT_OK;
+  ttft__pool *p = &r->pool;
+  for (;;) {
+    uint64_t limit = TTFT__LD(&p->limit);
+    uint64_t next = TTFT__LD(&p->next);
+    uint64_t free_now = limit > next ? limit - next : 0;
+    if (free_now >= want) break;
+    if (p->nslabs >= p->max_slabs) break; /* the memory limit */
+    size_t bytes = (size_t)TTFT__SLAB_CHUNKS * sizeof(ttft__chunk);
+    ttft__chunk *slab = ttft__block_new(r, bytes);
+    if (!slab) {
+      rc = TTFT_ENOMEM;
+      break;
+    }
+    p->slab[p->nslabs++] = slab;
+    /* release: the zeroed slab and its table entry are visible to any
+     * thread that acquires the new limit (ttft__chunk_attach) */
+    atomic_store_explicit(&p->limit, (uint64_t)p->nslabs * TTFT__SLAB_CHUNKS, memory_order_release);
+  }
+  pool_unlock(r);
+  return rc;
+}
+
+/* Snapshot-time top-up: keep at least the initial reserve free, and twice
+ * what was consumed since the last top-up. */
+void ttft__pool_refill(ttft_registry *r) {
+  ttft__pool *p = &r->pool;
+  uint64_t next = TTFT__LD(&p->next);
+  uint64_t used_since = next > p->next_at_refill ? next - p->next_at_refill : 0;
+  p->next_at_refill = next; /* racy between snapshots; only a heuristic */
+  uint64_t want = 2 * used_since;
+  if (want < p->reserve) want = p->reserve;
+  /* best effort: a short pool is not the snapshot's failure (hooks then
+   * bin by power of two until a later top-up succeeds) */
+  (void)ttft__pool_reserve(r, want);
+}
+
+/* --------------------------------------------------------------- attach */
+ttft__chunk *ttft__chunk_attach(ttft_registry *r, ttft__hist *h, uint32_t c, int shared) {
+  ttft__pool *p = &r->pool;
+  uint64_t k = TTFT__LD(&p->next);
+  for (;;) {
+    /* acquire: the slab holding chunk k is published (ttft__pool_reserve) */
+    if (k >= atomic_load_explicit(&p->limit, memory_order_acquire)) return NULL;
+    /* relaxed: the counter only hands out indices; the slab was acquired above */
+    if (atomic_compare_exchange_weak_explicit(&p->next, &k, k + 1, memory_order_relaxed,
+                                              memory_order_relaxed))
+      break;
+  }
+  ttft__chunk *ch = &p->slab[k / TTFT__SLAB_CHUNKS][k % TTFT__SLAB_CHUNKS];
+  if (!shared) {
+    /* release: snapshots that acquire the pointer see a zeroed chunk (only
+     * the owner thread attaches chunks of a private shard's histograms) */
+    atomic_store_explicit(&h->chunk[c], ch, memory_order_release);
+    return ch;
+  }
+  ttft__chunk *cur = NULL;
+  /* acq_rel: several threads of the shared shard may attach the same
+   * chunk; one wins (release: its zeroed chunk is visible), the others
+   * acquire the winner's and leave theirs unused (counted in memory) */
+  if (atomic_compare_exchange_strong_explicit(&h->chunk[c], &cur, ch, memory_order_acq_rel,
+                                              memory_order_acquire))
+    return ch;
+  return cur;
+}
+
+/* ---------------------------------------------------------------- setup */
+int ttft__pool_init(ttft_registry *r, uint64_t memory_limit) {
+  ttft__pool *p = &r->pool;
+  size_t slab_bytes = (size_t)TTFT__SLAB_CHUNKS * sizeof(ttft__chunk);
+  uint64_t max = memory_limit / slab_bytes;
+  /* never more slabs than every chunk of every histogram could fill */
+  uint64_t hists = (uint64_t)r->nshards * ((uint64_t)r->max_classes * TTFT__LH_COUNT + 2 + TTFT_MAX_BANDS);
+  uint64_t worst = (hists * TTFT__HIST_CHUNKS + TTFT__SLAB_CHUNKS - 1) / TTFT__SLAB_CHUNKS;
+  if (max > worst) max = worst;
+  if (max < 1) max = 1;
+  p->max_slabs = (uint32_t)max;
+  p->slab = ttft__alloc(&r->alloc, (size_t)max * sizeof *p->slab);
+  if (!p->slab) return TTFT_ENOMEM;
+  ttft__memory_add(r, (size_t)max * sizeof *p->slab);
+  /* a first reserve: a few chunks per shard and per class of room */
+  p->reserve = 512 + 64 * (uint64_t)r->nshards;
+  return TTFT_OK;
+}
+
+void ttft__pool_free(ttft_registry *r) {
+  ttft__pool *p = &r->pool;
+  if (p->slab)
+    for (uint32_t i = 0; i < p->nslabs; i++)
+      ttft__block_free(r, p->slab[i], (size_t)TTFT__SLAB_CHUNKS * sizeof(ttft__chunk));
+  ttft__free(&r->alloc, p->slab);
+  p->slab = NULL;
+  p->nslabs = 0;
+}
