@@ -403,3 +403,45 @@ def text_families(text):
         lab = tuple(sorted((k, float(v) if k in ("le", "quantile") else v) for k, v in labels))
         cur.samples.append((name, lab, value))
     return fams
+
+
+# ----------------------------------------------------------------- CLI
+def _fmt_labels(labels):
+    return "{%s}" % ",".join('%s="%s"' % (k, v) for k, v in labels) if labels else ""
+
+
+def main(argv):
+    """python3 pbdecode.py [FILE]: decode a protobuf exposition (stdin by
+    default) and print it in the text format's terms, each histogram
+    followed by a comment with its native buckets."""
+    import sys
+    data = open(argv[1], "rb").read() if len(argv) > 1 else sys.stdin.buffer.read()
+    try:
+        fams = decode_stream(data)
+    except DecodeError as e:
+        print("decode error: %s" % e, file=sys.stderr)
+        return 1
+    for f in pb_families(fams):
+        print("# HELP %s %s" % (f.name, f.help))
+        print("# TYPE %s %s" % (f.name, f.type))
+        for name, labels, value in f.samples:
+            labels = tuple((k, ("+Inf" if v == math.inf else repr(v)) if k in ("le", "quantile") else v)
+                           for k, v in labels)
+            print("%s%s %r" % (name, _fmt_labels(labels), value))
+        for labels, m in f.raw:
+            h = m.get("histogram")
+            if h and "schema" in h:
+                nb = [(i, c) for i, c in native_buckets(h) if c]
+                span = ""
+                if nb:
+                    span = ", populated (%.6g, %.6g]" % (native_bounds(h["schema"], nb[0][0])[0],
+                                                         native_bounds(h["schema"], nb[-1][0])[1])
+                print("#   native %s: schema %d, zero_count %d, %d buckets%s"
+                      % (_fmt_labels(tuple(sorted(labels.items()))), h["schema"],
+                         h.get("zero_count", 0), len(nb), span))
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+    sys.exit(main(sys.argv))
