@@ -35,6 +35,7 @@ every variant:
      and are not bounded (docs/prometheus.md): those are not checked.
 Prints a line per variant; exit 1 on any failure.
 """
+import bisect
 import json
 import math
 from fractions import Fraction
@@ -121,12 +122,17 @@ def check_native(variant, fam, labels, h, native, schema):
         fail(where + ": empty histogram without the no-op span: %r" % h["positive_span"])
     if nb and (nb[0][1] == 0 or nb[-1][1] == 0):
         fail(where + ": spans start or end on an empty bucket")
-    # classic vs native consistency
+    # classic vs native consistency (indices ascend, so do the bounds)
     zc = h.get("zero_count", 0)
+    lowers = [pbdecode.native_bounds(schema, i)[0] for i, _ in nb]
+    uppers = [pbdecode.native_bounds(schema, i)[1] for i, _ in nb]
+    cum = [zc]
+    for _, cnt in nb:
+        cum.append(cum[-1] + cnt)
     for b in h.get("bucket", []):
         le, c = b.get("upper_bound", 0.0), b.get("cumulative_count", 0)
-        n_le = zc + sum(cnt for i, cnt in nb if pbdecode.native_bounds(schema, i)[1] <= le / (1 + 1 / 128.0))
-        n_lt = zc + sum(cnt for i, cnt in nb if pbdecode.native_bounds(schema, i)[0] < le)
+        n_le = cum[bisect.bisect_right(uppers, le / (1 + 1 / 128.0))]
+        n_lt = cum[bisect.bisect_left(lowers, le)]
         if not n_le <= c <= n_lt:
             fail(where + ": classic le=%g count %d outside native [%d, %d]" % (le, c, n_le, n_lt))
     return nb
