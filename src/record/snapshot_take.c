@@ -6,19 +6,95 @@
 
 #include "record/registry.h"
 
-static void hist_copy_add(ttft__shist *dst, const ttft__hist *src) {
+/* Add live histogram src into the builder. Only buckets between the
+ * indices of src's min and max are read: a bucket outside them belongs to
+ * an observation whose min/max store this thread does not see yet, and it
+ * is in the next snapshot instead (min and max only widen, so a bucket
+ * once inside stays inside: no count of a later snapshot goes down). A
+ * histogram with neither set has nothing to read. */
+static void hist_copy_add(ttft__hacc *acc, const ttft__hist *src) {
+  uint64_t mnw = TTFT__LD(&src->min), mx = TTFT__LD(&src->max); /* min is stored inverted */
+  if (!mnw && !mx) return;
+  uint32_t lo = mnw ? ttft__hist_index(~mnw) : 0;
+  uint32_t hi = ttft__hist_index(mx) + 1;
+  if (!mnw) hi = TTFT__HIST_BUCKETS; /* max seen, min not yet: read all */
   uint64_t n = 0;
-  for (uint32_t i = 0; i < TTFT__HIST_BUCKETS; i++) {
+  for (uint32_t i = lo; i < hi; i++) {
     uint64_t c = TTFT__LD(&src->b[i]);
-    dst->b[i] += c;
+    if (!c) continue;
+    ttft__hacc_add_bucket(acc, i, c);
     n += c;
   }
   if (!n) return;
-  uint64_t mn = ~TTFT__LD(&src->min), mx = TTFT__LD(&src->max);
-  if (dst->count == 0 || mn < dst->min) dst->min = mn;
-  if (dst->count == 0 || mx > dst->max) dst->max = mx;
-  dst->count += n;
-  dst->sum += TTFT__LD(&src->sum);
+  ttft__hacc_add_stats(acc, TTFT__LD(&src->sum), mnw ? ~mnw : 0, mx);
+}
+
+/* The live histograms of a class record that make up snapshot metric m
+ * (record/registry.h): its own, and for ITL the gaps before multi-token
+ * emissions, for ITL_PER_TOKEN the single-token gaps (each its own
+ * per-token value). */
+static void metric_copy_add(ttft__hacc *acc, const ttft__crec *cr, int m) {
+  hist_copy_add(acc, &cr->h[m]);
+  if (m == TTFT_METRIC_ITL) hist_copy_add(acc, &cr->h[TTFT__LH_ITL_MULTI]);
+  if (m == TTFT_METRIC_ITL_PER_TOKEN) hist_copy_add(acc, &cr->h[TTFT_METRIC_ITL]);
+}
+
+/* Class c's counters and histograms, summed over the shards that have a
+ * record for it; recs is scratch for one pointer per shard. */
+static int class_take(ttft_registry *r, ttft_snapshot *s, ttft__hacc *acc, uint32_t c,
+                      const ttft__crec **recs) {
+  uint32_t nrec = 0;
+  for (uint32_t i = 0; i < r->nshards; i++) {
+    const ttft__shard *sh = &r->shards[i];
+    if (!TTFT__LD(&sh->used)) continue;
+    /* acquire: see class_add */
+    const ttft__crec *cr = atomic_load_explicit(&sh->cls[c], memory_order_acquire);
+    if (cr) recs[nrec++] = cr;
+  }
+  ttft__sclass *k = &s->cls[c];
+  for (uint32_t j = 0; j < nrec; j++)
+    for (int x = 0; x < TTFT_COUNTER_COUNT_; x++) k->ctr[x] += TTFT__LD(&recs[j]->ctr[x]);
+  for (int m = 0; m < TTFT_METRIC_COUNT_; m++) {
+    for (uint32_t j = 0; j < nrec; j++) metric_copy_add(acc, recs[j], m);
+    int rc = ttft__snapshot_hist(s, acc, &k->h[m]);
+    if (rc != TTFT_OK) return rc;
+  }
+  for (int st = 0; st < TTFT_STATUS_COUNT_; st++)
+    for (int v = 0; v < TTFT__STATUS_VIEWS; v++) {
+      for (uint32_t j = 0; j < nrec; j++)
+        hist_copy_add(acc, &recs[j]->h[TTFT__LH_STATUS + st * TTFT__STATUS_VIEWS + v]);
+      int rc = ttft__snapshot_hist(s, acc, &k->sv[st][v]);
+      if (rc != TTFT_OK) return rc;
+    }
+  return TTFT_OK;
+}
+
+/* A TTFT split: histogram at byte offset off of every used shard. */
+static int split_take(ttft_registry *r, ttft_snapshot *s, ttft__hacc *acc, const ttft__hist *first,
+                      ttft__shist **slot) {
+  size_t off = (size_t)((const char *)first - (const char *)&r->shards[0]);
+  for (uint32_t i = 0; i < r->nshards; i++) {
+    const ttft__shard *sh = &r->shards[i];
+    if (!TTFT__LD(&sh->used)) continue;
+    hist_copy_add(acc, (const ttft__hist *)((const char *)sh + off));
+  }
+  return ttft__snapshot_hist(s, acc, slot);
+}
+
+static int take_all(ttft_registry *r, ttft_snapshot *s, uint32_t nc) {
+  ttft__hacc *acc = ttft__hacc_new(&s->alloc);
+  const ttft__crec **recs = ttft__alloc(&s->alloc, r->nshards * sizeof *recs);
+  int rc = (acc && recs) ? TTFT_OK : TTFT_ENOMEM;
+  for (uint32_t c = 0; c < nc && rc == TTFT_OK; c++) rc = class_take(r, s, acc, c, recs);
+  const ttft__shard *sh0 = &r->shards[0];
+  for (int k = 0; k < 2 && rc == TTFT_OK; k++)
+    rc = split_take(r, s, acc, &sh0->split_cache[k], &s->split_cache[k]);
+  for (int b = 0; b < TTFT_MAX_BANDS && rc == TTFT_OK; b++)
+    rc = split_take(r, s, acc, &sh0->split_band[b], &s->split_band[b]);
+  if (rc == TTFT_OK) rc = ttft__snapshot_finish(s, acc);
+  ttft__free(&s->alloc, (void *)recs);
+  ttft__hacc_free(&s->alloc, acc);
+  return rc;
 }
 
 ttft_snapshot *ttft_snapshot_take(ttft_registry *r) {
@@ -33,31 +109,13 @@ ttft_snapshot *ttft_snapshot_take(ttft_registry *r) {
     memcpy(s->cls[c].name, r->classes[c].name, TTFT__NAME_MAX);
     s->cls[c].slo = r->classes[c].slo;
   }
-  for (uint32_t i = 0; i < r->nshards; i++) {
-    const ttft__shard *sh = &r->shards[i];
-    if (!TTFT__LD(&sh->used)) continue;
-    for (uint32_t c = 0; c < nc; c++) {
-      /* acquire: see class_add */
-      const ttft__crec *cr = atomic_load_explicit(&sh->cls[c], memory_order_acquire);
-      if (!cr) continue;
-      for (int k = 0; k < TTFT_COUNTER_COUNT_; k++) s->cls[c].ctr[k] += TTFT__LD(&cr->ctr[k]);
-      ttft__sclass *k = &s->cls[c];
-      for (int m = 0; m < TTFT_METRIC_COUNT_; m++) hist_copy_add(k->h[m], &cr->h[m]);
-      /* the live layout (record/registry.h) to the metrics */
-      hist_copy_add(k->h[TTFT_METRIC_ITL], &cr->h[TTFT__LH_ITL_MULTI]);
-      hist_copy_add(k->h[TTFT_METRIC_ITL_PER_TOKEN], &cr->h[TTFT_METRIC_ITL]);
-      for (int st = 0; st < TTFT_STATUS_COUNT_; st++)
-        for (int v = 0; v < TTFT__STATUS_VIEWS; v++)
-          hist_copy_add(k->sv[st][v], &cr->h[TTFT__LH_STATUS + st * TTFT__STATUS_VIEWS + v]);
-    }
-    for (int k = 0; k < 2; k++) hist_copy_add(s->split_cache[k], &sh->split_cache[k]);
-    for (int b = 0; b < TTFT_MAX_BANDS; b++) hist_copy_add(s->split_band[b], &sh->split_band[b]);
+  if (take_all(r, s, nc) != TTFT_OK) {
+    ttft_snapshot_free(s);
+    return NULL;
   }
   uint64_t now = ttft__now(r);
   ttft__scan_slots(r, now, &s->gauge[TTFT_GAUGE_INFLIGHT], &s->gauge[TTFT_GAUGE_LIVE_STALLS]);
   s->t_start_ns = r->t_created;
   s->t_end_ns = ttft_now_ns();
-  ttft__snapshot_finish(s);
   return s;
 }
-
