@@ -46,3 +46,47 @@ if(TTFT_WITH_HTTP AND TTFT_HAVE_PTHREADS)
   set_tests_properties(prom_scrape PROPERTIES
     LABELS "prometheus;integration" SKIP_RETURN_CODE 77 TIMEOUT 90)
 endif()
+
+# ---------------------------------------------------------- protobuf (issue 10)
+#   prom_protobuf_roundtrip  every exposition variant decoded by an independent
+#                            reader (pbdecode.py) and compared with the text
+#                            exposition and the JSON report (Python stdlib only)
+#   prom_rules_check         promtool check rules deploy/prometheus/ttft.rules.yml
+#   prom_rules_test          promtool test rules (alerts fire / stay quiet)
+#   prom_dashboard_lint      static checks of deploy/grafana/ttft-dashboard.json
+#   prom_fleet               three replicas, a native-histogram Prometheus and a
+#                            classic one: fleet p50/p90/p99 of TTFT, TPOT, ITL
+#                            within 1 % of the exact union; every dashboard
+#                            expression and rule evaluated on the real server
+add_executable(ttft_prom_expose_pb ${CMAKE_CURRENT_SOURCE_DIR}/prom/expose_pb.c)
+target_link_libraries(ttft_prom_expose_pb PRIVATE ttft_static m)
+target_include_directories(ttft_prom_expose_pb PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+target_compile_options(ttft_prom_expose_pb PRIVATE ${TTFT_WARNINGS})
+add_test(NAME prom_protobuf_roundtrip
+  COMMAND ${TTFT_PROM_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/prom/pb_roundtrip.py
+          $<TARGET_FILE:ttft_prom_expose_pb> ${CMAKE_CURRENT_BINARY_DIR}/prom_protobuf)
+add_test(NAME prom_dashboard_lint
+  COMMAND ${TTFT_PROM_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/prom/check_dashboard.py
+          ${PROJECT_SOURCE_DIR}/deploy/grafana/ttft-dashboard.json)
+add_test(NAME prom_rules_check
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/prom/check_rules.sh check ${PROJECT_SOURCE_DIR}/deploy/prometheus)
+add_test(NAME prom_rules_test
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/prom/check_rules.sh test ${PROJECT_SOURCE_DIR}/deploy/prometheus)
+set_tests_properties(prom_protobuf_roundtrip prom_dashboard_lint prom_rules_check prom_rules_test
+  PROPERTIES LABELS "prometheus" SKIP_RETURN_CODE 77 TIMEOUT 120)
+
+if(TTFT_WITH_HTTP AND TTFT_HAVE_PTHREADS)
+  add_executable(ttft_prom_replica ${CMAKE_CURRENT_SOURCE_DIR}/prom/replica.c)
+  target_link_libraries(ttft_prom_replica PRIVATE ttft_static m)
+  target_compile_options(ttft_prom_replica PRIVATE ${TTFT_WARNINGS})
+  add_test(NAME prom_fleet
+    COMMAND ${TTFT_PROM_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/prom/fleet_test.py
+            $<TARGET_FILE:ttft_prom_replica> "${TTFT_PROMETHEUS_BIN}"
+            --dashboard ${PROJECT_SOURCE_DIR}/deploy/grafana/ttft-dashboard.json
+            --rules ${PROJECT_SOURCE_DIR}/deploy/prometheus/ttft.rules.yml)
+  # one Prometheus-server test at a time on a 2-core machine
+  set_tests_properties(prom_fleet PROPERTIES
+    LABELS "prometheus;integration" SKIP_RETURN_CODE 77 TIMEOUT 180
+    RESOURCE_LOCK prometheus_server)
+  set_tests_properties(prom_scrape PROPERTIES RESOURCE_LOCK prometheus_server)
+endif()

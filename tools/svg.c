@@ -120,14 +120,16 @@ static double frac_le(const ttft__shist *h, double v) {
   if (!h->count || v < (double)h->min) return 0.0;
   if (v >= (double)h->max) return 1.0;
   uint64_t cum = 0;
-  for (uint32_t i = 0; i < TTFT__HIST_BUCKETS; i++) {
-    if (!h->b[i]) continue;
+  uint32_t end = ttft__shist_hi(h);
+  for (uint32_t i = ttft__shist_next(h, 0); i < end; i = ttft__shist_next(h, i + 1)) {
+    uint64_t c = ttft__shist_at(h, i);
+    if (!c) continue;
     double lo = (double)ttft__bucket_lo(i), hi = (double)ttft__bucket_hi(i) + 1;
     if (lo < (double)h->min) lo = (double)h->min;
     if (hi > (double)h->max) hi = (double)h->max;
     if (v < lo) break;
-    if (v < hi) return ((double)cum + (double)h->b[i] * (v - lo) / (hi - lo)) / (double)h->count;
-    cum += h->b[i];
+    if (v < hi) return ((double)cum + (double)c * (v - lo) / (hi - lo)) / (double)h->count;
+    cum += c;
   }
   return (double)cum / (double)h->count;
 }
@@ -266,15 +268,17 @@ static void draw_curve(FILE *f, const panel *p, const series *s) {
   double lastx = -1e9, lasty = -1e9, px = 0, py = 0;
   uint64_t cum = 0;
   int pending = 0;
-  for (uint32_t i = 0; i < TTFT__HIST_BUCKETS; i++) {
-    if (!h->b[i]) continue;
+  uint32_t end = ttft__shist_hi(h);
+  for (uint32_t i = ttft__shist_next(h, 0); i < end; i = ttft__shist_next(h, i + 1)) {
+    uint64_t c = ttft__shist_at(h, i);
+    if (!c) continue;
     double lo = (double)ttft__bucket_lo(i), hi = (double)ttft__bucket_hi(i) + 1;
     if (lo < (double)h->min) lo = (double)h->min;
     if (hi > (double)h->max) hi = (double)h->max;
     if (hi < lo) hi = lo;
     double pts[2][2] = {{px_x(p, lo), px_y(p, (double)cum / (double)h->count)},
-                        {px_x(p, hi), px_y(p, (double)(cum + h->b[i]) / (double)h->count)}};
-    cum += h->b[i];
+                        {px_x(p, hi), px_y(p, (double)(cum + c) / (double)h->count)}};
+    cum += c;
     for (int k = 0; k < 2; k++) {
       px = pts[k][0];
       py = pts[k][1];

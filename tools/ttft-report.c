@@ -2,7 +2,7 @@
  * ttft-report — read encoded libttft snapshots, merge them, and print them,
  * compare two of them, or draw them. docs/ttft-report.md is the manual.
  *
- *   ttft-report [--format text|json|prometheus|openmetrics] [--svg OUT] FILE...
+ *   ttft-report [--format text|json|prometheus|openmetrics|prometheus_protobuf] [--svg OUT] FILE...
  *   ttft-report --diff OLD NEW [--threshold PCT] [--fail-on-regression] [--svg OUT]
  *   ttft-report --delta OLDER NEWER [--format ...] [--svg OUT]
  *
@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "svg.h"
 #include "ttft.h"
@@ -40,7 +41,8 @@ static void usage(FILE *f) {
           "from merged histogram counts, never from averaged percentiles.\n"
           "\n"
           "options:\n"
-          "  --format F             text (default), json, prometheus or openmetrics\n"
+          "  --format F             text (default), json, prometheus, openmetrics, or\n"
+          "                         prometheus_protobuf (binary: redirect it to a file)\n"
           "  --svg OUT              also draw latency CDFs (TTFT, TPOT, ITL) into OUT\n"
           "                         ('-' = stdout, replacing the printed report)\n"
           "  --threshold PCT        --diff: flag changes worse than PCT percent (default 5)\n"
@@ -198,6 +200,10 @@ static ttft_snapshot *load(const char *path) {
 
 /* ----------------------------------------------------------- printing */
 static int print_format(const ttft_snapshot *s, ttft_format f) {
+  if (f == TTFT_FORMAT_PROMETHEUS_PROTOBUF && isatty(fileno(stdout))) {
+    fprintf(stderr, "%s: prometheus_protobuf is binary; redirect standard output to a file\n", g_prog);
+    return EXIT_USAGE;
+  }
   long n = ttft_snapshot_format(s, f, NULL, 0);
   if (n < 0) {
     fprintf(stderr, "%s: formatting failed: %s\n", g_prog, ttft_strerror((int)n));

@@ -1,38 +1,99 @@
 /* snapshot.c — building snapshots: a zeroed snapshot, its metadata, the
  * "all classes" sum. Used by ttft_snapshot_take (record/) and by the codec,
  * merge and delta (report/). Layer: common (src/README.md). */
+#include <stddef.h>
 #include <string.h>
 
 #include "common/snapshot.h"
 
-/* ---------------------------------------------------------------- layout */
+/* --------------------------------------------------------------- storage
+ * Histograms live in chunks owned by the snapshot: small ones share a
+ * chunk (4 KiB growing to 256 KiB as the snapshot grows, so the slack is at
+ * most about half of what is used), a large one gets a chunk of its own.
+ * All of it is freed with the snapshot. */
+struct ttft__chunk {
+  ttft__chunk *next;
+  size_t cap, used;
+  uint64_t pad_; /* keeps data 16-aligned after three words */
+  unsigned char data[];
+};
 
+#define CHUNK_MIN 4096u
+#define CHUNK_MAX (64u * 1024u) /* below malloc's mmap threshold */
+
+/* Not zeroed: the builder writes every byte of what it takes but padding. */
+static ttft__chunk *chunk_new(ttft_snapshot *s, size_t cap) {
+  if (cap > SIZE_MAX - sizeof(ttft__chunk)) return NULL;
+  ttft__chunk *c = s->alloc.alloc(s->alloc.ctx, sizeof *c + cap);
+  if (!c) return NULL;
+  c->next = NULL;
+  c->cap = cap;
+  c->used = 0;
+  s->store_bytes += sizeof *c + cap;
+  return c;
+}
+
+void *ttft__snapshot_alloc(ttft_snapshot *s, size_t bytes) {
+  size_t n = (bytes + 15) & ~(size_t)15;
+  if (n < bytes) return NULL;
+  ttft__chunk *c = s->store;
+  if (c && c->cap - c->used >= n) {
+    void *p = c->data + c->used;
+    c->used += n;
+    return p;
+  }
+  size_t cap = s->store_bytes < CHUNK_MIN ? CHUNK_MIN : s->store_bytes;
+  if (cap > CHUNK_MAX) cap = CHUNK_MAX;
+  if (n > cap / 4) { /* large: a chunk of its own, behind the current one */
+    ttft__chunk *big = chunk_new(s, n);
+    if (!big) return NULL;
+    big->used = n;
+    if (c) {
+      big->next = c->next;
+      c->next = big;
+    } else {
+      s->store = big;
+    }
+    return big->data;
+  }
+  c = chunk_new(s, cap);
+  if (!c) return NULL;
+  c->next = s->store;
+  s->store = c;
+  c->used = n;
+  return c->data;
+}
+
+static void *snapshot_alloc_fn(void *ctx, size_t bytes) { return ttft__snapshot_alloc(ctx, bytes); }
+
+int ttft__snapshot_hist(ttft_snapshot *s, ttft__hacc *acc, ttft__shist **slot) {
+  return ttft__hacc_build(acc, snapshot_alloc_fn, s, &s->empty, slot);
+}
+
+/* ---------------------------------------------------------------- layout */
+static void class_empty(ttft_snapshot *s, ttft__sclass *k) {
+  for (int m = 0; m < TTFT_METRIC_COUNT_; m++) k->h[m] = &s->empty;
+  for (int st = 0; st < TTFT_STATUS_COUNT_; st++)
+    for (int v = 0; v < TTFT__STATUS_VIEWS; v++) k->sv[st][v] = &s->empty;
+}
 
 ttft_snapshot *ttft__snapshot_new(uint32_t nclasses) {
-  if (nclasses == 0 || nclasses > 65536) return NULL;
+  if (nclasses == 0 || nclasses > TTFT__MAX_CLASSES) return NULL;
   ttft_allocator a;
   ttft__allocator_current(&a);
   ttft_snapshot *s = ttft__alloc(&a, sizeof *s);
   if (!s) return NULL;
   s->alloc = a;
   s->nclasses = nclasses;
-  s->nhists = (size_t)(nclasses + 1) * TTFT__HISTS_PER_CLASS + 2 + TTFT_MAX_BANDS;
   s->cls = ttft__alloc(&a, (size_t)nclasses * sizeof *s->cls);
-  s->hists = ttft__alloc(&a, s->nhists * sizeof *s->hists);
-  if (!s->cls || !s->hists) {
+  if (!s->cls) {
     ttft_snapshot_free(s);
     return NULL;
   }
-  ttft__shist *h = s->hists;
-  for (uint32_t c = 0; c <= nclasses; c++) {
-    ttft__sclass *k = c < nclasses ? &s->cls[c] : &s->all;
-    for (int m = 0; m < TTFT_METRIC_COUNT_; m++) k->h[m] = h++;
-    for (int st = 0; st < TTFT_STATUS_COUNT_; st++)
-      for (int v = 0; v < TTFT__STATUS_VIEWS; v++) k->sv[st][v] = h++;
-  }
-  s->split_cache[0] = h++;
-  s->split_cache[1] = h++;
-  for (int b = 0; b < TTFT_MAX_BANDS; b++) s->split_band[b] = h++;
+  for (uint32_t c = 0; c < nclasses; c++) class_empty(s, &s->cls[c]);
+  class_empty(s, &s->all);
+  s->split_cache[0] = s->split_cache[1] = &s->empty;
+  for (int b = 0; b < TTFT_MAX_BANDS; b++) s->split_band[b] = &s->empty;
   ttft__strlcpy(s->all.name, "all", TTFT__NAME_MAX);
   return s;
 }
@@ -40,7 +101,10 @@ ttft_snapshot *ttft__snapshot_new(uint32_t nclasses) {
 void ttft_snapshot_free(ttft_snapshot *s) {
   if (!s) return;
   ttft_allocator a = s->alloc;
-  ttft__free(&a, s->hists);
+  for (ttft__chunk *c = s->store, *next; c; c = next) {
+    next = c->next;
+    ttft__free(&a, c);
+  }
   ttft__free(&a, s->cls);
   ttft__free(&a, s);
 }
@@ -65,20 +129,57 @@ void ttft__snapshot_copy_meta(ttft_snapshot *dst, const ttft_snapshot *src) {
   dst->export_idle_classes = src->export_idle_classes;
 }
 
-void ttft__snapshot_finish(ttft_snapshot *s) {
-  for (size_t i = 0; i < s->nhists; i++) ttft__shist_fix(&s->hists[i]);
-  memset(s->all.ctr, 0, sizeof s->all.ctr);
-  for (int m = 0; m < TTFT_METRIC_COUNT_; m++) memset(s->all.h[m], 0, sizeof(ttft__shist));
-  for (int st = 0; st < TTFT_STATUS_COUNT_; st++)
-    for (int v = 0; v < TTFT__STATUS_VIEWS; v++) memset(s->all.sv[st][v], 0, sizeof(ttft__shist));
+/* s->all's histogram at offset off of a class: the sum over the classes.
+ * When one class holds all of it, the histogram is shared (they are
+ * immutable and freed with the snapshot, not one by one). */
+static int sum_classes(ttft_snapshot *s, ttft__hacc *acc, size_t off, ttft__shist **slot) {
+  ttft__shist *only = &s->empty;
+  uint32_t nonempty = 0;
   for (uint32_t c = 0; c < s->nclasses; c++) {
-    for (int k = 0; k < TTFT_COUNTER_COUNT_; k++) s->all.ctr[k] += s->cls[c].ctr[k];
-    for (int m = 0; m < TTFT_METRIC_COUNT_; m++) ttft__shist_add(s->all.h[m], s->cls[c].h[m]);
-    for (int st = 0; st < TTFT_STATUS_COUNT_; st++)
-      for (int v = 0; v < TTFT__STATUS_VIEWS; v++)
-        ttft__shist_add(s->all.sv[st][v], s->cls[c].sv[st][v]);
+    ttft__shist *h = *(ttft__shist **)((char *)&s->cls[c] + off);
+    if (h->count) {
+      only = h;
+      nonempty++;
+    }
   }
+  if (nonempty <= 1) {
+    *slot = only;
+    return TTFT_OK;
+  }
+  for (uint32_t c = 0; c < s->nclasses; c++) ttft__hacc_add(acc, *(ttft__shist **)((char *)&s->cls[c] + off));
+  return ttft__snapshot_hist(s, acc, slot);
+}
+
+int ttft__snapshot_finish(ttft_snapshot *s, ttft__hacc *acc) {
+  memset(s->all.ctr, 0, sizeof s->all.ctr);
+  for (uint32_t c = 0; c < s->nclasses; c++)
+    for (int k = 0; k < TTFT_COUNTER_COUNT_; k++) {
+      if (s->cls[c].ctr[k] > UINT64_MAX - s->all.ctr[k]) return TTFT_ERANGE;
+      s->all.ctr[k] += s->cls[c].ctr[k];
+    }
+  int rc = TTFT_OK;
+  for (int m = 0; m < TTFT_METRIC_COUNT_ && rc == TTFT_OK; m++)
+    rc = sum_classes(s, acc, offsetof(ttft__sclass, h[m]), &s->all.h[m]);
+  for (int st = 0; st < TTFT_STATUS_COUNT_; st++)
+    for (int v = 0; v < TTFT__STATUS_VIEWS && rc == TTFT_OK; v++)
+      rc = sum_classes(s, acc, offsetof(ttft__sclass, sv[st][v]), &s->all.sv[st][v]);
   ttft_slo_init(&s->all.slo);
+  return rc;
+}
+
+double ttft__attainment(const ttft__sclass *c, uint64_t *met_out, uint64_t *ended_out) {
+  uint64_t ended = 0;
+  static const ttft_counter ends[3] = {TTFT_COUNTER_COMPLETED, TTFT_COUNTER_CANCELLED,
+                                       TTFT_COUNTER_ERRORS};
+  for (int i = 0; i < 3; i++) {
+    uint64_t v = c->ctr[ends[i]];
+    ended = v > UINT64_MAX - ended ? UINT64_MAX : ended + v;
+  }
+  uint64_t met = c->ctr[TTFT_COUNTER_SLO_MET];
+  if (met > ended) met = ended;
+  if (met_out) *met_out = met;
+  if (ended_out) *ended_out = ended;
+  return ended ? (double)met / (double)ended : -1.0;
 }
 
 const ttft__sclass *ttft__snapshot_class(const ttft_snapshot *s, int class_id) {

@@ -30,13 +30,18 @@ static inline int ttft__status_view(ttft_metric m) { /* view index, or -1 */
  * has at most 1024; merge refuses a union above this with TTFT_ERANGE). */
 #define TTFT__MAX_CLASSES 4096u
 
+/* Every histogram pointer of a snapshot points at its own histogram in
+ * the snapshot's storage, or at the snapshot's one empty histogram
+ * (s->empty): never NULL. Histograms are built with ttft__snapshot_hist. */
 typedef struct ttft__sclass {
   char name[TTFT__NAME_MAX];
   ttft_slo slo;                               /* stall_threshold_ns resolved  */
   uint64_t ctr[TTFT_COUNTER_COUNT_];
-  ttft__shist *h[TTFT_METRIC_COUNT_];         /* point into the snapshot block */
+  ttft__shist *h[TTFT_METRIC_COUNT_];
   ttft__shist *sv[TTFT_STATUS_COUNT_][TTFT__STATUS_VIEWS]; /* status views     */
 } ttft__sclass;
+
+typedef struct ttft__chunk ttft__chunk; /* snapshot storage (snapshot.c) */
 
 struct ttft_snapshot {
   ttft_allocator alloc;       /* what allocated it, frees it                */
@@ -64,8 +69,9 @@ struct ttft_snapshot {
   ttft__sclass all;           /* sum over classes (ttft__snapshot_finish)   */
   ttft__shist *split_cache[2];             /* TTFT by prefix miss / hit      */
   ttft__shist *split_band[TTFT_MAX_BANDS]; /* TTFT by prompt band           */
-  ttft__shist *hists;         /* one block: every histogram above           */
-  size_t nhists;
+  ttft__shist empty;          /* what every histogram pointer starts at     */
+  ttft__chunk *store;         /* the histograms' storage, freed with s      */
+  size_t store_bytes;         /* bytes of it allocated                      */
 };
 
 /* Whether class c of s appears in expositions and reports: every class
@@ -77,13 +83,27 @@ static inline int ttft__class_exported(const ttft_snapshot *s, uint32_t c) {
   return s->cls[c].ctr[TTFT_COUNTER_BEGUN] != 0 || s->cls[c].ctr[TTFT_COUNTER_DROPPED] != 0;
 }
 
-/* A zeroed snapshot with nclasses classes (names empty), allocated with the
- * current allocator. NULL on ENOMEM or nclasses == 0. */
+/* A zeroed snapshot with nclasses classes (names empty, every histogram
+ * empty), allocated with the current allocator. NULL on ENOMEM, nclasses
+ * == 0 or nclasses > TTFT__MAX_CLASSES. */
 TTFT_HIDDEN ttft_snapshot *ttft__snapshot_new(uint32_t nclasses);
 /* Copy the label/config part (not the data, not the classes) of src. */
 TTFT_HIDDEN void ttft__snapshot_copy_meta(ttft_snapshot *dst, const ttft_snapshot *src);
-/* Fix every histogram and recompute s->all from the classes. */
-TTFT_HIDDEN void ttft__snapshot_finish(ttft_snapshot *s);
+/* bytes from s's storage, 16-aligned, zeroed, freed with s; NULL on ENOMEM */
+TTFT_HIDDEN void *ttft__snapshot_alloc(ttft_snapshot *s, size_t bytes);
+/* Pack what acc holds into a histogram of s and point *slot at it (at
+ * s->empty when acc is empty); acc is cleared. TTFT_OK, TTFT_ENOMEM,
+ * TTFT_ERANGE (a count overflowed). */
+TTFT_HIDDEN int ttft__snapshot_hist(ttft_snapshot *s, ttft__hacc *acc, ttft__shist **slot);
+/* Compute s->all from the classes (acc is scratch). TTFT_OK, TTFT_ENOMEM,
+ * TTFT_ERANGE (a sum over classes overflows). */
+TTFT_HIDDEN int ttft__snapshot_finish(ttft_snapshot *s, ttft__hacc *acc);
+/* SLO attainment of class c, min(slo_met, ended) / ended in [0, 1], or
+ * -1.0 when nothing ended: the one rule every reader uses (the counters
+ * of a decoded or racily copied snapshot may have slo_met > ended). ended
+ * saturates instead of wrapping. *met_out / *ended_out (when not NULL)
+ * receive the clamped numbers. */
+TTFT_HIDDEN double ttft__attainment(const ttft__sclass *c, uint64_t *met_out, uint64_t *ended_out);
 /* Class by id, TTFT_CLASS_ALL -> &s->all, NULL when out of range. */
 TTFT_HIDDEN const ttft__sclass *ttft__snapshot_class(const ttft_snapshot *s, int class_id);
 

@@ -6,42 +6,121 @@
 
 #include "record/registry.h"
 
-/* dst += a live histogram: its attached chunks, and its coarse counters
- * (observations recorded while the pool was dry) at the middle of their
- * power of two. Returns how many coarse observations it added. */
-static uint64_t hist_copy_add(ttft__shist *dst, const ttft__hist *src) {
+/* Add live histogram src into the builder: its attached chunks, and its
+ * coarse counters (observations recorded while the chunk pool was dry,
+ * record/pool.c) at the middle of their power of two. Only buckets between
+ * the indices of src's min and max are read: a bucket outside them belongs
+ * to an observation whose min/max store this thread does not see yet, and
+ * it is in the next snapshot instead (min and max only widen, so a bucket
+ * once inside stays inside: no count of a later snapshot goes down). A
+ * histogram with neither set has nothing to read. Returns the coarse
+ * observations it added. */
+static uint64_t hist_copy_add(ttft__hacc *acc, const ttft__hist *src) {
+  uint64_t mnw = TTFT__LD(&src->min), mx = TTFT__LD(&src->max); /* min is stored inverted */
+  if (!mnw && !mx) return 0;
+  uint32_t lo = mnw ? ttft__hist_index(~mnw) : 0;
+  uint32_t hi = ttft__hist_index(mx) + 1;
+  if (!mnw) hi = TTFT__HIST_BUCKETS; /* max seen, min not yet: read all */
   uint64_t n = 0, coarse = 0;
-  for (uint32_t c = 0; c < TTFT__HIST_CHUNKS; c++) {
-    /* acquire: the chunk's zeroed memory and the owner's attach (pool.c) */
-    const ttft__chunk *ch = atomic_load_explicit(&src->chunk[c], memory_order_acquire);
+  for (uint32_t c = lo >> TTFT__CHUNK_BITS; c <= (hi - 1) >> TTFT__CHUNK_BITS; c++) {
     uint32_t base = c * TTFT__CHUNK_BUCKETS;
+    uint32_t from = lo > base ? lo : base;
+    uint32_t to = hi < base + TTFT__CHUNK_BUCKETS ? hi : base + TTFT__CHUNK_BUCKETS;
+    /* acquire: the chunk's zeroed memory and its attach (pool.c) */
+    const ttft__chunk *ch = atomic_load_explicit(&src->chunk[c], memory_order_acquire);
     if (ch)
-      for (uint32_t j = 0; j < TTFT__CHUNK_BUCKETS; j++) {
-        uint64_t k = TTFT__LD(&ch->b[j]);
-        dst->b[base + j] += k;
+      for (uint32_t i = from; i < to; i++) {
+        uint64_t k = TTFT__LD(&ch->b[i - base]);
+        if (!k) continue;
+        ttft__hacc_add_bucket(acc, i, k);
         n += k;
       }
     uint64_t k = TTFT__LD(&src->coarse[c]);
     if (k) {
-      dst->b[base + TTFT__CHUNK_BUCKETS / 2] += k;
+      uint32_t mid = base + TTFT__CHUNK_BUCKETS / 2;
+      ttft__hacc_add_bucket(acc, mid < from ? from : mid >= to ? to - 1 : mid, k);
       n += k;
       coarse += k;
     }
   }
   if (!n) return 0;
-  uint64_t mn = ~TTFT__LD(&src->min), mx = TTFT__LD(&src->max);
-  if (dst->count == 0 || mn < dst->min) dst->min = mn;
-  if (dst->count == 0 || mx > dst->max) dst->max = mx;
-  dst->count += n;
-  dst->sum += TTFT__LD(&src->sum);
+  ttft__hacc_add_stats(acc, TTFT__LD(&src->sum), mnw ? ~mnw : 0, mx);
   return coarse;
 }
 
-/* the metric of status view v (common/snapshot.h, ttft__status_view) */
-static ttft_metric status_view_metric(int v) {
-  static const ttft_metric m[TTFT__STATUS_VIEWS] = {TTFT_METRIC_TTFT, TTFT_METRIC_TPOT,
-                                                    TTFT_METRIC_E2E, TTFT_METRIC_OUTPUT_TOKENS};
-  return m[v];
+/* The live histograms of a class record that make up snapshot metric m
+ * (record/registry.h): its own; for ITL also the gaps before multi-token
+ * emissions; for ITL_PER_TOKEN also the single-token gaps (each its own
+ * per-token value); for E2E, TPOT and OUTPUT_TOKENS the three status views,
+ * which are where stream end records them. Returns the coarse observations
+ * of the histograms that are nowhere else counted. */
+static uint64_t metric_copy_add(ttft__hacc *acc, const ttft__crec *cr, int m) {
+  uint64_t coarse = hist_copy_add(acc, &cr->h[m]);
+  if (m == TTFT_METRIC_ITL) coarse += hist_copy_add(acc, &cr->h[TTFT__LH_ITL_MULTI]);
+  if (m == TTFT_METRIC_ITL_PER_TOKEN) (void)hist_copy_add(acc, &cr->h[TTFT_METRIC_ITL]);
+  int v = ttft__status_view((ttft_metric)m);
+  if (v > 0) /* not TTFT, whose plain metric is recorded at the first token */
+    for (int st = 0; st < TTFT_STATUS_COUNT_; st++)
+      (void)hist_copy_add(acc, &cr->h[TTFT__LH_STATUS + st * TTFT__STATUS_VIEWS + v]);
+  return coarse;
+}
+
+/* Class c's counters and histograms, summed over the shards that have a
+ * record for it; recs is scratch for one pointer per shard. */
+static int class_take(ttft_registry *r, ttft_snapshot *s, ttft__hacc *acc, uint32_t c,
+                      const ttft__crec **recs, uint64_t *coarse) {
+  uint32_t nrec = 0;
+  for (uint32_t i = 0; i < r->nshards; i++) {
+    const ttft__shard *sh = &r->shards[i];
+    if (!TTFT__LD(&sh->used)) continue;
+    /* acquire: see class_add */
+    const ttft__crec *cr = atomic_load_explicit(&sh->cls[c], memory_order_acquire);
+    if (cr) recs[nrec++] = cr;
+  }
+  ttft__sclass *k = &s->cls[c];
+  for (uint32_t j = 0; j < nrec; j++)
+    for (int x = 0; x < TTFT_COUNTER_COUNT_; x++) k->ctr[x] += TTFT__LD(&recs[j]->ctr[x]);
+  for (int m = 0; m < TTFT_METRIC_COUNT_; m++) {
+    for (uint32_t j = 0; j < nrec; j++) *coarse += metric_copy_add(acc, recs[j], m);
+    int rc = ttft__snapshot_hist(s, acc, &k->h[m]);
+    if (rc != TTFT_OK) return rc;
+  }
+  for (int st = 0; st < TTFT_STATUS_COUNT_; st++)
+    for (int v = 0; v < TTFT__STATUS_VIEWS; v++) {
+      for (uint32_t j = 0; j < nrec; j++)
+        *coarse += hist_copy_add(acc, &recs[j]->h[TTFT__LH_STATUS + st * TTFT__STATUS_VIEWS + v]);
+      int rc = ttft__snapshot_hist(s, acc, &k->sv[st][v]);
+      if (rc != TTFT_OK) return rc;
+    }
+  return TTFT_OK;
+}
+
+/* A TTFT split: histogram at byte offset off of every used shard. */
+static int split_take(ttft_registry *r, ttft_snapshot *s, ttft__hacc *acc, const ttft__hist *first,
+                      ttft__shist **slot, uint64_t *coarse) {
+  size_t off = (size_t)((const char *)first - (const char *)&r->shards[0]);
+  for (uint32_t i = 0; i < r->nshards; i++) {
+    const ttft__shard *sh = &r->shards[i];
+    if (!TTFT__LD(&sh->used)) continue;
+    *coarse += hist_copy_add(acc, (const ttft__hist *)((const char *)sh + off));
+  }
+  return ttft__snapshot_hist(s, acc, slot);
+}
+
+static int take_all(ttft_registry *r, ttft_snapshot *s, uint32_t nc, uint64_t *coarse) {
+  ttft__hacc *acc = ttft__hacc_new(&s->alloc);
+  const ttft__crec **recs = ttft__alloc(&s->alloc, r->nshards * sizeof *recs);
+  int rc = (acc && recs) ? TTFT_OK : TTFT_ENOMEM;
+  for (uint32_t c = 0; c < nc && rc == TTFT_OK; c++) rc = class_take(r, s, acc, c, recs, coarse);
+  const ttft__shard *sh0 = &r->shards[0];
+  for (int k = 0; k < 2 && rc == TTFT_OK; k++)
+    rc = split_take(r, s, acc, &sh0->split_cache[k], &s->split_cache[k], coarse);
+  for (int b = 0; b < TTFT_MAX_BANDS && rc == TTFT_OK; b++)
+    rc = split_take(r, s, acc, &sh0->split_band[b], &s->split_band[b], coarse);
+  if (rc == TTFT_OK) rc = ttft__snapshot_finish(s, acc);
+  ttft__free(&s->alloc, (void *)recs);
+  ttft__hacc_free(&s->alloc, acc);
+  return rc;
 }
 
 ttft_snapshot *ttft_snapshot_take(ttft_registry *r) {
@@ -59,29 +138,9 @@ ttft_snapshot *ttft_snapshot_take(ttft_registry *r) {
     memcpy(s->cls[c].name, r->classes[c].name, TTFT__NAME_MAX);
     s->cls[c].slo = r->classes[c].slo;
   }
-  for (uint32_t i = 0; i < r->nshards; i++) {
-    const ttft__shard *sh = &r->shards[i];
-    if (!TTFT__LD(&sh->used)) continue;
-    for (uint32_t c = 0; c < nc; c++) {
-      /* acquire: see class_add */
-      const ttft__crec *cr = atomic_load_explicit(&sh->cls[c], memory_order_acquire);
-      if (!cr) continue;
-      for (int k = 0; k < TTFT_COUNTER_COUNT_; k++) s->cls[c].ctr[k] += TTFT__LD(&cr->ctr[k]);
-      ttft__sclass *k = &s->cls[c];
-      for (int m = 0; m < TTFT_METRIC_COUNT_; m++) coarse += hist_copy_add(k->h[m], &cr->h[m]);
-      /* the live layout (record/registry.h) to the metrics */
-      coarse += hist_copy_add(k->h[TTFT_METRIC_ITL], &cr->h[TTFT__LH_ITL_MULTI]);
-      (void)hist_copy_add(k->h[TTFT_METRIC_ITL_PER_TOKEN], &cr->h[TTFT_METRIC_ITL]); /* counted once, as ITL */
-      for (int st = 0; st < TTFT_STATUS_COUNT_; st++)
-        for (int v = 0; v < TTFT__STATUS_VIEWS; v++) {
-          const ttft__hist *lv = &cr->h[TTFT__LH_STATUS + st * TTFT__STATUS_VIEWS + v];
-          coarse += hist_copy_add(k->sv[st][v], lv);
-          /* E2E, TPOT, OUTPUT_TOKENS over every status: the sum of the views */
-          if (v != ttft__status_view(TTFT_METRIC_TTFT)) (void)hist_copy_add(k->h[status_view_metric(v)], lv);
-        }
-    }
-    for (int k = 0; k < 2; k++) coarse += hist_copy_add(s->split_cache[k], &sh->split_cache[k]);
-    for (int b = 0; b < TTFT_MAX_BANDS; b++) coarse += hist_copy_add(s->split_band[b], &sh->split_band[b]);
+  if (take_all(r, s, nc, &coarse) != TTFT_OK) {
+    ttft_snapshot_free(s);
+    return NULL;
   }
   uint64_t now = ttft__now(r);
   ttft__scan_slots(r, now, &s->gauge[TTFT_GAUGE_INFLIGHT], &s->gauge[TTFT_GAUGE_LIVE_STALLS]);
@@ -89,7 +148,5 @@ ttft_snapshot *ttft_snapshot_take(ttft_registry *r) {
   s->gauge[TTFT_GAUGE_COARSE] = coarse;
   s->t_start_ns = r->t_created;
   s->t_end_ns = ttft_now_ns();
-  ttft__snapshot_finish(s);
   return s;
 }
-

@@ -7,6 +7,7 @@
  * allocating, so a bad input costs no memory; a second pass fills a
  * snapshot sized from what the first pass counted. */
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "report/format.h"
@@ -109,22 +110,23 @@ static void hist_bounds(const ttft__shist *h, uint32_t first, uint32_t last,
 static void put_hist(wr *w, const ttft__shist *h) {
   uint32_t nnz = 0, first = 0, last = 0;
   uint64_t count = 0;
-  if (h) {
-    for (uint32_t i = 0; i < TTFT__HIST_BUCKETS; i++) {
-      if (!h->b[i]) continue;
-      if (!nnz) first = i;
-      last = i;
-      nnz++;
-      count += h->b[i];
-    }
+  uint32_t hi = ttft__shist_hi(h);
+  for (uint32_t i = ttft__shist_next(h, 0); i < hi; i = ttft__shist_next(h, i + 1)) {
+    uint64_t c = ttft__shist_at(h, i);
+    if (!c) continue;
+    if (!nnz) first = i;
+    last = i;
+    nnz++;
+    count += c;
   }
   put_var(w, nnz);
   if (!nnz) return;
   uint32_t prev = 0;
-  for (uint32_t i = first; i <= last; i++) {
-    if (!h->b[i]) continue;
+  for (uint32_t i = first; i <= last; i = ttft__shist_next(h, i + 1)) {
+    uint64_t c = ttft__shist_at(h, i);
+    if (!c) continue;
     put_var(w, i - prev);
-    put_var(w, h->b[i]);
+    put_var(w, c);
     prev = i;
   }
   uint64_t min, max;
@@ -231,6 +233,9 @@ typedef struct rd {
   size_t pos, end;
   int bad;
   unsigned version; /* 1 or 2: what the body holds */
+  int nomem;        /* pass 2: a histogram could not be stored */
+  ttft_snapshot *s; /* pass 2: the snapshot being filled, else NULL */
+  ttft__hacc *acc;  /* pass 2: builds each histogram */
 } rd;
 
 static uint64_t get_var(rd *r) {
@@ -318,9 +323,10 @@ static uint32_t get_ascending(rd *r, uint64_t *dst, uint32_t max, uint64_t vmax)
   return r->bad ? 0 : n;
 }
 
-/* One sparse histogram into h (NULL: validate and drop). *total, when
- * given, accumulates the count and fails on overflow. */
-static void get_hist(rd *r, ttft__shist *h, uint64_t *total) {
+/* One sparse histogram into *slot of r->s (slot NULL, or pass 1: validate
+ * and drop). *total, when given, accumulates the count and fails on
+ * overflow. */
+static void get_hist(rd *r, ttft__shist **slot, uint64_t *total) {
   uint64_t nnz = get_bounded(r, TTFT__HIST_BUCKETS);
   if (r->bad || nnz == 0) return;
   /* each bucket takes at least two bytes: refuse counts the input can't hold */
@@ -328,42 +334,42 @@ static void get_hist(rd *r, ttft__shist *h, uint64_t *total) {
     r->bad = 1;
     return;
   }
+  ttft__hacc *acc = (slot && r->s) ? r->acc : NULL;
   uint64_t idx = 0, sum_b = 0;
   uint32_t first = 0;
   for (uint64_t k = 0; k < nnz && !r->bad; k++) {
     uint64_t d = get_var(r);
     uint64_t n = get_var(r);
-    if (r->bad) return;
+    if (r->bad) break;
     if ((k > 0 && d == 0) || d >= TTFT__HIST_BUCKETS - idx || n == 0 || n > UINT64_MAX - sum_b) {
       r->bad = 1;
-      return;
+      break;
     }
     idx += d;
     if (k == 0) first = (uint32_t)idx;
     sum_b += n;
-    if (h) h->b[idx] = n;
+    if (acc) ttft__hacc_add_bucket(acc, (uint32_t)idx, n);
   }
   uint64_t count = get_var(r), sum = get_var(r), min = get_var(r), span = get_var(r);
-  if (r->bad) return;
   uint32_t last = (uint32_t)idx;
-  if (count != sum_b || span > UINT64_MAX - min ||
-      min < ttft__bucket_lo(first) || min > ttft__bucket_hi(first) ||
-      min + span < ttft__bucket_lo(last) || min + span > ttft__bucket_hi(last)) {
+  if (!r->bad && (count != sum_b || span > UINT64_MAX - min ||
+                  min < ttft__bucket_lo(first) || min > ttft__bucket_hi(first) ||
+                  min + span < ttft__bucket_lo(last) || min + span > ttft__bucket_hi(last)))
     r->bad = 1;
+  if (!r->bad && total) {
+    if (count > UINT64_MAX - *total) r->bad = 1;
+    else *total += count;
+  }
+  if (!acc) return;
+  if (r->bad) {
+    ttft__hacc_clear(acc);
     return;
   }
-  if (total) {
-    if (count > UINT64_MAX - *total) {
-      r->bad = 1;
-      return;
-    }
-    *total += count;
-  }
-  if (h) {
-    h->count = count;
-    h->sum = sum;
-    h->min = min;
-    h->max = min + span;
+  ttft__hacc_add_stats(acc, sum, min, min + span);
+  int rc = ttft__snapshot_hist(r->s, acc, slot);
+  if (rc != TTFT_OK) {
+    r->nomem = rc == TTFT_ENOMEM;
+    r->bad = 1;
   }
 }
 
@@ -445,40 +451,42 @@ static uint32_t decode_body(rd *r, ttft_snapshot *s) {
     }
     n = (uint32_t)get_bounded(r, CODEC_MAX_LIST);
     for (uint32_t m = 0; m < n && !r->bad; m++)
-      get_hist(r, k && m < TTFT_METRIC_COUNT_ ? k->h[m] : NULL, &totals[m]);
+      get_hist(r, k && m < TTFT_METRIC_COUNT_ ? &k->h[m] : NULL, &totals[m]);
     if (r->version < 2) continue;
     uint32_t nst = (uint32_t)get_bounded(r, CODEC_MAX_STATUS);
     for (uint32_t st = 0; st < nst && !r->bad; st++) {
       n = (uint32_t)get_bounded(r, CODEC_MAX_LIST);
       for (uint32_t v = 0; v < n && !r->bad; v++) {
         int known = st < TTFT_STATUS_COUNT_ && v < TTFT__STATUS_VIEWS;
-        get_hist(r, k && known ? k->sv[st][v] : NULL, known ? &sv_totals[st][v] : NULL);
+        get_hist(r, k && known ? &k->sv[st][v] : NULL, known ? &sv_totals[st][v] : NULL);
       }
     }
   }
 
   n = (uint32_t)get_bounded(r, 2);
-  for (uint32_t i = 0; i < n && !r->bad; i++) get_hist(r, s ? s->split_cache[i] : NULL, NULL);
+  for (uint32_t i = 0; i < n && !r->bad; i++) get_hist(r, s ? &s->split_cache[i] : NULL, NULL);
   n = (uint32_t)get_bounded(r, TTFT_MAX_BANDS);
-  for (uint32_t i = 0; i < n && !r->bad; i++) get_hist(r, s ? s->split_band[i] : NULL, NULL);
+  for (uint32_t i = 0; i < n && !r->bad; i++) get_hist(r, s ? &s->split_band[i] : NULL, NULL);
   return r->bad ? 0 : nclasses;
 }
 
-static int names_unique(const ttft_snapshot *s) {
-  for (uint32_t i = 1; i < s->nclasses; i++)
-    for (uint32_t j = 0; j < i; j++)
-      if (strcmp(s->cls[i].name, s->cls[j].name) == 0) return 0;
-  return 1;
+static int cmp_class_name(const void *a, const void *b) {
+  return strcmp((*(const ttft__sclass *const *)a)->name, (*(const ttft__sclass *const *)b)->name);
 }
 
-static int hists_consistent(const ttft__sclass *k) {
-  for (unsigned m = 0; m < TTFT_METRIC_COUNT_; m++) {
-    const ttft__shist *h = k->h[m];
-    uint64_t n = 0;
-    for (uint32_t i = 0; i < TTFT__HIST_BUCKETS; i++) n += h->b[i];
-    if (n != h->count) return 0;
-  }
-  return 1;
+/* TTFT_OK when the class names are unique, TTFT_ECORRUPT when not, or
+ * TTFT_ENOMEM. Sorted, so that 4096 classes cost n log n, not n^2. */
+static int names_unique(const ttft_snapshot *s) {
+  if (s->nclasses < 2) return TTFT_OK;
+  const ttft__sclass **v = ttft__alloc(&s->alloc, s->nclasses * sizeof *v);
+  if (!v) return TTFT_ENOMEM;
+  for (uint32_t i = 0; i < s->nclasses; i++) v[i] = &s->cls[i];
+  qsort((void *)v, s->nclasses, sizeof *v, cmp_class_name);
+  int rc = TTFT_OK;
+  for (uint32_t i = 1; i < s->nclasses && rc == TTFT_OK; i++)
+    if (strcmp(v[i - 1]->name, v[i]->name) == 0) rc = TTFT_ECORRUPT;
+  ttft__free(&s->alloc, (void *)v);
+  return rc;
 }
 
 static ttft_snapshot *fail(int *err, int code) {
@@ -495,7 +503,7 @@ ttft_snapshot *ttft_snapshot_decode(const void *buf, size_t len, int *err) {
       crc32c(p, len - CODEC_TRAILER) != le32_get(p + len - CODEC_TRAILER))
     return fail(err, TTFT_ECORRUPT);
 
-  rd r = {p, CODEC_HEADER, len - CODEC_TRAILER, 0, p[4]};
+  rd r = {p, CODEC_HEADER, len - CODEC_TRAILER, 0, p[4], 0, NULL, NULL};
   uint32_t nclasses = decode_body(&r, NULL);
   if (r.bad || r.pos != r.end) return fail(err, TTFT_ECORRUPT);
 
@@ -504,16 +512,26 @@ ttft_snapshot *ttft_snapshot_decode(const void *buf, size_t len, int *err) {
   s->prom_summaries = (p[5] & CODEC_FLAG_SUMMARIES) ? 1 : 0;
   s->native_histograms = r.version >= 2 ? (p[5] & CODEC_FLAG_NATIVE) != 0 : CODEC_V1_NATIVE_HISTOGRAMS;
   s->export_idle_classes = (p[5] & CODEC_FLAG_IDLE) ? 1 : 0;
+  r.acc = ttft__hacc_new(&s->alloc);
+  if (!r.acc) {
+    ttft_snapshot_free(s);
+    return fail(err, TTFT_ENOMEM);
+  }
+  r.s = s;
   r.pos = CODEC_HEADER;
   decode_body(&r, s);
-  int ok = !r.bad && r.pos == r.end && names_unique(s);
-  if (ok) {
-    ttft__snapshot_finish(s);
-    for (uint32_t c = 0; ok && c < s->nclasses; c++) ok = hists_consistent(&s->cls[c]);
+  int rc = (r.bad || r.pos != r.end) ? TTFT_ECORRUPT : TTFT_OK;
+  if (r.nomem) rc = TTFT_ENOMEM;
+  if (rc == TTFT_OK) rc = names_unique(s);
+  if (rc == TTFT_OK) {
+    /* pass 1 checked that no sum over classes overflows */
+    int frc = ttft__snapshot_finish(s, r.acc);
+    if (frc != TTFT_OK) rc = frc == TTFT_ENOMEM ? TTFT_ENOMEM : TTFT_ECORRUPT;
   }
-  if (!ok) {
+  ttft__hacc_free(&s->alloc, r.acc);
+  if (rc != TTFT_OK) {
     ttft_snapshot_free(s);
-    return fail(err, TTFT_ECORRUPT);
+    return fail(err, rc);
   }
   if (err) *err = TTFT_OK;
   return s;

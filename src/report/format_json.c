@@ -131,11 +131,9 @@ static void json_budget(ttft__sb *sb, const char *key, uint64_t ns, int *first) 
 }
 
 static void json_attainment(ttft__sb *sb, const ttft__sclass *c) {
-  uint64_t ended = c->ctr[TTFT_COUNTER_COMPLETED] + c->ctr[TTFT_COUNTER_CANCELLED] +
-                   c->ctr[TTFT_COUNTER_ERRORS];
-  uint64_t met = c->ctr[TTFT_COUNTER_SLO_MET];
-  if (ended == 0) ttft__sb_puts(sb, "null");
-  else json_dbl(sb, (double)(met < ended ? met : ended) / (double)ended); /* as ttft_snapshot_attainment */
+  double a = ttft__attainment(c, NULL, NULL); /* as ttft_snapshot_attainment */
+  if (a < 0.0) ttft__sb_puts(sb, "null");
+  else json_dbl(sb, a);
 }
 
 static void json_class(ttft__sb *sb, const ttft__sclass *c, int id) {

@@ -276,17 +276,17 @@ static const uint64_t *bounds_of(const ttft_snapshot *s, ttft_metric m, uint32_t
  * count is exact whatever the edge. Bounds must ascend. */
 static void cumulative(const ttft__shist *h, const uint64_t *b, uint32_t n, uint64_t *cum) {
   uint64_t run = 0;
-  uint32_t i = 0, j = 0;
-  if (!h) {
-    for (j = 0; j < n; j++) cum[j] = 0;
-    return;
-  }
+  uint32_t j = 0, end = ttft__shist_hi(h);
+  uint32_t i = ttft__shist_next(h, 0);
   for (; j < n; j++) {
     if (h->count && h->max <= b[j]) {
       cum[j] = h->count;
       continue;
     }
-    while (i < TTFT__HIST_BUCKETS && ttft__bucket_hi(i) <= b[j]) run += h->b[i++];
+    while (i < end && ttft__bucket_hi(i) <= b[j]) {
+      run += ttft__shist_at(h, i);
+      i = ttft__shist_next(h, i + 1);
+    }
     cum[j] = run > h->count ? h->count : run;
   }
 }

@@ -93,14 +93,7 @@ int ttft_snapshot_class_slo(const ttft_snapshot *s, int class_id, ttft_slo *out)
 
 double ttft_snapshot_attainment(const ttft_snapshot *s, int class_id) {
   const ttft__sclass *c = ttft__snapshot_class(s, class_id);
-  if (!c) return -1.0;
-  uint64_t ended = c->ctr[TTFT_COUNTER_COMPLETED] + c->ctr[TTFT_COUNTER_CANCELLED] +
-                   c->ctr[TTFT_COUNTER_ERRORS];
-  if (!ended) return -1.0;
-  /* a recorded snapshot always has met <= ended; a decoded or subtracted
-   * one is held to the documented range anyway */
-  uint64_t met = c->ctr[TTFT_COUNTER_SLO_MET];
-  return (double)(met < ended ? met : ended) / (double)ended;
+  return c ? ttft__attainment(c, NULL, NULL) : -1.0;
 }
 
 static const ttft__shist *split_of(const ttft_snapshot *s, ttft_split split, unsigned index) {

@@ -24,9 +24,33 @@ static int same_band_edges(const ttft_snapshot *a, const ttft_snapshot *b) {
   return 1;
 }
 
-static void class_add(ttft__sclass *dst, const ttft__sclass *src) {
-  for (unsigned i = 0; i < TTFT_COUNTER_COUNT_; i++) dst->ctr[i] += src->ctr[i];
-  for (unsigned m = 0; m < TTFT_METRIC_COUNT_; m++) ttft__shist_add(dst->h[m], src->h[m]);
+/* counters dst += src; TTFT_ERANGE when one would wrap */
+static int counters_add(uint64_t *dst, const uint64_t *src) {
+  for (unsigned i = 0; i < TTFT_COUNTER_COUNT_; i++) {
+    if (src[i] > UINT64_MAX - dst[i]) return TTFT_ERANGE;
+    dst[i] += src[i];
+  }
+  return TTFT_OK;
+}
+
+/* Every histogram of class dst of s from the same histograms of a and b
+ * (either may be NULL): added bucket by bucket. */
+static int class_hists_add(ttft_snapshot *s, ttft__hacc *acc, ttft__sclass *dst,
+                           const ttft__sclass *a, const ttft__sclass *b) {
+  for (unsigned m = 0; m < TTFT_METRIC_COUNT_; m++) {
+    if (a) ttft__hacc_add(acc, a->h[m]);
+    if (b) ttft__hacc_add(acc, b->h[m]);
+    int rc = ttft__snapshot_hist(s, acc, &dst->h[m]);
+    if (rc != TTFT_OK) return rc;
+  }
+  for (unsigned st = 0; st < TTFT_STATUS_COUNT_; st++)
+    for (unsigned v = 0; v < TTFT__STATUS_VIEWS; v++) {
+      if (a) ttft__hacc_add(acc, a->sv[st][v]);
+      if (b) ttft__hacc_add(acc, b->sv[st][v]);
+      int rc = ttft__snapshot_hist(s, acc, &dst->sv[st][v]);
+      if (rc != TTFT_OK) return rc;
+    }
+  return TTFT_OK;
 }
 
 static void class_meta(ttft__sclass *dst, const ttft__sclass *src) {
@@ -35,12 +59,58 @@ static void class_meta(ttft__sclass *dst, const ttft__sclass *src) {
   dst->slo = src->slo;
 }
 
+static uint64_t sat_add(uint64_t x, uint64_t y) { return y > UINT64_MAX - x ? UINT64_MAX : x + y; }
+
+/* The classes of s from a (same ids) and b (matched by name, the new ones
+ * after a's); from_b[i] is b's class for s's class i, or -1. */
+static int merge_data(ttft_snapshot *s, ttft__hacc *acc, const ttft_snapshot *a,
+                      const ttft_snapshot *b, int32_t *from_b) {
+  for (uint32_t i = 0; i < s->nclasses; i++) from_b[i] = -1;
+  uint32_t next = a->nclasses;
+  for (uint32_t j = 0; j < b->nclasses; j++) {
+    int i = class_index(a, b->cls[j].name);
+    if (i < 0) {
+      i = (int)next++;
+      class_meta(&s->cls[i], &b->cls[j]);
+    }
+    from_b[i] = (int32_t)j;
+  }
+  for (uint32_t i = 0; i < a->nclasses; i++) class_meta(&s->cls[i], &a->cls[i]);
+  for (uint32_t i = 0; i < s->nclasses; i++) {
+    const ttft__sclass *ca = i < a->nclasses ? &a->cls[i] : NULL;
+    const ttft__sclass *cb = from_b[i] >= 0 ? &b->cls[from_b[i]] : NULL;
+    int rc = TTFT_OK;
+    if (ca) rc = counters_add(s->cls[i].ctr, ca->ctr);
+    if (cb && rc == TTFT_OK) rc = counters_add(s->cls[i].ctr, cb->ctr);
+    if (rc == TTFT_OK) rc = class_hists_add(s, acc, &s->cls[i], ca, cb);
+    if (rc != TTFT_OK) return rc;
+  }
+  for (unsigned i = 0; i < 2; i++) {
+    ttft__hacc_add(acc, a->split_cache[i]);
+    ttft__hacc_add(acc, b->split_cache[i]);
+    int rc = ttft__snapshot_hist(s, acc, &s->split_cache[i]);
+    if (rc != TTFT_OK) return rc;
+  }
+  /* bands only add up when they mean the same prompt lengths; otherwise
+   * a's edges and a's band data stand alone (docs/encoding.md) */
+  int bands_match = same_band_edges(a, b);
+  for (unsigned i = 0; i < TTFT_MAX_BANDS; i++) {
+    ttft__hacc_add(acc, a->split_band[i]);
+    if (bands_match) ttft__hacc_add(acc, b->split_band[i]);
+    int rc = ttft__snapshot_hist(s, acc, &s->split_band[i]);
+    if (rc != TTFT_OK) return rc;
+  }
+  return ttft__snapshot_finish(s, acc);
+}
+
 ttft_snapshot *ttft_snapshot_merge(const ttft_snapshot *a, const ttft_snapshot *b, int *err) {
   if (!a || !b) return fail(err, TTFT_EINVAL);
   /* the union of classes: a's in a's order, then b's new ones in b's order */
   uint32_t n = a->nclasses;
   for (uint32_t j = 0; j < b->nclasses; j++)
     if (class_index(a, b->cls[j].name) < 0) n++;
+  /* more classes than an encoding can carry: the result could not travel */
+  if (n > TTFT__MAX_CLASSES) return fail(err, TTFT_ERANGE);
 
   ttft_snapshot *s = ttft__snapshot_new(n);
   if (!s) return fail(err, TTFT_ENOMEM);
@@ -48,75 +118,77 @@ ttft_snapshot *ttft_snapshot_merge(const ttft_snapshot *a, const ttft_snapshot *
   s->registry_id = 0; /* no longer one registry's history: delta refuses it */
   s->t_start_ns = a->t_start_ns < b->t_start_ns ? a->t_start_ns : b->t_start_ns;
   s->t_end_ns = a->t_end_ns > b->t_end_ns ? a->t_end_ns : b->t_end_ns;
-  for (unsigned g = 0; g < TTFT_GAUGE_COUNT_; g++) s->gauge[g] = a->gauge[g] + b->gauge[g];
+  for (unsigned g = 0; g < TTFT_GAUGE_COUNT_; g++) s->gauge[g] = sat_add(a->gauge[g], b->gauge[g]);
 
-  for (uint32_t i = 0; i < a->nclasses; i++) {
-    class_meta(&s->cls[i], &a->cls[i]);
-    class_add(&s->cls[i], &a->cls[i]);
+  ttft__hacc *acc = ttft__hacc_new(&s->alloc);
+  int32_t *from_b = ttft__alloc(&s->alloc, n * sizeof *from_b);
+  int rc = (acc && from_b) ? merge_data(s, acc, a, b, from_b) : TTFT_ENOMEM;
+  ttft__free(&s->alloc, from_b);
+  ttft__hacc_free(&s->alloc, acc);
+  if (rc != TTFT_OK) {
+    ttft_snapshot_free(s);
+    return fail(err, rc);
   }
-  uint32_t next = a->nclasses;
-  for (uint32_t j = 0; j < b->nclasses; j++) {
-    int i = class_index(a, b->cls[j].name);
-    ttft__sclass *dst;
-    if (i >= 0) {
-      dst = &s->cls[i];
-    } else {
-      dst = &s->cls[next++];
-      class_meta(dst, &b->cls[j]);
-    }
-    class_add(dst, &b->cls[j]);
-  }
-
-  for (unsigned i = 0; i < 2; i++) {
-    ttft__shist_add(s->split_cache[i], a->split_cache[i]);
-    ttft__shist_add(s->split_cache[i], b->split_cache[i]);
-  }
-  /* bands only add up when they mean the same prompt lengths; otherwise
-   * a's edges and a's band data stand alone (docs/encoding.md) */
-  int bands_match = same_band_edges(a, b);
-  for (unsigned i = 0; i < TTFT_MAX_BANDS; i++) {
-    ttft__shist_add(s->split_band[i], a->split_band[i]);
-    if (bands_match) ttft__shist_add(s->split_band[i], b->split_band[i]);
-  }
-  ttft__snapshot_finish(s);
   if (err) *err = TTFT_OK;
   return s;
 }
 
-/* dst = newer - older, bucket by bucket; 0 when a count would go negative.
- * min/max: exact when the interval provably holds the extreme (it beat
- * older's), else the edge of the delta's outermost bucket, clamped by
- * newer's extremes. */
-static int hist_sub(ttft__shist *dst, const ttft__shist *newer, const ttft__shist *older) {
-  if (newer->count < older->count) return 0;
-  uint32_t first = TTFT__HIST_BUCKETS, last = 0;
-  uint64_t n = 0;
-  for (uint32_t i = 0; i < TTFT__HIST_BUCKETS; i++) {
-    if (newer->b[i] < older->b[i]) return 0;
-    uint64_t d = newer->b[i] - older->b[i];
-    dst->b[i] = d;
-    if (!d) continue;
-    n += d;
-    if (first == TTFT__HIST_BUCKETS) first = i;
-    last = i;
+/* *slot = newer - older, bucket by bucket. TTFT_EINVAL when a count would
+ * go negative. min/max: the builder keeps newer's when they lie in the
+ * delta's outermost populated buckets (exact when the interval holds the
+ * extreme: it beat older's, or older was empty) and otherwise takes that
+ * bucket's edge, which newer's extremes bound from outside. */
+static int hist_sub(ttft_snapshot *s, ttft__hacc *acc, ttft__shist **slot, const ttft__shist *newer,
+                    const ttft__shist *older) {
+  if (newer->count < older->count) return TTFT_EINVAL;
+  ttft__hacc_add(acc, newer);
+  if (!ttft__hacc_sub(acc, older)) {
+    ttft__hacc_clear(acc);
+    return TTFT_EINVAL;
   }
-  dst->count = n;
-  if (n == 0) {
-    dst->sum = dst->min = dst->max = 0;
-    return 1;
+  acc->sum = newer->sum - older->sum; /* modulo 2^64, like the sums themselves */
+  acc->min = newer->min;
+  acc->max = newer->max;
+  acc->any = 1;
+  return ttft__snapshot_hist(s, acc, slot);
+}
+
+static int class_sub(ttft_snapshot *s, ttft__hacc *acc, ttft__sclass *dc, const ttft__sclass *nc,
+                     const ttft__sclass *oc) {
+  for (unsigned c = 0; c < TTFT_COUNTER_COUNT_; c++) {
+    if (nc->ctr[c] < oc->ctr[c]) return TTFT_EINVAL;
+    dc->ctr[c] = nc->ctr[c] - oc->ctr[c];
   }
-  dst->sum = newer->sum - older->sum;
-  if (older->count == 0) {
-    dst->min = newer->min;
-    dst->max = newer->max;
-    return 1;
+  int rc = TTFT_OK;
+  for (unsigned m = 0; m < TTFT_METRIC_COUNT_ && rc == TTFT_OK; m++)
+    rc = hist_sub(s, acc, &dc->h[m], nc->h[m], oc->h[m]);
+  for (unsigned st = 0; st < TTFT_STATUS_COUNT_; st++)
+    for (unsigned v = 0; v < TTFT__STATUS_VIEWS && rc == TTFT_OK; v++)
+      rc = hist_sub(s, acc, &dc->sv[st][v], nc->sv[st][v], oc->sv[st][v]);
+  return rc;
+}
+
+static int delta_data(ttft_snapshot *s, ttft__hacc *acc, const ttft_snapshot *newer,
+                      const ttft_snapshot *older) {
+  int rc = TTFT_OK;
+  for (uint32_t i = 0; i < newer->nclasses && rc == TTFT_OK; i++) {
+    const ttft__sclass *nc = &newer->cls[i];
+    ttft__sclass *dc = &s->cls[i];
+    class_meta(dc, nc);
+    int j = class_index(older, nc->name);
+    if (j < 0) { /* added in the interval: everything it has happened in it */
+      memcpy(dc->ctr, nc->ctr, sizeof dc->ctr);
+      rc = class_hists_add(s, acc, dc, nc, NULL);
+    } else {
+      rc = class_sub(s, acc, dc, nc, &older->cls[j]);
+    }
   }
-  uint64_t lo = ttft__bucket_lo(first), hi = ttft__bucket_hi(last);
-  dst->min = newer->min < older->min ? newer->min : lo;
-  if (dst->min < newer->min) dst->min = newer->min;
-  dst->max = newer->max > older->max ? newer->max : hi;
-  if (dst->max > newer->max) dst->max = newer->max;
-  return 1; /* ttft__snapshot_finish keeps them within the outer buckets */
+  for (unsigned i = 0; i < 2 && rc == TTFT_OK; i++)
+    rc = hist_sub(s, acc, &s->split_cache[i], newer->split_cache[i], older->split_cache[i]);
+  for (unsigned i = 0; i < TTFT_MAX_BANDS && rc == TTFT_OK; i++)
+    rc = hist_sub(s, acc, &s->split_band[i], newer->split_band[i], older->split_band[i]);
+  if (rc == TTFT_OK) rc = ttft__snapshot_finish(s, acc);
+  return rc;
 }
 
 ttft_snapshot *ttft_snapshot_delta(const ttft_snapshot *newer, const ttft_snapshot *older, int *err) {
@@ -136,32 +208,13 @@ ttft_snapshot *ttft_snapshot_delta(const ttft_snapshot *newer, const ttft_snapsh
   s->t_end_ns = newer->t_end_ns;
   for (unsigned g = 0; g < TTFT_GAUGE_COUNT_; g++) s->gauge[g] = newer->gauge[g];
 
-  int ok = 1;
-  for (uint32_t i = 0; i < newer->nclasses && ok; i++) {
-    const ttft__sclass *nc = &newer->cls[i];
-    ttft__sclass *dc = &s->cls[i];
-    class_meta(dc, nc);
-    int j = class_index(older, nc->name);
-    if (j < 0) { /* added in the interval: everything it has happened in it */
-      class_add(dc, nc);
-      continue;
-    }
-    const ttft__sclass *oc = &older->cls[j];
-    for (unsigned c = 0; c < TTFT_COUNTER_COUNT_ && ok; c++) {
-      if (nc->ctr[c] < oc->ctr[c]) ok = 0;
-      else dc->ctr[c] = nc->ctr[c] - oc->ctr[c];
-    }
-    for (unsigned m = 0; m < TTFT_METRIC_COUNT_ && ok; m++) ok = hist_sub(dc->h[m], nc->h[m], oc->h[m]);
-  }
-  for (unsigned i = 0; i < 2 && ok; i++)
-    ok = hist_sub(s->split_cache[i], newer->split_cache[i], older->split_cache[i]);
-  for (unsigned i = 0; i < TTFT_MAX_BANDS && ok; i++)
-    ok = hist_sub(s->split_band[i], newer->split_band[i], older->split_band[i]);
-  if (!ok) {
+  ttft__hacc *acc = ttft__hacc_new(&s->alloc);
+  int rc = acc ? delta_data(s, acc, newer, older) : TTFT_ENOMEM;
+  ttft__hacc_free(&s->alloc, acc);
+  if (rc != TTFT_OK) {
     ttft_snapshot_free(s);
-    return fail(err, TTFT_EINVAL);
+    return fail(err, rc == TTFT_ENOMEM ? TTFT_ENOMEM : TTFT_EINVAL);
   }
-  ttft__snapshot_finish(s);
   if (err) *err = TTFT_OK;
   return s;
 }

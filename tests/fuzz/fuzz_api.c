@@ -48,11 +48,17 @@ typedef struct mseq {
   uint64_t tokens, stall_ns;
 } mseq;
 
+#define NSTATUS TTFT_STATUS_COUNT_
+#define NVIEW 4 /* TTFT, TPOT, E2E, OUTPUT_TOKENS: the per-status views */
+static const ttft_metric k_views[NVIEW] = {TTFT_METRIC_TTFT, TTFT_METRIC_TPOT, TTFT_METRIC_E2E,
+                                           TTFT_METRIC_OUTPUT_TOKENS};
+
 typedef struct mclass {
   char name[64];
   ttft_slo slo;                 /* stall budget resolved              */
   uint64_t ctr[NCTR], fz[NCTR]; /* exact part, clock-dependent slack  */
   uint64_t cnt[NMET];
+  uint64_t sv[NSTATUS][NVIEW];  /* per-status view counts             */
 } mclass;
 
 /* exact min/max/sum of a metric over all classes while no fuzzy value went in */
@@ -71,6 +77,7 @@ typedef struct model {
   int nseq, live;
   uint64_t clock; /* the program's explicit time */
   mstat st[NMET];
+  mstat sv[NSTATUS][NVIEW];
   uint64_t split_cache[2], split_band[TTFT_MAX_BANDS];
   int splits_fuzzy;
   ttft_snapshot *prev;
@@ -80,15 +87,38 @@ typedef struct model {
 static const uint32_t k_band_edges[] = {128, 512, 2048, 8192, 32768, 131072};
 #define NBANDS (sizeof k_band_edges / sizeof k_band_edges[0] + 1)
 
-static void rec(model *m, int cls, ttft_metric k, uint64_t v, int fuzzy) {
-  mstat *s = &m->st[k];
-  m->cls[cls].cnt[k]++;
+static int band_of(uint32_t prompt_tokens) {
+  int band = 0;
+  while ((size_t)band < NBANDS - 1 && prompt_tokens >= k_band_edges[band]) band++;
+  return band;
+}
+
+static void stat_add(mstat *s, uint64_t v, uint64_t n, int fuzzy) {
   if (fuzzy) s->fuzzy = 1;
   if (s->n == 0 || v < s->min) s->min = v;
   if (s->n == 0 || v > s->max) s->max = v;
-  s->n++;
-  s->sum += v;
+  s->n += n;
+  s->sum += v * n; /* modulo 2^64, as the library's */
 }
+
+/* n observations of v in metric k of class cls */
+static void rec_n(model *m, int cls, ttft_metric k, uint64_t v, uint64_t n, int fuzzy) {
+  m->cls[cls].cnt[k] += n;
+  stat_add(&m->st[k], v, n, fuzzy);
+}
+
+static void rec(model *m, int cls, ttft_metric k, uint64_t v, int fuzzy) { rec_n(m, cls, k, v, 1, fuzzy); }
+
+/* one observation of view `view` (index into k_views) for terminal status st */
+static void rec_view(model *m, int cls, int st, int view, uint64_t v, int fuzzy) {
+  m->cls[cls].sv[st][view]++;
+  stat_add(&m->sv[st][view], v, 1, fuzzy);
+}
+
+/* a hook call refused with TTFT_ESTALE: counted in class 0 */
+static void stale_call(model *m) { m->cls[0].ctr[TTFT_COUNTER_STALE]++; }
+
+static int band_of(uint32_t prompt_tokens);
 
 /* ------------------------------------------------------------ operands */
 static uint64_t next_time(model *m, fz_in *in) {
@@ -160,10 +190,7 @@ static void op_begin(model *m, fz_in *in, int ex) {
       req.prefix_hit = (int)p - 1;
       prefix = req.prefix_hit;
     }
-    if (req.prompt_tokens) {
-      band = 0;
-      while ((size_t)band < NBANDS - 1 && req.prompt_tokens >= k_band_edges[band]) band++;
-    }
+    if (req.prompt_tokens) band = band_of(req.prompt_tokens);
     cls = req.class_id;
     valid = cls >= 0 && cls < m->nclasses;
   }
@@ -214,10 +241,12 @@ static void op_mark(model *m, fz_in *in) {
   int phase_ok = phase == 0 || phase == 1;
   if (!phase_ok) {
     FUZZ_CHECK(rc == TTFT_EINVAL || (!q && rc == TTFT_ESTALE), "mark with phase %d: %d", phase, rc);
+    if (rc == TTFT_ESTALE) stale_call(m);
     return;
   }
   if (!q) {
     FUZZ_CHECK(rc == TTFT_ESTALE, "mark on a dead/invented handle %llx: %d", (unsigned long long)h, rc);
+    stale_call(m);
     return;
   }
   FUZZ_CHECK(rc == TTFT_OK, "mark on a live handle: %d", rc);
@@ -237,28 +266,16 @@ static void op_mark(model *m, fz_in *in) {
   if (exact) q->t_event = et;
 }
 
-static void op_emit(model *m, fz_in *in) {
-  mseq *q;
-  ttft_seq h = pick_handle(m, in, &q);
-  uint8_t nk = fz_u8(in);
-  uint32_t n = nk < 0xF0 ? nk % 5 : (nk == 0xFF ? UINT32_MAX : fz_u32(in));
-  uint64_t t = next_time(m, in);
-  int rc = ttft_token_emitted(m->r, h, n, t);
-  if (n == 0) {
-    FUZZ_CHECK(rc == TTFT_EINVAL || (!q && rc == TTFT_ESTALE), "token_emitted n=0: %d", rc);
-    return;
-  }
-  if (!q) {
-    FUZZ_CHECK(rc == TTFT_ESTALE, "token_emitted on a dead/invented handle %llx: %d", (unsigned long long)h, rc);
-    return;
-  }
-  FUZZ_CHECK(rc == TTFT_OK, "token_emitted on a live handle: %d", rc);
+/* The model of one accepted emission of n tokens by live q at t. */
+static void model_emit(model *m, mseq *q, uint32_t n, uint64_t t) {
   mclass *c = &m->cls[q->cls];
   uint64_t et = 0;
   int exact = event_time(m, q, t, &et);
   if (q->em) {
     uint64_t gap = exact ? et - q->t_last : 0;
     rec(m, q->cls, TTFT_METRIC_ITL, gap, !exact);
+    /* token-weighted: n observations of gap / n */
+    rec_n(m, q->cls, TTFT_METRIC_ITL_PER_TOKEN, gap / n, n, !exact);
     if (exact) {
       if (gap > q->max_gap) q->max_gap = gap;
       if (gap > q->stall_ns) {
@@ -289,6 +306,89 @@ static void op_emit(model *m, fz_in *in) {
   c->ctr[TTFT_COUNTER_TOKENS] += n;
 }
 
+static uint32_t pick_n(fz_in *in) {
+  uint8_t nk = fz_u8(in);
+  return nk < 0xF0 ? nk % 5 : (nk == 0xFF ? UINT32_MAX : fz_u32(in));
+}
+
+static void op_emit(model *m, fz_in *in) {
+  mseq *q;
+  ttft_seq h = pick_handle(m, in, &q);
+  uint32_t n = pick_n(in);
+  uint64_t t = next_time(m, in);
+  int rc = ttft_token_emitted(m->r, h, n, t);
+  if (n == 0) {
+    FUZZ_CHECK(rc == TTFT_EINVAL || (!q && rc == TTFT_ESTALE), "token_emitted n=0: %d", rc);
+    if (rc == TTFT_ESTALE) stale_call(m);
+    return;
+  }
+  if (!q) {
+    FUZZ_CHECK(rc == TTFT_ESTALE, "token_emitted on a dead/invented handle %llx: %d", (unsigned long long)h, rc);
+    stale_call(m);
+    return;
+  }
+  FUZZ_CHECK(rc == TTFT_OK, "token_emitted on a live handle: %d", rc);
+  model_emit(m, q, n, t);
+}
+
+/* one decode step: up to 8 handles (repeats and dead ones allowed), n per
+ * handle or NULL (1 each) */
+static void op_step(model *m, fz_in *in) {
+  uint8_t k = fz_u8(in);
+  size_t count = k % 9;
+  int null_n = (k & 0x80) != 0;
+  ttft_seq seqs[8];
+  uint32_t ns[8];
+  mseq *qs[8];
+  for (size_t i = 0; i < count; i++) {
+    seqs[i] = pick_handle(m, in, &qs[i]);
+    ns[i] = null_n ? 1 : pick_n(in);
+  }
+  uint64_t t = next_time(m, in);
+  long rc = ttft_step_emitted(m->r, count ? seqs : NULL, null_n ? NULL : ns, count, t);
+  long accepted = 0;
+  for (size_t i = 0; i < count; i++) {
+    if (ns[i] == 0) continue; /* not an emission, not a stale call */
+    /* the handle's liveness as of this emission (an earlier entry may not end it) */
+    mseq *q = NULL;
+    for (int j = 0; j < m->nseq; j++)
+      if (m->seq[j].h == seqs[i] && m->seq[j].live) q = &m->seq[j];
+    if (!q) {
+      stale_call(m);
+      continue;
+    }
+    model_emit(m, q, ns[i], t);
+    accepted++;
+  }
+  FUZZ_CHECK(rc == accepted, "step_emitted of %zu: %ld, model %ld", count, rc, accepted);
+}
+
+/* details learned after begin */
+static void op_annotate(model *m, fz_in *in) {
+  mseq *q;
+  ttft_seq h = pick_handle(m, in, &q);
+  uint8_t k = fz_u8(in);
+  uint32_t prompt = (k & 1) ? fz_u32(in) : (k & 2) ? 0 : (uint32_t)fz_u8(in) * 300;
+  int prefix = (k & 0xC0) == 0xC0 ? (int)(int8_t)fz_u8(in) : (int)((k >> 2) % 3) - 1;
+  int rc = ttft_annotate(m->r, h, prompt, prefix);
+  if (prefix < -1 || prefix > 1) {
+    FUZZ_CHECK(rc == TTFT_EINVAL, "annotate prefix_hit %d: %d", prefix, rc);
+    return;
+  }
+  if (!q) {
+    FUZZ_CHECK(rc == TTFT_ESTALE, "annotate on a dead/invented handle: %d", rc);
+    stale_call(m);
+    return;
+  }
+  if (q->em) {
+    FUZZ_CHECK(rc == TTFT_ERANGE, "annotate after the first emission: %d", rc);
+    return;
+  }
+  FUZZ_CHECK(rc == TTFT_OK, "annotate of a live handle before its first emission: %d", rc);
+  if (prompt) q->band = band_of(prompt);
+  if (prefix >= 0) q->prefix = prefix;
+}
+
 static void op_end(model *m, fz_in *in) {
   mseq *q;
   ttft_seq h = pick_handle(m, in, &q);
@@ -298,10 +398,12 @@ static void op_end(model *m, fz_in *in) {
   int rc = ttft_stream_end(m->r, h, (ttft_status)status, t);
   if (status < 0 || status > 2) {
     FUZZ_CHECK(rc == TTFT_EINVAL || (!q && rc == TTFT_ESTALE), "stream_end status %d: %d", status, rc);
+    if (rc == TTFT_ESTALE) stale_call(m);
     return;
   }
   if (!q) {
     FUZZ_CHECK(rc == TTFT_ESTALE, "stream_end on a dead/invented handle %llx: %d", (unsigned long long)h, rc);
+    stale_call(m);
     return;
   }
   FUZZ_CHECK(rc == TTFT_OK, "stream_end on a live handle: %d", rc);
@@ -330,6 +432,11 @@ static void op_end(model *m, fz_in *in) {
     rec(m, q->cls, TTFT_METRIC_SEQ_ITL_P95, 0, 1); /* approximate by design */
     rec(m, q->cls, TTFT_METRIC_SEQ_ITL_MAX, q->max_gap, !exact);
   }
+  /* the views of this terminal status */
+  if (q->em) rec_view(m, q->cls, status, 0, q->t_first - q->t_begin, q->fuzzy);
+  if (has_tpot) rec_view(m, q->cls, status, 1, tpot, !exact);
+  rec_view(m, q->cls, status, 2, e2e, !exact);
+  rec_view(m, q->cls, status, 3, q->tokens, 0);
   const ttft_slo *slo = &c->slo;
   int budgets = slo->ttft_ns || slo->tpot_ns || slo->e2e_ns;
   if (status == TTFT_COMPLETED) {
@@ -461,7 +568,12 @@ static void check_format(const ttft_snapshot *s, ttft_format f, char **out, long
   FUZZ_CHECK(buf != NULL, "malloc");
   long n2 = ttft_snapshot_format(s, f, buf, (size_t)n + 1);
   FUZZ_CHECK(n2 == n, "format %d: %ld then %ld", (int)f, n, n2);
-  FUZZ_CHECK(buf[n] == '\0' && strlen(buf) == (size_t)n, "format %d: NUL at %zu, length %ld", (int)f, strlen(buf), n);
+  if (f == TTFT_FORMAT_PROMETHEUS_PROTOBUF) /* binary: NUL bytes allowed, framing checked */
+    FUZZ_CHECK(buf[n] == '\0' && fz_protobuf_delimited_ok((const uint8_t *)buf, (size_t)n),
+               "protobuf exposition is not a sequence of length-delimited messages");
+  else
+    FUZZ_CHECK(buf[n] == '\0' && strlen(buf) == (size_t)n, "format %d: NUL at %zu, length %ld", (int)f,
+               strlen(buf), n);
   if (f == TTFT_FORMAT_JSON) FUZZ_CHECK(fz_json_valid(buf, (size_t)n), "JSON does not parse:\n%s", buf);
   if (f == TTFT_FORMAT_PROMETHEUS || f == TTFT_FORMAT_OPENMETRICS) {
     int bad = fz_exposition_bad_line(buf, (size_t)n, f == TTFT_FORMAT_OPENMETRICS);
@@ -498,6 +610,42 @@ static void check_quantiles(const ttft_snapshot *s, int cls, ttft_metric k) {
   }
 }
 
+/* the per-status views over all classes: counts, exact extremes where the
+ * model knows them, quantiles monotone and within them; the other metrics
+ * have no view */
+static void check_views(const model *m, const ttft_snapshot *s) {
+  static const double qs[] = {0.0, 0.07, 0.5, 0.9, 0.99, 1.0};
+  for (int st = 0; st < NSTATUS; st++) {
+    for (int v = 0; v < NVIEW; v++) {
+      const mstat *ms = &m->sv[st][v];
+      ttft_status sts = (ttft_status)st;
+      uint64_t n = ttft_snapshot_status_count(s, TTFT_CLASS_ALL, sts, k_views[v]);
+      FUZZ_CHECK(n == ms->n, "%s view of %s: %llu, model %llu", ttft_status_name(sts),
+                 ttft_metric_name(k_views[v]), (unsigned long long)n, (unsigned long long)ms->n);
+      uint64_t lo = ttft_snapshot_status_quantile(s, TTFT_CLASS_ALL, sts, k_views[v], 0.0);
+      uint64_t hi = ttft_snapshot_status_quantile(s, TTFT_CLASS_ALL, sts, k_views[v], 1.0);
+      if (n && !ms->fuzzy)
+        FUZZ_CHECK(lo == ms->min && hi == ms->max, "%s view of %s: min %llu max %llu, model %llu %llu",
+                   ttft_status_name(sts), ttft_metric_name(k_views[v]), (unsigned long long)lo,
+                   (unsigned long long)hi, (unsigned long long)ms->min, (unsigned long long)ms->max);
+      uint64_t prev = lo;
+      for (size_t i = 0; i < sizeof qs / sizeof qs[0]; i++) {
+        uint64_t x = ttft_snapshot_status_quantile(s, TTFT_CLASS_ALL, sts, k_views[v], qs[i]);
+        FUZZ_CHECK(x >= prev && x <= hi, "%s view of %s: q%g = %llu", ttft_status_name(sts),
+                   ttft_metric_name(k_views[v]), qs[i], (unsigned long long)x);
+        prev = x;
+      }
+    }
+    for (int k = 0; k < NMET; k++) {
+      int is_view = k == TTFT_METRIC_TTFT || k == TTFT_METRIC_TPOT || k == TTFT_METRIC_E2E ||
+                    k == TTFT_METRIC_OUTPUT_TOKENS;
+      if (!is_view)
+        FUZZ_CHECK(ttft_snapshot_status_count(s, TTFT_CLASS_ALL, (ttft_status)st, (ttft_metric)k) == 0,
+                   "a status view of %s", ttft_metric_name((ttft_metric)k));
+    }
+  }
+}
+
 static void check_snapshot_data(const model *m, const ttft_snapshot *s) {
   FUZZ_CHECK(ttft_snapshot_classes(s) == m->nclasses, "classes %d, model %d", ttft_snapshot_classes(s), m->nclasses);
   FUZZ_CHECK(ttft_snapshot_gauge(s, TTFT_GAUGE_INFLIGHT) == (uint64_t)m->live, "inflight gauge %llu, model %d",
@@ -522,7 +670,15 @@ static void check_snapshot_data(const model *m, const ttft_snapshot *s) {
       all_cnt[k] += mc->cnt[k];
       check_quantiles(s, c, (ttft_metric)k);
     }
+    for (int st = 0; st < NSTATUS; st++)
+      for (int v = 0; v < NVIEW; v++) {
+        uint64_t n = ttft_snapshot_status_count(s, c, (ttft_status)st, k_views[v]);
+        FUZZ_CHECK(n == mc->sv[st][v], "class %d %s view of %s: %llu, model %llu", c,
+                   ttft_status_name((ttft_status)st), ttft_metric_name(k_views[v]), (unsigned long long)n,
+                   (unsigned long long)mc->sv[st][v]);
+      }
   }
+  check_views(m, s);
   for (int k = 0; k < NCTR; k++) {
     uint64_t v = ttft_snapshot_counter(s, (ttft_counter)k);
     FUZZ_CHECK(v >= all_ctr[k] && v <= all_ctr[k] + all_fz[k], "counter %s = %llu, model %llu (+%llu)",
@@ -708,15 +864,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   m->clock = 1000000000ull;
 
   for (int ops = 0; ops < MAX_OPS && fz_left(&in); ops++) {
-    switch (fz_u8(&in) % 12) {
+    switch (fz_u8(&in) % 16) {
     case 0: op_begin(m, &in, 0); break;
-    case 1: op_begin(m, &in, 1); break;
+    case 1: case 15: op_begin(m, &in, 1); break;
     case 2: op_mark(m, &in); break;
     case 3: case 4: case 5: op_emit(m, &in); break;
     case 6: case 7: op_end(m, &in); break;
     case 8: op_class_add(m, &in); break;
     case 9: op_seq_stats(m, &in); break;
     case 10: op_stalled_now(m, &in); break;
+    case 12: op_annotate(m, &in); break;
+    case 13: case 14: op_step(m, &in); break;
     default: op_snapshot(m, &in); break;
     }
     FUZZ_CHECK(ttft_inflight(m->r) == m->live, "inflight %ld, model %d (a slot leaked)", ttft_inflight(m->r), m->live);

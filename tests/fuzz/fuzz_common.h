@@ -58,6 +58,45 @@ static inline uint64_t fz_u64(fz_in *in) {
   return v;
 }
 
+/* ----------------------------------------------- protobuf wire validator
+ * The Prometheus protobuf exposition: a sequence of messages, each
+ * preceded by its length as a varint. Each message must be a well-formed
+ * sequence of fields (field number >= 1; wire types 0 varint, 1 fixed64,
+ * 2 length-delimited, 5 fixed32), nested messages are not descended into. */
+static inline int fz_pb_varint(const uint8_t **p, const uint8_t *e, uint64_t *v) {
+  *v = 0;
+  for (unsigned shift = 0; shift < 64; shift += 7) {
+    if (*p >= e) return 0;
+    uint8_t c = *(*p)++;
+    *v |= (uint64_t)(c & 0x7F) << shift;
+    if (!(c & 0x80)) return 1;
+  }
+  return 0;
+}
+static inline int fz_pb_message_ok(const uint8_t *p, const uint8_t *e) {
+  while (p < e) {
+    uint64_t key, v;
+    if (!fz_pb_varint(&p, e, &key) || (key >> 3) == 0) return 0;
+    switch (key & 7) {
+    case 0: if (!fz_pb_varint(&p, e, &v)) return 0; break;
+    case 1: if (e - p < 8) return 0; p += 8; break;
+    case 2: if (!fz_pb_varint(&p, e, &v) || v > (uint64_t)(e - p)) return 0; p += v; break;
+    case 5: if (e - p < 4) return 0; p += 4; break;
+    default: return 0;
+    }
+  }
+  return 1;
+}
+static inline int fz_protobuf_delimited_ok(const uint8_t *p, size_t n) {
+  const uint8_t *e = p + n;
+  while (p < e) {
+    uint64_t len;
+    if (!fz_pb_varint(&p, e, &len) || len > (uint64_t)(e - p) || !fz_pb_message_ok(p, p + len)) return 0;
+    p += len;
+  }
+  return 1;
+}
+
 /* --------------------------------------------------------- JSON validator
  * RFC 8259 grammar, recursion bounded. Returns 1 when [s, s+n) is exactly
  * one JSON value surrounded by optional whitespace. */

@@ -1,0 +1,518 @@
+#!/usr/bin/env python3
+"""fleet_test.py REPLICA_BIN [PROMETHEUS_BIN] [--dashboard F] [--rules F] [--schema S]
+
+Fleet percentiles through a real Prometheus, loopback only, about a minute:
+
+ 1. three replica processes (tests/prom/replica.c), each with its own
+    traffic shape, serve /metrics on 127.0.0.1:<port 0>; the protobuf body
+    they serve is decoded with tests/prom/pbdecode.py first;
+ 2. two Prometheus 2.x servers, temporary storage each, 1 s scrape and rule
+    evaluation interval, the three replicas as targets:
+      native   --enable-feature=native-histograms (scrapes protobuf, ingests
+               native histograms), loads the recording and alerting rules;
+      classic  no feature flag (scrapes OpenMetrics, classic buckets only) —
+               what a dashboard built on _bucket series shows today;
+ 3. the replicas record four rounds, scraped in between (so rates are real);
+    each then writes every TTFT, TPOT and ITL value it recorded;
+ 4. for q = 0.5, 0.9, 0.99 of TTFT, TPOT and ITL:
+      native   histogram_quantile(q, sum(M))                 (native server)
+      classic  histogram_quantile(q, sum by (le) (M_bucket)) (classic server)
+    against the exact nearest-rank quantile x(ceil(qN)) of the union of all
+    replicas' values. The native error must stay under the bound documented
+    in src/report/format_protobuf.c for the schema (0.94 % at the default 7)
+    and under 1 %; the classic error is printed beside it;
+ 5. every PromQL expression of the Grafana dashboard, with its variables
+    substituted twice (all values, then one model and one class), must
+    evaluate without error to a non-empty result with a number in it;
+ 6. every recording and alerting rule must be loaded and healthy, every
+    recording rule non-empty; the alerts that the traffic must trigger
+    (chat's fast burn, live stalls, dropped begins) must be pending or
+    firing, and batch's burn alerts must stay quiet.
+Cleans up every process and directory whatever happens.
+
+Missing prometheus: FAIL under CI (CI set), otherwise exit 77 (ctest SKIP).
+"""
+import argparse
+import array
+import json
+import math
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from fractions import Fraction
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pbdecode  # noqa: E402
+
+BUDGET_S = 110
+DEADLINE = time.monotonic() + BUDGET_S
+ROUNDS = 3  # after the one each replica records at start
+PROTOBUF_ACCEPT = ("application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;"
+                   "encoding=delimited;q=0.7,text/plain;version=0.0.4;q=0.3,*/*;q=0.2")
+METRICS = [("TTFT", "gen_ai_server_time_to_first_token_seconds"),
+           ("TPOT", "gen_ai_server_time_per_output_token_seconds"),
+           ("ITL", "llm_inter_token_latency_seconds")]
+QS = ["0.5", "0.9", "0.99"]
+failures = []
+
+
+def fail(msg):
+    failures.append(msg)
+    print("FAIL: " + msg, flush=True)
+
+
+def left():
+    return DEADLINE - time.monotonic()
+
+
+def native_bound(schema):
+    """The bound of src/report/format_protobuf.c: B (1 + 1/256) - 1."""
+    return 2.0 ** (2.0 ** -schema) * (1 + 1 / 256.0) - 1
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http_get(url, timeout=5, headers=None):
+    req = urllib.request.Request(url, headers=headers or {})
+    with urllib.request.urlopen(req, timeout=timeout) as r:
+        return r.status, r.headers.get("Content-Type", ""), r.read()
+
+
+def api(prom, path, args=None):
+    url = "http://%s%s" % (prom, path)
+    if args:
+        url += "?" + urllib.parse.urlencode(args)
+    try:
+        _, _, body = http_get(url, timeout=10)
+    except urllib.error.HTTPError as e:  # 400/422 carry a JSON error
+        body = e.read()
+    doc = json.loads(body.decode("utf-8"))
+    if doc.get("status") != "success":
+        raise RuntimeError("%s %s: %s" % (path, args, doc.get("error", doc)))
+    return doc["data"]
+
+
+def query(prom, expr, at=None):
+    args = {"query": expr}
+    if at is not None:
+        args["time"] = "%.3f" % at
+    return api(prom, "/api/v1/query", args)
+
+
+def scalar(prom, expr, at=None):
+    res = query(prom, expr, at)["result"]
+    if len(res) != 1 or "value" not in res[0]:
+        return None
+    return float(res[0]["value"][1])
+
+
+# ------------------------------------------------------------- processes
+class Replica:
+    def __init__(self, binary, rid, schema):
+        args = [binary, str(rid)] + ([str(schema)] if schema is not None else [])
+        self.rid = rid
+        self.p = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                  bufsize=1)
+        first = self.p.stdout.readline().split()
+        if len(first) != 2 or first[0] != "port":
+            raise RuntimeError("replica %d did not report a port: %r" % (rid, first))
+        self.target = "127.0.0.1:%s" % first[1]
+
+    def cmd(self, line):
+        self.p.stdin.write(line + "\n")
+        self.p.stdin.flush()
+        out = self.p.stdout.readline()
+        if not out:
+            raise RuntimeError("replica %d exited during %r" % (self.rid, line))
+        return out.split()
+
+    def stop(self):
+        if self.p.poll() is None:
+            try:
+                self.p.stdin.write("quit\n")
+                self.p.stdin.flush()
+                self.p.wait(timeout=5)
+            except (OSError, subprocess.TimeoutExpired):
+                self.p.kill()
+                self.p.wait()
+
+
+class Prometheus:
+    """A prometheus server on a free loopback port (retried when another
+    process takes the port between the probe and the bind)."""
+
+    def __init__(self, binary, tmp, name, targets, native, rules):
+        self.name = name
+        self.dir = os.path.join(tmp, name)
+        os.makedirs(self.dir)
+        cfg = os.path.join(self.dir, "prometheus.yml")
+        with open(cfg, "w") as f:
+            f.write("global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\n"
+                    "  evaluation_interval: 1s\n")
+            if rules:
+                f.write("rule_files:\n  - '%s'\n" % rules)
+            f.write("scrape_configs:\n  - job_name: llm\n    static_configs:\n"
+                    "      - targets: [%s]\n" % ", ".join("'%s'" % t for t in targets))
+        self.log_path = os.path.join(self.dir, "prometheus.log")
+        self.p = None
+        for attempt in range(5):
+            self.addr = "127.0.0.1:%d" % free_port()
+            args = [binary, "--config.file=" + cfg,
+                    "--storage.tsdb.path=" + os.path.join(self.dir, "data-%d" % attempt),
+                    "--web.listen-address=" + self.addr, "--log.level=warn"]
+            if native:
+                args.append("--enable-feature=native-histograms")
+            log = open(self.log_path, "a")
+            self.p = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+            log.close()
+            ready = self.wait_ready(15)
+            if ready:
+                return
+            if self.p.poll() is None:
+                self.stop()
+            with open(self.log_path) as f:
+                tail = f.read()[-2000:]
+            if "address already in use" not in tail:
+                raise RuntimeError("%s prometheus did not start:\n%s" % (name, tail))
+        raise RuntimeError("%s prometheus: no free port after 5 attempts" % name)
+
+    def wait_ready(self, seconds):
+        until = time.monotonic() + seconds
+        while time.monotonic() < until:
+            if self.p.poll() is not None:
+                return False
+            try:
+                st, _, _ = http_get("http://%s/-/ready" % self.addr, timeout=1)
+                if st == 200:
+                    return True
+            except (OSError, urllib.error.URLError):
+                pass
+            time.sleep(0.2)
+        return False
+
+    def stop(self):
+        if self.p and self.p.poll() is None:
+            self.p.send_signal(signal.SIGTERM)
+            try:
+                self.p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()
+
+    def tail(self):
+        try:
+            with open(self.log_path) as f:
+                return "".join(f.readlines()[-15:])
+        except OSError:
+            return ""
+
+
+# --------------------------------------------------------- exact quantiles
+def read_values(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:4] != b"TTFV":
+        raise RuntimeError("%s: not a values file" % path)
+    pos, out = 4, []
+    for _ in range(3):
+        n = int.from_bytes(data[pos:pos + 8], "little")
+        pos += 8
+        a = array.array("Q")
+        a.frombytes(data[pos:pos + 8 * n])
+        if sys.byteorder != "little":
+            a.byteswap()
+        pos += 8 * n
+        out.append(a)
+    return out
+
+
+def nearest_rank(sorted_vals, q):
+    n = len(sorted_vals)
+    rank = math.ceil(Fraction(q) * n)  # exact: Fraction("0.99")
+    return sorted_vals[max(rank, 1) - 1]
+
+
+# ------------------------------------------------------------- dashboard
+def dashboard_exprs(path):
+    with open(path) as f:
+        dash = json.load(f)
+    exprs = []
+
+    def walk(panels):
+        for p in panels:
+            for t in p.get("targets", []):
+                if t.get("expr"):
+                    exprs.append((p.get("title", "?"), t["expr"]))
+            walk(p.get("panels", []))
+    walk(dash.get("panels", []))
+    variables = []
+    for v in dash.get("templating", {}).get("list", []):
+        if v.get("type") == "query":
+            q = v.get("query")
+            if isinstance(q, dict):
+                q = q.get("query", "")
+            variables.append((v.get("name"), q))
+    return dash, exprs, variables
+
+
+def substitute(expr, values):
+    out = expr
+    for k in sorted(values, key=len, reverse=True):
+        out = out.replace("${%s}" % k, values[k]).replace("$" + k, values[k])
+    if "$" in out:
+        raise RuntimeError("unsubstituted variable in %r" % out)
+    return out
+
+
+def has_number(result):
+    for r in result:
+        if "histogram" in r:
+            return True
+        v = r.get("value")
+        if v is not None and not math.isnan(float(v[1])):
+            return True
+    return False
+
+
+# ------------------------------------------------------------------ main
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("replica")
+    ap.add_argument("prometheus", nargs="?", default="")
+    ap.add_argument("--dashboard")
+    ap.add_argument("--rules")
+    ap.add_argument("--schema", type=int, default=None)
+    args = ap.parse_args()
+    prometheus = args.prometheus or shutil.which("prometheus")
+    if not prometheus or not os.access(prometheus, os.X_OK):
+        if os.environ.get("CI"):
+            print("FAIL: prometheus server not found (Debian package 'prometheus'); CI requires it")
+            return 1
+        print("SKIP: prometheus server not found (apt-get install prometheus)")
+        return 77
+    schema = 7 if args.schema is None else args.schema
+
+    tmp = tempfile.mkdtemp(prefix="ttft-fleet-")
+    replicas, proms = [], []
+    try:
+        t0 = time.monotonic()
+        replicas = [Replica(args.replica, i, args.schema) for i in range(3)]
+        targets = [r.target for r in replicas]
+
+        # the body Prometheus will get, read by the independent decoder
+        for r in replicas:
+            st, ctype, body = http_get("http://%s/metrics" % r.target,
+                                       headers={"Accept": PROTOBUF_ACCEPT})
+            if not ctype.startswith("application/vnd.google.protobuf"):
+                fail("replica %d: /metrics with Prometheus's protobuf Accept header answered %r, "
+                     "not protobuf (is the Accept negotiation in src/report/http.c there?)"
+                     % (r.rid, ctype))
+                return 1
+            fams = pbdecode.decode_stream(body)
+            hists = [m["histogram"] for f in fams if f["type"] == 4 for m in f.get("metric", [])]
+            if not hists or any(h.get("schema") != schema or not h.get("positive_span")
+                                for h in hists):
+                fail("replica %d: protobuf histograms without native buckets of schema %d"
+                     % (r.rid, schema))
+                return 1
+        print("ok   3 replicas serve protobuf with native histograms (schema %d)" % schema)
+
+        rules = os.path.abspath(args.rules) if args.rules else None
+        native = Prometheus(prometheus, tmp, "native", targets, True, rules)
+        proms.append(native)
+        classic = Prometheus(prometheus, tmp, "classic", targets, False, None)
+        proms.append(classic)
+        print("ok   prometheus native on %s, classic on %s (%.1f s)"
+              % (native.addr, classic.addr, time.monotonic() - t0), flush=True)
+
+        def scraped(prom, expr):
+            try:
+                return scalar(prom.addr, 'count(up{job="llm"} == 1)') == 3 and \
+                    (scalar(prom.addr, expr) or 0) > 0
+            except (OSError, RuntimeError, urllib.error.URLError):
+                return False
+        while left() > 60:
+            if scraped(native, "count(gen_ai_server_time_to_first_token_seconds)") and \
+                    scraped(classic, "count(gen_ai_server_time_to_first_token_seconds_count)"):
+                break
+            time.sleep(0.25)
+        else:
+            fail("the servers never scraped all three replicas")
+            return 1
+
+        for k in range(ROUNDS):  # more traffic, a scrape after each round
+            for r in replicas:
+                if r.cmd("round")[0] != "ok":
+                    raise RuntimeError("replica %d: round failed" % r.rid)
+            time.sleep(1.6)
+
+        # the exact values of the union, and the final state in both servers
+        vals = [[], [], []]
+        for r in replicas:
+            path = os.path.join(tmp, "values-%d.bin" % r.rid)
+            ans = r.cmd("dump " + path)
+            if ans[0] != "dumped":
+                raise RuntimeError("replica %d: %s" % (r.rid, " ".join(ans)))
+            for m, a in enumerate(read_values(path)):
+                vals[m].extend(a)
+        for v in vals:
+            v.sort()
+        counts = [len(v) for v in vals]
+        print("ok   %d rounds recorded: %d TTFT, %d TPOT, %d ITL values in the union"
+              % (ROUNDS + 1, counts[0], counts[1], counts[2]), flush=True)
+        for prom, fmt in ((native, "histogram_count(sum(%s))"), (classic, "sum(%s_count)")):
+            while left() > 30:
+                got = [scalar(prom.addr, fmt % fam) for _, fam in METRICS]
+                if got == [float(c) for c in counts]:
+                    break
+                time.sleep(0.25)
+            else:
+                fail("%s server never reached the final counts: %s != %s" % (prom.name, got, counts))
+                return 1
+        time.sleep(2.5)  # two more rule evaluations over the final data
+        at = time.time()
+
+        for prom in proms:
+            for t in api(prom.addr, "/api/v1/targets")["activeTargets"]:
+                if t.get("lastError"):
+                    fail("%s server: scrape error %s" % (prom.name, t["lastError"]))
+
+        # ---------------------------------------------- the quantile table
+        bound = native_bound(schema)
+        print("\nfleet quantiles, 3 replicas, exact = nearest rank of the union; "
+              "native bound at schema %d: %.2f %%" % (schema, 100 * bound))
+        print("%-5s %-5s %14s %14s %9s %14s %9s" % ("", "q", "exact (s)", "native (s)", "error",
+                                                  "classic (s)", "error"))
+        worst = 0.0
+        for m, (short, fam) in enumerate(METRICS):
+            for q in QS:
+                exact = nearest_rank(vals[m], q) / 1e9
+                nat = scalar(native.addr, "histogram_quantile(%s, sum(%s))" % (q, fam), at)
+                cla = scalar(classic.addr, "histogram_quantile(%s, sum by (le) (%s_bucket))"
+                             % (q, fam), at)
+                if nat is None or cla is None:
+                    fail("%s p%s: no answer (native %s, classic %s)" % (short, q, nat, cla))
+                    continue
+                en, ec = nat / exact - 1, cla / exact - 1
+                worst = max(worst, abs(en))
+                mark = "" if abs(en) < min(bound, 0.01) or (schema < 7 and abs(en) < bound) else "  <-- over"
+                print("%-5s %-5s %14.6f %14.6f %+8.3f%% %14.6f %+8.2f%%%s"
+                      % (short, q, exact, nat, 100 * en, cla, 100 * ec, mark))
+                if abs(en) >= bound:
+                    fail("%s p%s: native error %.3f %% over the documented bound %.3f %%"
+                         % (short, q, 100 * en, 100 * bound))
+                if schema >= 7 and abs(en) >= 0.01:
+                    fail("%s p%s: native error %.3f %% over 1 %%" % (short, q, 100 * en))
+        print("worst native error %.3f %% (bound %.2f %%)\n" % (100 * worst, 100 * bound), flush=True)
+
+        # --------------------------------------------------- the dashboard
+        if args.dashboard:
+            dash, exprs, variables = dashboard_exprs(args.dashboard)
+            if len(exprs) < 10:
+                fail("dashboard: only %d expressions found" % len(exprs))
+            sets = [{"model": ".*", "class": ".*", "__rate_interval": "1m", "__interval": "15s",
+                     "__range": "5m"},
+                    {"model": "fleet-test-8b", "class": "chat", "__rate_interval": "1m",
+                     "__interval": "15s", "__range": "5m"}]
+            nok = 0
+            for name, q in variables:
+                m = re.match(r"^\s*label_values\((.*),\s*([a-zA-Z_][a-zA-Z0-9_]*)\)\s*$", q or "",
+                             re.S)
+                if not m:
+                    fail("dashboard variable %s: not label_values(selector, label): %r" % (name, q))
+                    continue
+                for values in sets:
+                    sel = substitute(m.group(1), values)
+                    try:
+                        res = query(native.addr, sel, at)["result"]
+                    except RuntimeError as e:
+                        fail("dashboard variable %s: %s" % (name, e))
+                        continue
+                    if not any(m.group(2) in r["metric"] for r in res):
+                        fail("dashboard variable %s: no series of %s carries label %s"
+                             % (name, sel, m.group(2)))
+                    else:
+                        nok += 1
+            for title, expr in exprs:
+                for values in sets:
+                    e = substitute(expr, values)
+                    try:
+                        res = query(native.addr, e, at)["result"]
+                    except RuntimeError as err:
+                        fail("dashboard panel %r: %s" % (title, err))
+                        continue
+                    if not res:
+                        fail("dashboard panel %r: empty result for %s" % (title, e))
+                    elif not has_number(res):
+                        fail("dashboard panel %r: only NaN for %s" % (title, e))
+                    else:
+                        nok += 1
+            print("ok   dashboard %r: %d expressions x %d variable sets, %d variables: %d answers"
+                  % (dash.get("title"), len(exprs), len(sets), len(variables), nok))
+
+        # ------------------------------------------------------- the rules
+        if rules:
+            groups = api(native.addr, "/api/v1/rules")["groups"]
+            allrules = [r for g in groups for r in g["rules"]]
+            if not allrules:
+                fail("no rule loaded from %s" % rules)
+            nrec = nalert = 0
+            for r in allrules:
+                if r.get("health") != "ok" or r.get("lastError"):
+                    fail("rule %s: health %s %s" % (r["name"], r.get("health"), r.get("lastError", "")))
+                if r["type"] == "recording":
+                    nrec += 1
+                    res = query(native.addr, r["name"], at)["result"]
+                    if not res or not has_number(res):
+                        fail("recording rule %s: no value over the fleet's data" % r["name"])
+                else:
+                    nalert += 1
+            active = {}
+            for a in api(native.addr, "/api/v1/alerts")["alerts"]:
+                active.setdefault(a["labels"]["alertname"], []).append(a["labels"])
+            want = {"LLMSLOFastBurn": {"class": "chat"}, "LLMLiveStalls": {},
+                    "LLMBeginsDropped": {}}
+            for name, labels in want.items():
+                hit = [a for a in active.get(name, [])
+                       if all(a.get(k) == v for k, v in labels.items())]
+                if not hit:
+                    fail("alert %s %s should be pending or firing; active: %s"
+                         % (name, labels, sorted(active)))
+            for name in ("LLMSLOFastBurn", "LLMSLOSlowBurn"):
+                for a in active.get(name, []):
+                    if a.get("class") == "batch":
+                        fail("alert %s fired for batch, whose attainment is within its objective"
+                             % name)
+            print("ok   rules: %d recording, %d alerting, all healthy; active alerts: %s"
+                  % (nrec, nalert, ", ".join("%s%s" % (k, sorted({a.get('class', '') for a in v}))
+                                             for k, v in sorted(active.items()))))
+    finally:
+        for r in replicas:
+            r.stop()
+        for p in proms:
+            p.stop()
+            if failures:
+                print("--- %s prometheus log (tail)\n%s" % (p.name, p.tail()))
+        shutil.rmtree(tmp, ignore_errors=True)
+    if failures:
+        print("%d failure(s)" % len(failures))
+        return 1
+    print("fleet test passed (%.1f s)" % (BUDGET_S - left()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

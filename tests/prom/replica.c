@@ -1,0 +1,298 @@
+/*
+ * replica.c — one replica of the fleet test (fleet_test.py): an "inference
+ * server" that records a synthetic workload through the public hooks with
+ * caller timestamps, serves it on /metrics (ttft_http_start, port 0), and
+ * keeps every TTFT, TPOT and ITL value it recorded so the test can compute
+ * the exact quantiles of the union of all replicas.
+ *
+ * Each replica id has its own shape of traffic, so the union is not three
+ * copies of one distribution:
+ *   0  "steady chat":    TTFT lognormal (median 250 ms, sigma 0.5), gaps
+ *                        lognormal (30 ms, 0.3) with 1 % stalls of 0.6-2 s,
+ *                        20..300 tokens; two streams left stalled in flight
+ *   1  "prefix cache":   TTFT bimodal (60 % hits ~60 ms, 40 % misses
+ *                        ~1.2 s), gaps lognormal (45 ms, 0.5), speculative
+ *                        emissions of 1-4 tokens, 50..800 tokens
+ *   2  "overloaded":     TTFT = Pareto queue (alpha 1.5 from 100 ms, capped at
+ *                        60 s) + prefill lognormal (400 ms); gaps 90 %
+ *                        ~25 ms, 10 % ~120 ms (batch interference); 10..2000
+ *                        tokens; cancellations, abandonment before the first
+ *                        token, and one begin refused per round (a full
+ *                        registry)
+ * Classes "chat" (SLO TTFT 500 ms, TPOT 60 ms, stall 400 ms) and "batch"
+ * (TTFT 5 s), model "fleet-test-8b", constant label replica="r<id>".
+ *
+ * protocol (stdin, one command a line; answers on stdout):
+ *   at start   prints "port <n>" once /metrics is served
+ *   round      records one more round, prints "ok <rounds>"
+ *   dump PATH  writes the exact values: "TTFV", then for TTFT, TPOT, ITL a
+ *              little-endian uint64 count and that many uint64 ns values;
+ *              prints "dumped <n_ttft> <n_tpot> <n_itl>"
+ *   quit, EOF  stops and exits 0
+ * Exits by itself after 240 s (SIGALRM) so a killed driver leaves nothing.
+ *
+ * usage: ttft-prom-replica ID [SCHEMA]     (SCHEMA: native_schema, default 7)
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ttft.h"
+
+/* --------------------------------------------------------- randomness */
+static uint64_t g_rng;
+static uint64_t rnd(void) { /* splitmix64 */
+  uint64_t z = (g_rng += UINT64_C(0x9E3779B97F4A7C15));
+  z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+  z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+  return z ^ (z >> 31);
+}
+static double unit(void) { return ((double)(rnd() >> 11) + 0.5) * 0x1.0p-53; } /* (0,1) */
+static double normal(void) { return sqrt(-2.0 * log(unit())) * cos(6.283185307179586 * unit()); }
+static uint64_t lognormal_ns(double median_s, double sigma) {
+  return (uint64_t)(median_s * exp(sigma * normal()) * 1e9) + 1;
+}
+static uint64_t uniform(uint64_t lo, uint64_t hi) { return lo + rnd() % (hi - lo + 1); }
+
+/* ------------------------------------------------------- exact values */
+typedef struct vec {
+  uint64_t *v;
+  size_t n, cap;
+} vec;
+static vec g_ttft, g_tpot, g_itl;
+
+static void push(vec *a, uint64_t x) {
+  if (a->n == a->cap) {
+    size_t cap = a->cap ? 2 * a->cap : 4096;
+    uint64_t *p = realloc(a->v, cap * sizeof *p);
+    if (!p) {
+      fprintf(stderr, "replica: out of memory\n");
+      exit(1);
+    }
+    a->v = p, a->cap = cap;
+  }
+  a->v[a->n++] = x;
+}
+
+/* ----------------------------------------------------------- workload */
+static ttft_registry *g_r;
+static int g_id, g_chat, g_batch;
+static uint64_t g_t = UINT64_C(1000000000000); /* caller clock, ns */
+static unsigned g_rounds;
+
+typedef struct plan {
+  uint64_t ttft;    /* 0: abandoned before the first token */
+  unsigned tokens;  /* total tokens when it completes      */
+  ttft_status end;  /* how it ends                         */
+  unsigned stop_at; /* CANCELLED after this many tokens    */
+  int class_id;
+} plan;
+
+static uint64_t gap(void) {
+  switch (g_id) {
+  case 0: return unit() < 0.01 ? uniform(600000000, 2000000000) : lognormal_ns(0.030, 0.3);
+  case 1: return lognormal_ns(0.045, 0.5);
+  default: return unit() < 0.9 ? lognormal_ns(0.025, 0.2) : lognormal_ns(0.120, 0.6);
+  }
+}
+
+static plan make_plan(void) {
+  plan p;
+  memset(&p, 0, sizeof p);
+  p.end = TTFT_COMPLETED;
+  p.class_id = unit() < 0.7 ? g_chat : g_batch;
+  switch (g_id) {
+  case 0:
+    p.ttft = lognormal_ns(0.250, 0.5);
+    p.tokens = (unsigned)uniform(20, 300);
+    break;
+  case 1:
+    p.ttft = unit() < 0.6 ? lognormal_ns(0.060, 0.3) : lognormal_ns(1.2, 0.4);
+    p.tokens = (unsigned)uniform(50, 800);
+    break;
+  default: {
+    double q = 0.1 / pow(unit(), 1.0 / 1.5); /* Pareto, seconds */
+    if (q > 60.0) q = 60.0;
+    p.ttft = (uint64_t)(q * 1e9) + lognormal_ns(0.400, 0.5);
+    p.tokens = (unsigned)exp(log(10.0) + unit() * (log(2000.0) - log(10.0)));
+    double u = unit();
+    if (u < 0.03) p.ttft = 0, p.end = TTFT_CANCELLED;           /* abandoned */
+    else if (u < 0.08) p.end = TTFT_CANCELLED, p.stop_at = 1 + (unsigned)(unit() * p.tokens);
+    else if (u < 0.09) p.end = TTFT_ERROR, p.stop_at = 1 + (unsigned)(unit() * p.tokens);
+    break;
+  }
+  }
+  if (p.stop_at > p.tokens) p.stop_at = p.tokens;
+  return p;
+}
+
+/* Play one begun sequence to its end; record the exact values as the
+ * library defines them (docs/metrics.md). */
+static void play(ttft_seq s, uint64_t t_begin, const plan *p) {
+  uint64_t t = t_begin;
+  if (!p->ttft) { /* abandoned: waited, then the client went away */
+    ttft_stream_end(g_r, s, TTFT_CANCELLED, t + lognormal_ns(3.0, 0.5));
+    return;
+  }
+  unsigned limit = p->stop_at ? p->stop_at : p->tokens;
+  t += p->ttft;
+  ttft_token_emitted(g_r, s, 1, t);
+  push(&g_ttft, p->ttft);
+  uint64_t t_first = t;
+  unsigned n = 1;
+  while (n < limit) {
+    unsigned k = g_id == 1 ? (unsigned)uniform(1, 4) : 1; /* speculative steps */
+    if (k > limit - n) k = limit - n;
+    uint64_t d = gap();
+    t += d;
+    ttft_token_emitted(g_r, s, k, t);
+    push(&g_itl, d);
+    n += k;
+  }
+  if (n >= 2) push(&g_tpot, (t - t_first) / (n - 1));
+  ttft_stream_end(g_r, s, p->end, t + 1000);
+}
+
+static unsigned round_size(void) { return g_id == 0 ? 700 : g_id == 1 ? 450 : 500; }
+
+static void one_round(void) {
+  enum { BLOCK = 250 };
+  unsigned total = round_size(), done = 0;
+  while (done < total) {
+    unsigned k = total - done < BLOCK ? total - done : BLOCK;
+    ttft_seq seqs[BLOCK];
+    uint64_t t0[BLOCK];
+    plan plans[BLOCK];
+    for (unsigned i = 0; i < k; i++) { /* begin a block, as a busy server would */
+      ttft_request req;
+      ttft_request_init(&req);
+      plans[i] = make_plan();
+      req.class_id = plans[i].class_id;
+      req.prefix_hit = g_id == 1 ? (plans[i].ttft < 300000000) : -1;
+      req.prompt_tokens = (uint32_t)uniform(64, 20000);
+      t0[i] = g_t;
+      g_t += 1000;
+      seqs[i] = ttft_begin_ex(g_r, &req, t0[i]);
+    }
+    if (g_id == 2 && done == 0) (void)ttft_begin(g_r, g_t); /* refused: registry full */
+    for (unsigned i = 0; i < k; i++) {
+      if (!seqs[i]) {
+        fprintf(stderr, "replica %d: begin refused unexpectedly\n", g_id);
+        exit(1);
+      }
+      play(seqs[i], t0[i], &plans[i]);
+    }
+    done += k;
+  }
+  g_t += UINT64_C(1000000000);
+  g_rounds++;
+}
+
+static int dump(const char *path) {
+  FILE *f = fopen(path, "wb");
+  if (!f) return -1;
+  int bad = fwrite("TTFV", 1, 4, f) != 4;
+  const vec *vs[3] = {&g_ttft, &g_tpot, &g_itl};
+  for (int m = 0; m < 3; m++) {
+    unsigned char b[8];
+    uint64_t n = vs[m]->n;
+    for (int i = 0; i < 8; i++) b[i] = (unsigned char)(n >> (8 * i));
+    bad |= fwrite(b, 1, 8, f) != 8;
+    for (size_t j = 0; j < vs[m]->n; j++) {
+      for (int i = 0; i < 8; i++) b[i] = (unsigned char)(vs[m]->v[j] >> (8 * i));
+      bad |= fwrite(b, 1, 8, f) != 8;
+    }
+  }
+  bad |= fclose(f) != 0;
+  return bad ? -1 : 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: %s ID [SCHEMA]\n", argv[0]);
+    return 2;
+  }
+  g_id = atoi(argv[1]) % 3;
+  g_rng = UINT64_C(0x5EED0000) + (uint64_t)g_id;
+  alarm(240);
+
+  char replica[16];
+  snprintf(replica, sizeof replica, "r%d", g_id);
+  ttft_label lbl = {"replica", replica};
+  ttft_config c;
+  ttft_config_init(&c);
+  c.model = "fleet-test-8b";
+  c.const_labels = &lbl;
+  c.n_const_labels = 1;
+  if (argc > 2) c.native_schema = atoi(argv[2]);
+  if (g_id == 2) c.max_inflight = 250; /* the first block fills it: one refusal a round */
+  g_r = ttft_registry_new(&c);
+  if (!g_r) {
+    fprintf(stderr, "replica: registry_new failed\n");
+    return 1;
+  }
+  ttft_slo chat, batch;
+  ttft_slo_init(&chat);
+  chat.ttft_ns = 500000000;
+  chat.tpot_ns = 60000000;
+  chat.stall_threshold_ns = 400000000;
+  ttft_slo_init(&batch);
+  batch.ttft_ns = 5000000000u;
+  g_chat = ttft_class_add(g_r, "chat", &chat);
+  g_batch = ttft_class_add(g_r, "batch", &batch);
+  if (g_chat < 0 || g_batch < 0) {
+    fprintf(stderr, "replica: class_add failed\n");
+    return 1;
+  }
+  one_round();
+
+  if (g_id == 0) { /* stuck right now: a live stall the dashboard must show */
+    uint64_t now = ttft_now_ns();
+    for (int i = 0; i < 2; i++) {
+      ttft_request req;
+      ttft_request_init(&req);
+      req.class_id = g_chat;
+      ttft_seq q = ttft_begin_ex(g_r, &req, now - UINT64_C(20000000000));
+      ttft_token_emitted(g_r, q, 1, now - UINT64_C(10000000000));
+      push(&g_ttft, UINT64_C(10000000000)); /* its first token is a TTFT */
+    }
+  }
+
+  ttft_http *srv = NULL;
+  int rc = ttft_http_start(g_r, "127.0.0.1:0", &srv);
+  if (rc != TTFT_OK) {
+    fprintf(stderr, "ttft_http_start: %s\n", ttft_strerror(rc));
+    return 1;
+  }
+  printf("port %d\n", ttft_http_port(srv));
+  fflush(stdout);
+
+  char line[4096];
+  while (fgets(line, sizeof line, stdin)) {
+    line[strcspn(line, "\r\n")] = '\0';
+    if (strcmp(line, "round") == 0) {
+      one_round();
+      printf("ok %u\n", g_rounds);
+    } else if (strncmp(line, "dump ", 5) == 0) {
+      if (dump(line + 5) == 0)
+        printf("dumped %zu %zu %zu\n", g_ttft.n, g_tpot.n, g_itl.n);
+      else
+        printf("error dump %s\n", line + 5);
+    } else if (strcmp(line, "quit") == 0) {
+      break;
+    } else {
+      printf("error unknown command\n");
+    }
+    fflush(stdout);
+  }
+  ttft_http_stop(srv);
+  ttft_registry_free(g_r);
+  free(g_ttft.v);
+  free(g_tpot.v);
+  free(g_itl.v);
+  return 0;
+}
