@@ -65,14 +65,16 @@
  * NULL: only o->n grows) and writing. A submessage is counted once, then
  * its tag, length and body are written; counting a message counts each of
  * its submessages once. A family is counted, then written; each histogram's
- * classic and native buckets are worked out once per pass (hist_prepare)
+ * classic and native buckets are worked out in one walk per pass
+ * (hist_prepare: ttft__shist_at along a run, ttft__shist_next over a gap)
  * and its message size with them, so its buckets are walked twice in all.
  * One scratch block per call (~97 KB: the native index of every internal
  * bucket's midpoint, for seconds and for counts, and one histogram's native
  * buckets) comes from the library's allocator; without it the call fails
  * with TTFT_ENOMEM, never with a short output. Output goes into the string
  * builder with snprintf rules: binary, NUL bytes included; the caller gets
- * the full length. About 1.8x the time of the text exposition.
+ * the full length. About 2.6x the time of the text exposition (4 classes,
+ * 20 000 streams: 6.3 ms vs 2.4 ms, medians on a busy 2-core machine).
  */
 #include <math.h>
 #include <string.h>
@@ -417,32 +419,34 @@ static uint32_t classic_bounds(const ttft_snapshot *s, ttft_metric m, uint64_t *
   return k;
 }
 
-/* The populated range of h: buckets [*first, *last) hold every
- * observation (both 0 when h is empty or NULL). */
-static void populated_range(const ttft__shist *h, uint32_t *first, uint32_t *last) {
-  uint32_t f = 0, l = 0;
-  if (h && h->count) {
-    f = ttft__shist_lo(h), l = ttft__shist_hi(h);
-    while (f < l && !ttft__shist_at(h, f)) f++;
-    while (l > f && !ttft__shist_at(h, l - 1)) l--;
+/* The first populated bucket of h at or after i and before last (its count
+ * in *c), or last. Steps through a run with ttft__shist_at and jumps a gap
+ * with ttft__shist_next, so a walk costs one lookup per bucket. */
+static uint32_t next_populated(const ttft__shist *h, uint32_t i, uint32_t last, uint64_t *c) {
+  while (i < last) {
+    uint64_t n = ttft__shist_at(h, i);
+    if (n) {
+      *c = n;
+      return i;
+    }
+    i = ttft__shist_next(h, i + 1);
   }
-  *first = f, *last = l;
+  return last;
 }
 
-/* cum[j] = observations in internal buckets whose largest value is <= b[j]
- * (capped at count); the total when max <= b[j]. format_prom.c's rule. One
- * walk over the populated range [first, last). */
-static void classic_counts(const ttft__shist *h, uint32_t first, uint32_t last, const uint64_t *b,
-                           uint32_t n, uint64_t *cum) {
-  uint64_t run = 0;
-  uint32_t j = 0;
-  for (uint32_t i = first; i < last && j < n; i++) {
-    uint64_t c = ttft__shist_at(h, i);
-    if (!c) continue;
-    uint64_t top = ttft__bucket_hi(i);
-    while (j < n && b[j] < top) cum[j++] = run;
-    run += c;
-  }
+/* Classic cumulative counts: cum[j] = observations in internal buckets
+ * whose largest value is <= b[j] (format_prom.c's rule), built during the
+ * walk by classic_step, then classic_finish: capped at count, and the
+ * total when max <= b[j]. */
+static void classic_step(uint32_t i, uint64_t c, const uint64_t *b, uint32_t n, uint32_t *j,
+                         uint64_t *run, uint64_t *cum) {
+  uint64_t top = ttft__bucket_hi(i);
+  while (*j < n && b[*j] < top) cum[(*j)++] = *run;
+  *run += c;
+}
+
+static void classic_finish(const ttft__shist *h, const uint64_t *b, uint32_t n, uint32_t j,
+                           uint64_t run, uint64_t *cum) {
   while (j < n) cum[j++] = run;
   for (j = 0; j < n; j++) {
     if (!h) cum[j] = 0;
@@ -500,43 +504,52 @@ typedef struct native_list {
   uint64_t zero;
 } native_list;
 
-/* Fill the scratch with the native buckets of h. Each populated internal
- * bucket goes to the native bucket of its midpoint (the table), except the
- * buckets holding min and max, whose midpoint is clamped into [min, max] as
- * the library's own quantile does. Keys never go down, even for a corrupt
- * snapshot whose min/max contradict its buckets: a smaller key joins the
- * bucket before. */
-static native_list native_fill(const pbx *x, const ttft__shist *h, int seconds, uint32_t first,
-                               uint32_t last) {
-  native_list nl = {x->nkey, x->ncnt, 0, 0};
-  const int32_t *map = x->map[seconds];
-  if (!h || first >= last || !map) return nl;
-  if (first == 0) { /* bucket 0 holds the observations of 0 */
-    nl.zero = ttft__shist_at(h, 0);
-    first = 1;
-    while (first < last && !ttft__shist_at(h, first)) first++;
+/* Native buckets, built during the walk by native_step: each populated
+ * internal bucket goes to the native bucket of its midpoint (the table),
+ * except the buckets holding min and max, whose midpoint is clamped into
+ * [min, max] as the library's own quantile does. Keys never go down, even
+ * for a corrupt snapshot whose min/max contradict its buckets: a smaller
+ * key joins the bucket before. Bucket 0 (the value 0) is the zero bucket. */
+typedef struct native_walk {
+  const pbx *x;
+  const ttft__shist *h;
+  const int32_t *map;
+  int seconds, clamp;
+  uint32_t first, last; /* populated range: the clamp applies at its ends */
+  int32_t prev;
+  native_list nl;
+} native_walk;
+
+static void native_begin(native_walk *w, const pbx *x, const ttft__shist *h, int seconds,
+                         uint32_t first, uint32_t last) {
+  w->x = x, w->h = h, w->seconds = seconds;
+  w->map = x->map[seconds];
+  w->clamp = h && h->min <= h->max;
+  w->first = first, w->last = last;
+  w->prev = INT32_MIN;
+  w->nl.key = x->nkey, w->nl.cnt = x->ncnt, w->nl.n = 0, w->nl.zero = 0;
+}
+
+static void native_step(native_walk *w, uint32_t i, uint64_t c) {
+  const ttft__shist *h = w->h;
+  if (i == 0) {
+    w->nl.zero += c;
+    return;
   }
-  int clamp = h->min <= h->max;
-  int32_t prev = INT32_MIN;
-  for (uint32_t i = first; i < last; i++) {
-    uint64_t c = ttft__shist_at(h, i);
-    if (!c) continue;
-    int32_t k = map[i];
-    if (clamp && (i == first || i == last - 1)) {
-      uint64_t mid = bucket_mid(i);
-      uint64_t r = mid < h->min ? h->min : mid > h->max ? h->max : mid;
-      if (r != mid && r != 0) k = native_index(unit_value(r, seconds), x->schema);
-    }
-    if (k < prev) k = prev; /* monotone, whatever the snapshot says */
-    if (nl.n && k == prev) {
-      x->ncnt[nl.n - 1] += c;
-    } else {
-      x->nkey[nl.n] = k;
-      x->ncnt[nl.n++] = c;
-    }
-    prev = k;
+  int32_t k = w->map[i];
+  if (w->clamp && (i == w->first || i == w->last - 1)) { /* the buckets of min, max */
+    uint64_t mid = bucket_mid(i);
+    uint64_t r = mid < h->min ? h->min : mid > h->max ? h->max : mid;
+    if (r != mid && r != 0) k = native_index(unit_value(r, w->seconds), w->x->schema);
   }
-  return nl;
+  if (k < w->prev) k = w->prev; /* monotone, whatever the snapshot says */
+  if (w->nl.n && k == w->prev) {
+    w->x->ncnt[w->nl.n - 1] += c;
+  } else {
+    w->x->nkey[w->nl.n] = k;
+    w->x->ncnt[w->nl.n++] = c;
+  }
+  w->prev = k;
 }
 
 typedef struct span_arg {
@@ -634,21 +647,29 @@ static void histogram_body(pb_out *o, const void *arg) {
   put_deltas(o, &hd->nl, hd->delta_size);
 }
 
-/* The buckets of a histogram series and the size of its message, once. */
+/* The buckets of a histogram series and the size of its message, in one
+ * walk over its populated buckets. */
 static void hist_prepare(series *se, hist_data *hd) {
-  uint32_t first, last;
-  populated_range(se->h, &first, &last);
+  const ttft__shist *h = se->h;
+  uint32_t first = 0, last = 0, j = 0;
+  uint64_t run = 0, c = 0;
+  if (h && h->count) first = ttft__shist_lo(h), last = ttft__shist_hi(h);
   hd->nb = classic_bounds(se->x->s, se->d->m, hd->b);
-  classic_counts(se->h, first, last, hd->b, hd->nb, hd->cum);
-  hd->delta_size = 0;
-  if (se->x->native) {
-    hd->nl = native_fill(se->x, se->h, se->d->seconds, first, last);
-    hd->delta_size = delta_size(&hd->nl);
+  native_walk w;
+  native_begin(&w, se->x, h, se->d->seconds, first, last);
+  for (uint32_t i = next_populated(h, first, last, &c); i < last;
+       i = next_populated(h, i + 1, last, &c)) {
+    if (j < hd->nb) classic_step(i, c, hd->b, hd->nb, &j, &run, hd->cum);
+    else run += c;
+    if (se->x->native) native_step(&w, i, c);
   }
+  classic_finish(h, hd->b, hd->nb, j, run, hd->cum);
+  hd->nl = w.nl;
+  hd->delta_size = se->x->native ? delta_size(&hd->nl) : 0;
   se->hd = hd;
-  pb_out c = {NULL, 0};
-  histogram_body(&c, se);
-  hd->size = c.n;
+  pb_out sz = {NULL, 0};
+  histogram_body(&sz, se);
+  hd->size = sz.n;
 }
 
 static void histogram_metric(pb_out *o, const void *arg) {
