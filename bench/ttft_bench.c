@@ -470,6 +470,30 @@ static void loop_tok_now(void *p, uint64_t n, int tid) {
   if (bad) atomic_fetch_add_explicit(&c->bad, 1, memory_order_relaxed);
 }
 
+/* One ttft_step_emitted per decode step over the thread's 64 sequences;
+ * n counts tokens (n / 64 steps), so the per-op figure is per token. */
+static void loop_step(void *p, uint64_t n, int tid) {
+  hot_ctx *c = p;
+  per_thread *pt = c->th[tid];
+  uint64_t t = pt->t[0];
+  long bad = 0;
+  for (uint64_t i = 0; i < n; i += NSEQ) {
+    t += g_gaps[(i / NSEQ) & GAP_MASK];
+    bad |= ttft_step_emitted(c->r, pt->seq, NULL, NSEQ, t) != NSEQ;
+  }
+  pt->t[0] = t;
+  for (int k = 1; k < NSEQ; k++) pt->t[k] = t;
+  if (bad) atomic_fetch_add_explicit(&c->bad, 1, memory_order_relaxed);
+}
+
+static void loop_step_now(void *p, uint64_t n, int tid) {
+  hot_ctx *c = p;
+  per_thread *pt = c->th[tid];
+  long bad = 0;
+  for (uint64_t i = 0; i < n; i += NSEQ) bad |= ttft_step_emitted(c->r, pt->seq, NULL, NSEQ, TTFT_NOW) != NSEQ;
+  if (bad) atomic_fetch_add_explicit(&c->bad, 1, memory_order_relaxed);
+}
+
 static void loop_lib_now(void *p, uint64_t n, int tid) {
   const ttft_registry *r = ((hot_ctx *)p)->r;
   uint64_t acc = 0;
@@ -819,7 +843,7 @@ static void usage(FILE *f) {
           "                ./bench exists, else ttft-bench.json)\n"
           "  --reps N      repetitions per row, 5 .. %d (default 7; medians are reported)\n"
           "  --only GROUPS comma-separated subset of: baseline,hot,threads,clock,peer,\n"
-          "                lifecycle,snapshot,growth,memory\n",
+          "                step,lifecycle,snapshot,growth,memory\n",
           MAX_REPS);
 }
 
@@ -979,6 +1003,25 @@ int main(int argc, char **argv) {
     row_print(measure("tok_now_tsc", "clock", "token_emitted(TTFT_NOW), TSC", loop_tok_now, ht, 1, 0));
     hot_free(ht, 1, "ttft_token_emitted (TTFT_NOW, TSC)");
     ttft_registry_free(rt);
+  }
+
+  /* ------------------------------------------------------------- step */
+  if (group_on("step")) {
+    section("one ttft_step_emitted per decode step (64 sequences), per token");
+    if (!row_find("floor"))
+      row_print(measure("floor", "baseline", "floor: non-atomic log-linear increment, call", loop_floor,
+                        hot, 1, 0));
+    ttft_registry *rs = registry_or_die(&cfg);
+    hot_ctx *hs = hot_new(rs, 1, 0);
+    for (int k = 1; k < NSEQ; k++) hs->th[0]->t[k] = hs->th[0]->t[0] = hs->th[0]->t[NSEQ - 1];
+    row_print(measure("step_ts", "step", "step_emitted, 64 seqs, caller timestamp", loop_step, hs, 1, 0));
+    hot_free(hs, 1, "ttft_step_emitted (caller timestamp)");
+    ttft_registry_free(rs);
+    ttft_registry *rn = registry_or_die(&cfg);
+    hot_ctx *hn = hot_new(rn, 1, 1);
+    row_print(measure("step_now", "step", "step_emitted, 64 seqs, TTFT_NOW", loop_step_now, hn, 1, 0));
+    hot_free(hn, 1, "ttft_step_emitted (TTFT_NOW)");
+    ttft_registry_free(rn);
   }
 
   /* ------------------------------------------------------------- peer */
@@ -1160,6 +1203,7 @@ int main(int argc, char **argv) {
   target_add("token_emitted 2 threads / 1 thread (per op)", "tok_2t", "tok_1t", 1.3, NULL);
   target_add("token_emitted(TTFT_NOW) MONOTONIC / clock_gettime", "tok_now_mono", "clock_mono", 1.2, NULL);
   target_add("token_emitted(TTFT_NOW) TSC / rdtsc", "tok_now_tsc", "rdtsc", 1.2, NULL);
+  target_add("step_emitted, 64 seqs, TTFT_NOW, per token / floor", "step_now", "floor", 3.0, NULL);
   target_add("token_emitted / prometheus-cpp Observe, 1 thread", "tok_1t", "peer_1t", 0.5, NULL);
   target_add("token_emitted / prometheus-cpp Observe, 2 threads", "tok_2t", "peer_2t", 0.1, NULL);
   target_add("ttft_begin + ttft_stream_end, 1 thread", "life_1t", NULL, 150, "ns");

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "ttft.h"
+#include "common/debug.h"
 
 #if defined(__GNUC__)
 #  define TTFT_LIKELY(x) __builtin_expect(!!(x), 1)

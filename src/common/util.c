@@ -32,16 +32,33 @@ const char *ttft_err_name(int err) {
   }
 }
 
+/* ------------------------------------------------------------------ debug */
+#if TTFT_DEBUG_ON
+void ttft__assert_fail(const char *cond, const char *file, int line) {
+  /* debug builds only (debug.h): the one place the library may print */
+  fprintf(stderr, "libttft: assertion failed: %s (%s:%d)\n", cond, file, line);
+  abort();
+}
+#endif
+
 /* ------------------------------------------------------------------ names */
-static const char *const metric_names[TTFT_METRIC_COUNT_] = {
+static const char *const metric_names[] = {
     "ttft", "tpot", "itl", "e2e", "queue", "prefill", "decode", "output_tokens",
     "seq_itl_p95", "seq_itl_max", "abandoned_wait", "itl_per_token"};
-static const char *const counter_names[TTFT_COUNTER_COUNT_] = {
+static const char *const counter_names[] = {
     "begun", "completed", "cancelled", "errors", "dropped", "tokens", "stalls",
     "stalled_seqs", "abandoned", "slo_met", "clock_clamped", "preemptions", "no_tpot", "stale"};
-static const char *const status_names[TTFT_STATUS_COUNT_] = {"completed", "cancelled", "error"};
-static const char *const format_names[TTFT_FORMAT_COUNT_] = {"text", "json", "prometheus",
+static const char *const status_names[] = {"completed", "cancelled", "error"};
+static const char *const format_names[] = {"text", "json", "prometheus",
                                                              "openmetrics", "prometheus_protobuf"};
+
+/* one name per enum value: a new metric, counter, status or format
+ * without a name does not compile */
+#define NELEMS(a) (sizeof(a) / sizeof((a)[0]))
+TTFT_STATIC_ASSERT(NELEMS(metric_names) == TTFT_METRIC_COUNT_, "a name per metric");
+TTFT_STATIC_ASSERT(NELEMS(counter_names) == TTFT_COUNTER_COUNT_, "a name per counter");
+TTFT_STATIC_ASSERT(NELEMS(status_names) == TTFT_STATUS_COUNT_, "a name per status");
+TTFT_STATIC_ASSERT(NELEMS(format_names) == TTFT_FORMAT_COUNT_, "a name per format");
 
 const char *ttft_metric_name(ttft_metric m) {
   return ((unsigned)m < TTFT_METRIC_COUNT_) ? metric_names[m] : NULL;

@@ -24,6 +24,7 @@ TTFT__INLINE void ctr_add(int shared, _Atomic uint64_t *c, uint64_t v) {
  * first time a value lands in that power of two (pool.c); the power of
  * two's coarse counter when the pool is dry. */
 TTFT__INLINE _Atomic uint64_t *bucket_of(ttft_registry *r, int shared, ttft__hist *h, uint32_t i) {
+  TTFT_ASSERT(i < TTFT__HIST_BUCKETS);
   uint32_t c = i >> TTFT__CHUNK_BITS;
   ttft__chunk *ch;
   if (TTFT_LIKELY(!shared))
@@ -85,6 +86,7 @@ static inline void hist_rec_n(ttft_registry *r, int shared, ttft__hist *h, uint6
 /* The shard's class record. acquire: pairs with class_add's release of the
  * pointer (free on x86; the class id itself reached us through begin_ex). */
 static inline ttft__crec *crec_of(const ttft__shard *sh, uint32_t cls) {
+  TTFT_ASSERT(atomic_load_explicit(&sh->cls[cls], memory_order_relaxed) != NULL);
   return atomic_load_explicit(&sh->cls[cls], memory_order_acquire);
 }
 

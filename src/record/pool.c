@@ -86,6 +86,7 @@ void ttft__pool_refill(ttft_registry *r) {
 
 /* --------------------------------------------------------------- attach */
 ttft__chunk *ttft__chunk_attach(ttft_registry *r, ttft__hist *h, uint32_t c, int shared) {
+  TTFT_ASSERT(c < TTFT__HIST_CHUNKS);
   ttft__pool *p = &r->pool;
   uint64_t k = TTFT__LD(&p->next);
   for (;;) {
@@ -96,6 +97,7 @@ ttft__chunk *ttft__chunk_attach(ttft_registry *r, ttft__hist *h, uint32_t c, int
                                               memory_order_relaxed))
       break;
   }
+  TTFT_ASSERT(k / TTFT__SLAB_CHUNKS < p->nslabs);
   ttft__chunk *ch = &p->slab[k / TTFT__SLAB_CHUNKS][k % TTFT__SLAB_CHUNKS];
   if (!shared) {
     /* release: snapshots that acquire the pointer see a zeroed chunk (only

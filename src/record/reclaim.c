@@ -209,6 +209,7 @@ static int heavy_barrier(const ttft_registry *r) {
 
 /* ------------------------------------------------------------- stacks */
 void ttft__stack_push(ttft_registry *r, ttft__stack *st, uint32_t idx) {
+  TTFT_ASSERT(idx < r->nslots);
   uint64_t h = TTFT__LD(&st->head);
   uint64_t nh;
   do {
@@ -223,6 +224,7 @@ void ttft__stack_push(ttft_registry *r, ttft__stack *st, uint32_t idx) {
  * the chain below it, so the reclaimer splices whole chains without
  * walking them. */
 static void pending_push(ttft_registry *r, ttft__stack *st, uint32_t idx) {
+  TTFT_ASSERT(idx < r->nslots);
   ttft__slot *sl = &r->slots[idx];
   uint64_t h = TTFT__LD(&st->head);
   uint64_t nh;
@@ -257,6 +259,7 @@ static uint32_t stack_pop(ttft_registry *r, ttft__stack *st) {
 
 /* Splice the chain first..last onto a free stack with one CAS. */
 static void stack_push_chain(ttft_registry *r, ttft__stack *st, uint32_t first, uint32_t last) {
+  TTFT_ASSERT(first >= 1 && first <= r->nslots && last >= 1 && last <= r->nslots);
   uint64_t h = TTFT__LD(&st->head);
   uint64_t nh;
   do {
@@ -366,6 +369,7 @@ static int limbo_start(ttft_registry *r, const ttft__shard *self) {
  * stack, where the thread that ended those streams finds them. The slots
  * keep their ENDING state: ttft_begin moves them to a new generation. */
 static void limbo_free(ttft_registry *r) {
+  TTFT_ASSERT(TTFT__LD(&r->reclaiming) == 1); /* the reclaimer's try-lock is held */
   for (uint32_t k = 0; k < r->nshards; k++) {
     if (!r->limbo_first[k]) continue;
     stack_push_chain(r, &r->shards[k].free_list, r->limbo_first[k], r->limbo_last[k]);
@@ -432,6 +436,9 @@ static int try_reclaim(ttft_registry *r, const ttft__shard *self) {
 }
 
 void ttft__slot_retire(ttft_registry *r, ttft__shard *sh, uint32_t idx) {
+  TTFT_ASSERT(idx < r->nslots && sh >= r->shards && sh < r->shards + r->nshards);
+  /* an ended slot: the CAS to ENDING came first */
+  TTFT_ASSERT(TTFT__SLOT_PHASE(TTFT__LD(&r->slots[idx].state)) == TTFT__SLOT_ENDING);
   pending_push(r, &sh->pending, idx);
   /* a plain count on a private shard; racy (but harmless) on the shared one */
   uint32_t n = TTFT__LD(&sh->retired) + 1;

@@ -615,15 +615,14 @@ size_t ttft_registry_memory(const ttft_registry *r) {
  * (no halving happened yet), else 0 and the counters are summed. The walk
  * goes down from the worst gap's bucket: high quantiles touch few words. */
 uint64_t ttft__seq_gap_quantile(const ttft__slot *sl, double q, uint64_t gaps) {
+  TTFT_ASSERT(q >= 0.0 && q <= 1.0);
   uint64_t mx = TTFT__LD(&sl->max_gap);
   uint32_t top = ttft__sg_index(ttft__hist_index(mx));
   uint64_t total = gaps;
   if (!total)
     for (uint32_t j = 0; j <= top; j++) total += ttft__sg_count(sl->gh, j);
   if (!total) return 0;
-  double want = q * (double)total;
-  uint64_t rank = (uint64_t)want;
-  if ((double)rank < want) rank++;
+  uint64_t rank = ttft__nearest_rank(q, total); /* exact: common/hist.c */
   if (!rank) rank = 1;
   /* smallest j with cum(j) >= rank, where cum(j) = total - (count above j) */
   uint64_t above = 0;

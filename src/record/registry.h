@@ -177,6 +177,19 @@ typedef struct ttft__slot {
   _Atomic uint64_t gh[TTFT__SG_WORDS];
 } ttft__slot;
 
+/* The facts the layout above relies on, checked by the compiler. */
+TTFT_STATIC_ASSERT(TTFT__HIST_BUCKETS == 4864, "38 powers of two of 128 buckets (docs/design.md)");
+TTFT_STATIC_ASSERT(((TTFT__HIST_BUCKETS - 1) >> 3) >= TTFT__SG_OFFSET + TTFT__SG_BUCKETS - 1,
+                   "every per-sequence gap bucket maps from an aggregate bucket");
+TTFT_STATIC_ASSERT(TTFT__SG_WORDS * 4 >= TTFT__SG_BUCKETS, "four 16-bit gap counters a word");
+TTFT_STATIC_ASSERT(_Alignof(ttft__slot) == TTFT__CACHELINE && sizeof(ttft__slot) % TTFT__CACHELINE == 0,
+                   "a slot starts on its own cache line and ends on one");
+TTFT_STATIC_ASSERT(sizeof(ttft__slot) <= 1024, "at most 1 KiB a slot (SPEC: <= 2 KiB per in-flight slot)");
+TTFT_STATIC_ASSERT(_Alignof(ttft__shard) == TTFT__CACHELINE, "shards do not share cache lines");
+TTFT_STATIC_ASSERT(TTFT__LH_COUNT == TTFT_METRIC_COUNT_ + 1 + TTFT_STATUS_COUNT_ * TTFT__STATUS_VIEWS,
+                   "the live histograms of a class record (see the enum above)");
+TTFT_STATIC_ASSERT(TTFT_STATUS_COUNT_ == 3 && TTFT_PHASE_COUNT_ == 2, "arrays sized by these enums");
+
 /* ------------------------------------------------------------- classes */
 typedef struct ttft__class {
   char name[TTFT__NAME_MAX];
