@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
 # Python bindings: the documented offline install paths work.
-#  1. pip install --no-build-isolation --no-index ./python into a venv that
-#     sees Debian's setuptools/wheel, then use it with TTFT_LIBRARY;
+#  1. pip, from a fresh clone of this repository with nothing built:
+#     `python3 -m venv --system-site-packages` (Debian's setuptools and wheel)
+#     + `pip install --no-build-isolation --no-index ./python`. setup.py
+#     compiles libttft into the package (ttft/_libttft.so); the package must
+#     import and record with no TTFT_LIBRARY, no cmake and no build tree, and
+#     the whole Python test suite must pass against that library;
 #  2. cmake --install into a scratch prefix, then import the installed package
 #     with no TTFT_LIBRARY: it must find the installed libttft by itself.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+REPO="$PWD"
 BUILD="$(cd "${BUILD:-build-ci}" && pwd)"
 PY=/usr/bin/python3
 command -v "$PY" >/dev/null || PY="$(command -v python3)"
 tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp" python/build python/ttft.egg-info' EXIT
+trap 'rm -rf "$tmp"' EXIT
 
 smoke='import ttft, sys
 reg = ttft.Registry(max_inflight=16, max_classes=2)
@@ -19,10 +24,25 @@ q = reg.snapshot().quantile("ttft", 1.0)
 assert q == 0.005, q
 print("ok", ttft.__file__, ttft.library_path())'
 
-echo "-- pip install (offline) into a venv"
+echo "-- pip install ./python (offline) from a fresh clone with nothing built"
+git clone -q "$REPO" "$tmp/clone"
+if ls -d "$tmp"/clone/build* "$tmp"/clone/python/ttft/*.so* >/dev/null 2>&1; then
+  echo "the fresh clone is not fresh: a build tree or library is committed"; exit 1
+fi
 "$PY" -m venv --system-site-packages "$tmp/venv"
-"$tmp/venv/bin/pip" install --no-build-isolation --no-index ./python
-(cd "$tmp" && TTFT_LIBRARY="$BUILD/libttft.so.1" "$tmp/venv/bin/python" -c "$smoke")
+(cd "$tmp/clone" && "$tmp/venv/bin/pip" install --no-build-isolation --no-index ./python)
+out="$(cd "$tmp" && env -u TTFT_LIBRARY -u PYTHONPATH "$tmp/venv/bin/python" -c "$smoke")"
+echo "$out"
+case "$out" in
+  *"/site-packages/ttft/_libttft.so") ;;
+  *) echo "the pip-installed package did not load the library built into it"; exit 1 ;;
+esac
+lib="${out##* }"
+echo "-- the Python test suite against the library pip built ($lib)"
+(cd "$REPO/python/tests" && for t in test_*.py; do
+   [ "$t" = test_setup.py ] && continue   # builds the library itself (ctest runs it)
+   TTFT_LIBRARY="$lib" PYTHONDONTWRITEBYTECODE=1 "$tmp/venv/bin/python" -m unittest -q "${t%.py}"
+ done)
 
 echo "-- cmake --install, then import without TTFT_LIBRARY"
 cmake --install "$BUILD" --prefix "$tmp/prefix" >/dev/null

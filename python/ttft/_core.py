@@ -823,7 +823,9 @@ class Registry:
         count = len(streams)
         ns = None if n_tokens is None else _step_counts(n_tokens, count, allow_large)
         o = self._o  # a local keeps the registry alive during the call
-        p = _registry_ptr(o)
+        p = o.ptr if o is not None else None
+        if p is None:
+            raise ClosedError("registry is closed")
         if not count:
             return 0
         # The fast path: every item a live Stream of this registry. An
