@@ -18,8 +18,19 @@
  * that a wider batch raises tokens/s while TPOT gets worse.
  *
  *   ttft-demo [--seconds S] [--batch N] [--workers N] [--rate R]
- *             [--prompts short|mixed|long] [--no-experiment] [--no-http]
- *             [--hold S] [--snapshot FILE] [--json]
+ *             [--prompts short|mixed|long] [--seed N] [--slowdown X]
+ *             [--no-experiment] [--no-http] [--hold S] [--snapshot FILE] [--json]
+ *
+ * --seed N draws the same workload (arrivals, lengths, cancels, preemptions)
+ * every run; --slowdown X makes every engine step X times as long — a
+ * deliberately slower deploy to compare against with `ttft-report --diff`.
+ *
+ * The simulated engine keeps a schedule: arrivals and the ends of engine
+ * steps fall at planned instants (the threads sleep until them), and the
+ * hooks get those instants as caller timestamps. So a busy machine that
+ * wakes a thread late does not make the simulated GPU look slower, and two
+ * runs with one seed measure the same engine. Clients cancel on the real
+ * clock (TTFT_NOW and ttft_now_ns, which caller timestamps mix with).
  */
 #include <errno.h>
 #include <math.h>
@@ -37,10 +48,11 @@
 
 /* ------------------------------------------------------------ options */
 static struct {
-  double seconds, rate, hold;
+  double seconds, rate, hold, slowdown;
   int batch, workers, experiment, http, json;
+  unsigned long long seed;
   const char *prompts, *snapshot;
-} opt = {4.0, 8.0, 0.0, 16, 2, 1, 1, 0, "mixed", NULL};
+} opt = {4.0, 8.0, 0.0, 1.0, 16, 2, 1, 1, 0, 0x5eed, "mixed", NULL};
 
 /* ------------------------------------------------------------ workload */
 typedef struct req {
@@ -58,7 +70,8 @@ typedef struct engine {
   ttft_registry *reg;
   int chat, batch_cls;
   int batch, workers;
-  double seconds, rate;
+  double seconds, rate, slowdown;
+  uint64_t seed;
   const char *prompts;
   req *reqs;
   _Atomic uint32_t nreq;
@@ -90,6 +103,13 @@ static void sleep_ns(uint64_t ns) {
   }
 }
 
+/* sleep until t_ns on CLOCK_MONOTONIC (ttft_now_ns's clock) */
+static void sleep_until(uint64_t t_ns) {
+  struct timespec ts = {(time_t)(t_ns / 1000000000u), (long)(t_ns % 1000000000u)};
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+  }
+}
+
 static uint32_t prompt_len(const char *mix) {
   double p;
   if (!strcmp(mix, "short"))
@@ -106,10 +126,13 @@ static uint32_t prompt_len(const char *mix) {
 /* ------------------------------------------------------------ scheduler */
 static void *scheduler(void *arg) {
   engine *e = arg;
-  rng_state = 0x5eed;
-  uint64_t t_end = ttft_now_ns() + (uint64_t)(e->seconds * 1e9);
-  while (ttft_now_ns() < t_end) {
-    sleep_ns((uint64_t)(expo(1.0 / e->rate) * 1e9));
+  rng_state = e->seed;
+  uint64_t t_next = ttft_now_ns(); /* the next arrival, on the schedule */
+  uint64_t t_end = t_next + (uint64_t)(e->seconds * 1e9);
+  for (;;) {
+    t_next += (uint64_t)(expo(1.0 / e->rate) * 1e9);
+    if (t_next >= t_end) break;
+    sleep_until(t_next);
     uint32_t i = atomic_load_explicit(&e->nreq, memory_order_relaxed);
     if (i >= MAX_REQ) break;
     req *q = &e->reqs[i];
@@ -128,7 +151,7 @@ static void *scheduler(void *arg) {
     rq.class_id = q->cls;
     rq.prompt_tokens = q->prompt;
     rq.prefix_hit = hit;
-    q->t_arrival = ttft_now_ns();
+    q->t_arrival = t_next;
     q->seq = ttft_begin_ex(e->reg, &rq, q->t_arrival); /* the clock starts at server arrival */
     if (!q->seq) continue;                              /* no slot: counted as dropped */
     atomic_store_explicit(&e->nreq, i + 1, memory_order_release);
@@ -155,14 +178,25 @@ static void *scheduler(void *arg) {
 }
 
 /* --------------------------------------------------------------- worker */
+typedef struct worker_arg {
+  engine *e;
+  int index;
+} worker_arg;
+
 static void *worker(void *arg) {
-  engine *e = arg;
-  rng_state = (uint64_t)(uintptr_t)&arg;
+  engine *e = ((worker_arg *)arg)->e;
+  /* each worker its own stream of draws, the same every run of one seed */
+  rng_state = e->seed * UINT64_C(0x2545F4914F6CDD1D) + (uint64_t)((worker_arg *)arg)->index + 1;
   int cap = e->batch / e->workers > 0 ? e->batch / e->workers : 1;
   req **run = calloc((size_t)cap, sizeof *run);
   int nrun = 0;
   uint64_t drain_until = 0;
+  uint64_t vt = 0; /* when the engine's previous step ended (its schedule); 0 = idle */
   while (!atomic_load_explicit(&e->stop, memory_order_acquire) || nrun) {
+    /* the step starts when the previous one ended; after idling, or when
+     * the machine fell far behind the schedule, it starts now */
+    uint64_t real = ttft_now_ns();
+    if (!vt || real - vt > 50 * MS) vt = real;
     /* admit: first admission is the SCHEDULED mark; prefill joins this step */
     uint64_t prefill_tokens = 0;
     pthread_mutex_lock(&e->mu);
@@ -171,21 +205,24 @@ static void *worker(void *arg) {
       req *q = &e->reqs[e->queue[e->qhead++ % MAX_REQ]];
       int expect = 0;
       if (!atomic_compare_exchange_strong(&q->state, &expect, 1)) continue; /* cancelled */
-      if (ttft_mark(e->reg, q->seq, TTFT_PHASE_SCHEDULED, TTFT_NOW) != TTFT_OK) continue;
+      if (q->t_arrival > vt) vt = q->t_arrival; /* it arrived as the step was due */
+      if (ttft_mark(e->reg, q->seq, TTFT_PHASE_SCHEDULED, vt) != TTFT_OK) continue;
       prefill_tokens += q->prompt - q->cached;
       run[nrun++] = q;
     }
     pthread_mutex_unlock(&e->mu);
     if (!nrun) {
       if (atomic_load_explicit(&e->stop, memory_order_acquire)) break;
+      vt = 0;
       sleep_ns(2 * MS);
       continue;
     }
     /* one engine step: decode cost grows with the batch, prefill is
      * chunked into the step at ~40k tokens/s */
     uint64_t step = 6 * MS + (uint64_t)nrun * 450000u + prefill_tokens * 25000u;
-    sleep_ns(step);
-    uint64_t now = ttft_now_ns();
+    uint64_t now = vt + (uint64_t)((double)step * e->slowdown); /* the step's planned end */
+    sleep_until(now);
+    vt = now;
     for (int k = 0; k < nrun; k++) {
       req *q = run[k];
       int done = 0, rc = TTFT_OK;
@@ -252,12 +289,21 @@ static ttft_registry *make_registry(int *chat, int *batch_cls) {
 
 static void run_engine(engine *e) {
   pthread_t sched, *w = calloc((size_t)e->workers, sizeof *w);
+  worker_arg *wa = calloc((size_t)e->workers, sizeof *wa);
+  if (!w || !wa) {
+    fprintf(stderr, "ttft-demo: out of memory\n");
+    exit(1);
+  }
   atomic_store(&e->nreq, 0);
   atomic_store(&e->stop, 0);
   e->qhead = e->qtail = 0;
   pthread_mutex_init(&e->mu, NULL);
   pthread_create(&sched, NULL, scheduler, e);
-  for (int i = 0; i < e->workers; i++) pthread_create(&w[i], NULL, worker, e);
+  for (int i = 0; i < e->workers; i++) {
+    wa[i].e = e;
+    wa[i].index = i;
+    pthread_create(&w[i], NULL, worker, &wa[i]);
+  }
   pthread_join(sched, NULL);
   for (int i = 0; i < e->workers; i++) pthread_join(w[i], NULL);
   /* queued requests never admitted: the clients give up */
@@ -267,6 +313,7 @@ static void run_engine(engine *e) {
       ttft_stream_end(e->reg, e->reqs[k].seq, TTFT_CANCELLED, TTFT_NOW);
   pthread_mutex_destroy(&e->mu);
   free(w);
+  free(wa);
 }
 
 static void print_snapshot(const ttft_snapshot *s, ttft_format f) {
@@ -286,7 +333,16 @@ static char report_tool[4096] = "ttft-report";
 static void find_report_tool(const char *argv0) {
   const char *slash = strrchr(argv0, '/');
   if (!slash) return;
-  snprintf(report_tool, sizeof report_tool, "%.*s/../tools/ttft-report", (int)(slash - argv0), argv0);
+  int dir_len = (int)(slash - argv0); /* argv0's directory: "build/examples" */
+  const char *up = NULL;              /* its last component: "/examples" */
+  for (const char *c = argv0; c < slash; c++)
+    if (*c == '/') up = c;
+  if (up && strncmp(up + 1, ".", (size_t)(slash - up - 1)) != 0)
+    snprintf(report_tool, sizeof report_tool, "%.*s/tools/ttft-report", (int)(up - argv0), argv0);
+  else if (!up && strncmp(argv0, ".", (size_t)dir_len) != 0 && strncmp(argv0, "..", (size_t)dir_len) != 0)
+    snprintf(report_tool, sizeof report_tool, "tools/ttft-report");
+  else
+    snprintf(report_tool, sizeof report_tool, "%.*s/../tools/ttft-report", dir_len, argv0);
   FILE *f = fopen(report_tool, "rb");
   if (f) {
     fclose(f);
@@ -326,6 +382,8 @@ static void batch_experiment(req *reqs) {
     e.seconds = 2.0;
     e.rate = 40.0; /* enough load to fill the widest batch */
     e.prompts = "short";
+    e.seed = opt.seed;
+    e.slowdown = opt.slowdown;
     e.reqs = reqs;
     run_engine(&e);
     ttft_snapshot *s = ttft_snapshot_take(e.reg);
@@ -352,6 +410,8 @@ static int parse_args(int argc, char **argv) {
     else if (!strcmp(a, "--rate") && v) opt.rate = atof(argv[++i]);
     else if (!strcmp(a, "--prompts") && v) opt.prompts = argv[++i];
     else if (!strcmp(a, "--hold") && v) opt.hold = atof(argv[++i]);
+    else if (!strcmp(a, "--seed") && v) opt.seed = strtoull(argv[++i], NULL, 0);
+    else if (!strcmp(a, "--slowdown") && v) opt.slowdown = atof(argv[++i]);
     else if (!strcmp(a, "--snapshot") && v) opt.snapshot = argv[++i];
     else if (!strcmp(a, "--no-experiment")) opt.experiment = 0;
     else if (!strcmp(a, "--no-http")) opt.http = 0;
@@ -359,12 +419,13 @@ static int parse_args(int argc, char **argv) {
     else {
       fprintf(stderr,
               "usage: ttft-demo [--seconds S] [--batch N] [--workers N] [--rate R]\n"
-              "                 [--prompts short|mixed|long] [--no-experiment] [--no-http]\n"
-              "                 [--hold S] [--snapshot FILE] [--json]\n");
+              "                 [--prompts short|mixed|long] [--seed N] [--slowdown X]\n"
+              "                 [--no-experiment] [--no-http] [--hold S] [--snapshot FILE] [--json]\n");
       return -1;
     }
   }
   if (opt.seconds <= 0 || opt.batch < 1 || opt.workers < 1 || opt.rate <= 0 ||
+      !(opt.slowdown > 0 && opt.slowdown <= 100) ||
       (strcmp(opt.prompts, "short") && strcmp(opt.prompts, "mixed") && strcmp(opt.prompts, "long"))) {
     fprintf(stderr, "ttft-demo: bad option value\n");
     return -1;
@@ -385,6 +446,8 @@ int main(int argc, char **argv) {
   e.seconds = opt.seconds;
   e.rate = opt.rate;
   e.prompts = opt.prompts;
+  e.seed = opt.seed;
+  e.slowdown = opt.slowdown;
   e.reqs = reqs;
 
   ttft_http *srv = NULL;
@@ -396,8 +459,10 @@ int main(int argc, char **argv) {
     else
       printf("(no HTTP endpoint: %s)\n", ttft_strerror(rc));
   }
-  printf("simulating %.1f s: %d workers, batch %d, %.0f req/s, %s prompts, classes chat+batch\n\n",
-         opt.seconds, opt.workers, opt.batch, opt.rate, opt.prompts);
+  char slow[48] = "";
+  if (opt.slowdown != 1.0) snprintf(slow, sizeof slow, ", engine steps %.2fx as long", opt.slowdown);
+  printf("simulating %.1f s: %d workers, batch %d, %.0f req/s, %s prompts, classes chat+batch, seed %llu%s\n\n",
+         opt.seconds, opt.workers, opt.batch, opt.rate, opt.prompts, opt.seed, slow);
   fflush(stdout);
   run_engine(&e);
 

@@ -478,10 +478,14 @@ static size_t hb_build(hb *h, int v, int version) {
   if (v == V_GAUGES_MANY) {
     hb_var(h, 65);
     for (int i = 0; i < 65; i++) hb_var(h, 0);
-  } else {
-    hb_var(h, 2);
+  } else { /* in-flight 3, live stalls 1; version 2 also memory and coarse observations */
+    hb_var(h, version == 1 ? 2 : 4);
     hb_var(h, 3);
     hb_var(h, 1);
+    if (version >= 2) {
+      hb_var(h, 123456);
+      hb_var(h, 0);
+    }
   }
   if (v == V_LABELS_MANY) {
     hb_var(h, 9);

@@ -549,6 +549,35 @@ static void check_json_metric(const ttft_snapshot *s, int cls, ttft_metric m, co
   EXPECT_EQ_U64(11, o->n); /* unit count sum mean min max p50 p90 p95 p99 p999 */
 }
 
+/* a by_status object: per status, TTFT/TPOT/E2E/OUTPUT_TOKENS as the
+ * ttft_snapshot_status_* API gives them */
+static void check_json_by_status(const ttft_snapshot *s, int cls, const jval *o, const char *where) {
+  static const ttft_metric views[4] = {TTFT_METRIC_TTFT, TTFT_METRIC_TPOT, TTFT_METRIC_E2E,
+                                       TTFT_METRIC_OUTPUT_TOKENS};
+  EXPECT_TRUE(o && o->t == J_OBJ && o->n == TTFT_STATUS_COUNT_);
+  for (int st = 0; st < TTFT_STATUS_COUNT_; st++) {
+    const jval *so = jget(o, ttft_status_name((ttft_status)st));
+    EXPECT_TRUE(so && so->t == J_OBJ && so->n == 4);
+    for (int v = 0; v < 4; v++) {
+      char what[160];
+      snprintf(what, sizeof what, "%s.by_status.%s.%s", where, ttft_status_name((ttft_status)st),
+               ttft_metric_name(views[v]));
+      const jval *h = jget(so, ttft_metric_name(views[v]));
+      uint64_t n = ttft_snapshot_status_count(s, cls, (ttft_status)st, views[v]);
+      EXPECT_JSTR(jget(h, "unit"), views[v] == TTFT_METRIC_OUTPUT_TOKENS ? "tokens" : "ns", what);
+      EXPECT_JU64(jget(h, "count"), n, what);
+      if (!n) {
+        EXPECT_JNULL(jget(h, "p50"), what);
+        continue;
+      }
+      EXPECT_JU64(jget(h, "min"), ttft_snapshot_status_quantile(s, cls, (ttft_status)st, views[v], 0.0), what);
+      EXPECT_JU64(jget(h, "max"), ttft_snapshot_status_quantile(s, cls, (ttft_status)st, views[v], 1.0), what);
+      for (size_t i = 0; i < 5; i++)
+        EXPECT_JU64(jget(h, qk[i]), ttft_snapshot_status_quantile(s, cls, (ttft_status)st, views[v], qv[i]), what);
+    }
+  }
+}
+
 static void check_json_counters(const ttft_snapshot *s, int cls, const jval *o, const char *where) {
   EXPECT_TRUE(o && o->t == J_OBJ && o->n == TTFT_COUNTER_COUNT_);
   for (int c = 0; c < TTFT_COUNTER_COUNT_; c++) {
@@ -604,11 +633,21 @@ static void check_json(const ttft_snapshot *s, const char *text, size_t len) {
     check_json_metric(s, TTFT_CLASS_ALL, (ttft_metric)m, jget(mets, ttft_metric_name((ttft_metric)m)),
                       "metrics");
 
+  check_json_by_status(s, TTFT_CLASS_ALL, jget(root, "by_status"), "all");
+
+  /* the classes array holds the exported classes in id order: those that
+   * saw a begin (accepted or dropped), or every one with export_idle_classes */
+  const jval *idle = jget(jget(root, "config"), "export_idle_classes");
+  EXPECT_TRUE(idle && idle->t == J_BOOL);
+  int all_classes = idle && idle->t == J_BOOL && idle->b;
   const jval *cls = jget(root, "classes");
   EXPECT_TRUE(cls && cls->t == J_ARR);
-  EXPECT_EQ_U64((uint64_t)ttft_snapshot_classes(s), cls ? cls->n : 0);
+  size_t pos = 0;
   for (int c = 0; c < ttft_snapshot_classes(s); c++) {
-    const jval *o = jat(cls, (size_t)c);
+    int used = ttft_snapshot_class_counter(s, c, TTFT_COUNTER_BEGUN) ||
+               ttft_snapshot_class_counter(s, c, TTFT_COUNTER_DROPPED);
+    if (!used && !all_classes) continue;
+    const jval *o = jat(cls, pos++);
     char where[96];
     snprintf(where, sizeof where, "classes[%d]", c);
     EXPECT_JU64(jget(o, "id"), (uint64_t)c, where);
@@ -629,7 +668,9 @@ static void check_json(const ttft_snapshot *s, const char *text, size_t len) {
     const jval *cm = jget(o, "metrics");
     for (int m = 0; m < TTFT_METRIC_COUNT_; m++)
       check_json_metric(s, c, (ttft_metric)m, jget(cm, ttft_metric_name((ttft_metric)m)), where);
+    check_json_by_status(s, c, jget(o, "by_status"), where);
   }
+  EXPECT_EQ_U64(pos, cls ? cls->n : 0);
 
   const jval *sp = jget(root, "splits");
   const jval *pc = jget(sp, "prefix_cache");
@@ -732,26 +773,36 @@ static void test_json_populated(void) {
 }
 
 static void test_json_empty(void) {
-  TU_SECTION("JSON of an empty registry: nulls, not zeros");
-  ttft_registry *r = ttft_registry_new(NULL);
-  ttft_snapshot *s = ttft_snapshot_take(r);
-  long n;
-  char *text = render(s, TTFT_FORMAT_JSON, &n);
-  if (text) {
-    check_json(s, text, (size_t)n);
-    const char *err;
-    jval *root = jparse(text, (size_t)n, &err);
-    EXPECT_JNULL(jget(root, "attainment"), "attainment");
-    EXPECT_JU64(jget(jget(jget(root, "metrics"), "ttft"), "count"), 0, "ttft.count");
-    EXPECT_JNULL(jget(jget(jget(root, "metrics"), "ttft"), "p99"), "ttft.p99");
-    EXPECT_JNULL(jget(jat(jget(root, "classes"), 0), "attainment"), "classes[0].attainment");
-    EXPECT_JSTR(jget(jat(jget(root, "classes"), 0), "name"), "default", "classes[0].name");
-    EXPECT_JNULL(jget(jget(jat(jget(root, "classes"), 0), "slo"), "ttft_ns"), "no budget");
-    jdestroy(root);
+  TU_SECTION("JSON of an empty registry: nulls, not zeros; idle classes left out unless asked for");
+  for (int idle = 0; idle < 2; idle++) {
+    ttft_config cfg;
+    ttft_config_init(&cfg);
+    cfg.export_idle_classes = idle;
+    ttft_registry *r = ttft_registry_new(&cfg);
+    ttft_snapshot *s = ttft_snapshot_take(r);
+    long n;
+    char *text = render(s, TTFT_FORMAT_JSON, &n);
+    if (text) {
+      check_json(s, text, (size_t)n);
+      const char *err;
+      jval *root = jparse(text, (size_t)n, &err);
+      EXPECT_JNULL(jget(root, "attainment"), "attainment");
+      EXPECT_JU64(jget(jget(jget(root, "metrics"), "ttft"), "count"), 0, "ttft.count");
+      EXPECT_JNULL(jget(jget(jget(root, "metrics"), "ttft"), "p99"), "ttft.p99");
+      EXPECT_JNULL(jget(jget(jget(jget(root, "by_status"), "completed"), "e2e"), "p50"), "by_status p50");
+      const jval *cls = jget(root, "classes");
+      EXPECT_EQ_U64(idle ? 1 : 0, cls ? cls->n : 99); /* "default" never saw a begin */
+      if (idle) {
+        EXPECT_JNULL(jget(jat(cls, 0), "attainment"), "classes[0].attainment");
+        EXPECT_JSTR(jget(jat(cls, 0), "name"), "default", "classes[0].name");
+        EXPECT_JNULL(jget(jget(jat(cls, 0), "slo"), "ttft_ns"), "no budget");
+      }
+      jdestroy(root);
+    }
+    free(text);
+    ttft_snapshot_free(s);
+    ttft_registry_free(r);
   }
-  free(text);
-  ttft_snapshot_free(s);
-  ttft_registry_free(r);
 }
 
 /* ------------------------------------------------------- hostile labels */

@@ -243,6 +243,7 @@ static void test_structure(void) {
   ttft_stream_end(r, q, TTFT_COMPLETED, T0 + 100000000);
   q = ttft_begin(r, T0);
   ttft_stream_end(r, q, TTFT_CANCELLED, T0 + 2000000000);
+  EXPECT_ERR(TTFT_ESTALE, ttft_stream_end(r, q, TTFT_ERROR, T0 + 3000000000)); /* a stale call */
   q = ttft_begin(r, T0); /* stays in flight */
   ttft_snapshot *s = ttft_snapshot_take(r);
   char *p = render(s, TTFT_FORMAT_PROMETHEUS);
@@ -285,6 +286,26 @@ static void test_structure(void) {
     expect_sample(p, "gen_ai_server_time_to_first_token_seconds_sum{class=\"default\"}", "0.05");
     expect_sample(p, "llm_abandoned_wait_seconds_sum{class=\"default\"}", "2.0");
     expect_sample(p, "llm_request_output_tokens_sum{class=\"default\"}", "4");
+    /* token-weighted ITL: the one gap (40 ms, before a 1-token emission) */
+    EXPECT_CONTAINS(p, "# TYPE llm_inter_token_latency_per_token_seconds histogram\n");
+    expect_sample(p, "llm_inter_token_latency_per_token_seconds_count{class=\"default\"}", "1");
+    expect_sample(o, "llm_inter_token_latency_per_token_seconds_sum{class=\"default\"}", "0.04");
+    /* views by terminal status: series for the statuses that occurred */
+    EXPECT_CONTAINS(p, "# TYPE llm_time_to_first_token_by_status_seconds histogram\n");
+    EXPECT_CONTAINS(o, "# UNIT llm_request_duration_by_status_seconds seconds\n");
+    expect_sample(p, "llm_time_to_first_token_by_status_seconds_count{class=\"default\",status=\"completed\"}", "1");
+    expect_sample(o, "llm_time_to_first_token_by_status_seconds_sum{class=\"default\",status=\"completed\"}", "0.05");
+    expect_sample(p, "llm_time_to_first_token_by_status_seconds_count{class=\"default\",status=\"cancelled\"}", "0");
+    expect_sample(p, "llm_request_duration_by_status_seconds_sum{class=\"default\",status=\"cancelled\"}", "2.0");
+    expect_sample(o, "llm_time_per_output_token_by_status_seconds_count{class=\"default\",status=\"completed\"}", "1");
+    expect_sample(p, "llm_request_output_tokens_by_status_sum{class=\"default\",status=\"completed\"}", "4");
+    EXPECT_FALSE(strstr(p, "status=\"error\",le=") != NULL); /* no stream ended in error */
+    EXPECT_FALSE(strstr(o, "_by_status_seconds_count{class=\"default\",status=\"error\"}") != NULL);
+    /* stale hook calls: the registry's, no class label */
+    EXPECT_CONTAINS(p, "# TYPE llm_stale_hook_calls_total counter\n");
+    EXPECT_CONTAINS(o, "# TYPE llm_stale_hook_calls counter\n");
+    EXPECT_CONTAINS(p, "\nllm_stale_hook_calls_total 1\n");
+    EXPECT_CONTAINS(o, "\nllm_stale_hook_calls_total 1\n");
     /* default bounds: OTel for TTFT (16 + Inf), R10 fine grid elsewhere (62 + Inf) */
     EXPECT_EQ_U64(17, count_lines_with(p, "gen_ai_server_time_to_first_token_seconds_bucket{class=\"default\","));
     EXPECT_EQ_U64(14, count_lines_with(p, "gen_ai_server_time_per_output_token_seconds_bucket{class=\"default\","));
@@ -333,6 +354,10 @@ static void test_escaping(void) {
   if (!r) return;
   int cls = ttft_class_add(r, "chat.v2:x-1", NULL);
   EXPECT_GE_U64((uint64_t)(cls < 0 ? 0 : cls), 1);
+  ttft_request rq; /* a class is exported once it saw a begin */
+  ttft_request_init(&rq);
+  rq.class_id = cls;
+  EXPECT_TRUE(ttft_begin_ex(r, &rq, T0) != 0);
   ttft_snapshot *s = ttft_snapshot_take(r);
   for (int om = 0; om < 2; om++) {
     char *t = render(s, om ? TTFT_FORMAT_OPENMETRICS : TTFT_FORMAT_PROMETHEUS);
@@ -363,6 +388,7 @@ static void test_namespace_summaries(void) {
   ttft_config_init(&c);
   c.metric_namespace = "myapp_";
   c.prom_summaries = 1;
+  c.export_idle_classes = 1; /* "default" stays empty: its summary is NaN */
   ttft_registry *r = ttft_registry_new(&c);
   EXPECT_NOT_NULL(r);
   if (!r) return;
@@ -398,6 +424,7 @@ static void test_namespace_summaries(void) {
     /* an empty class has no quantiles: NaN */
     expect_sample(txt, "myapp_time_to_first_token_quantiles_seconds{class=\"default\",quantile=\"0.5\"}", "NaN");
     expect_sample(txt, "myapp_request_output_tokens_quantiles{class=\"chat\",quantile=\"0.999\"}", "1");
+    EXPECT_CONTAINS(txt, "# TYPE myapp_inter_token_latency_per_token_quantiles_seconds summary\n");
     free(txt);
   }
   ttft_snapshot_free(s);

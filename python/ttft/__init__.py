@@ -7,35 +7,41 @@
         for chunk in generate():
             send(chunk)
             s.token()                     # after the chunk is visible
+    reg.step_emitted(batch_streams)       # or: one call per decode step
     snap = reg.snapshot()
     snap.quantile("ttft", 0.99)           # seconds
+    snap.quantile("e2e", 0.99, status="completed")
 
 Pure standard library (ctypes) over the C library libttft (include/ttft.h is
-the reference). Timestamps t_ns are nanoseconds on time.monotonic_ns()'s
-clock (CLOCK_MONOTONIC, the library's clock); None means "now". Budgets and
-query results are seconds. docs/python.md has the guide.
+the reference). Timestamps t_ns are keyword-only nanoseconds (> 0) on
+time.monotonic_ns()'s clock (CLOCK_MONOTONIC, the library's clock); None is
+the only "now" (an explicit 0 is refused). Budgets and query results are
+seconds. docs/python.md has the guide.
 
-The shared library is looked up in this order: $TTFT_LIBRARY; libttft.so*
-next to this package; the path recorded by `make install`; the build tree of
-a source checkout (../build*/); the system loader (find_library, then
-libttft.so.1). It is loaded on first use; ttft.library_path() tells which.
+The shared library is looked up in this order: $TTFT_LIBRARY; _libttft.so
+built into this package by `pip install ./python`; libttft.so* next to this
+package; the path recorded by `make install`; the build tree of a source
+checkout (../build*/); the system loader (find_library, then libttft.so.1).
+It is loaded on first use; ttft.library_path() tells which.
 """
 
 from . import _lib
-from ._core import Class, HttpServer, Registry, SeqStats, Stream, now_ns
+from ._core import (MAX_TOKENS_PER_EMISSION, Class, HttpServer, Registry, SeqStats,
+                    Stream, now_ns)
 from ._errors import (ClosedError, CorruptError, Error, ExistsError, FullError,
                       InvalidArgumentError, IoError, LibraryNotFoundError,
                       NotSupportedError, OutOfMemoryError, RangeError,
                       StaleHandleError)
 from ._snapshot import Snapshot, merge
 
-__version__ = "1.0.0"
+__version__ = "1.1.0"
 
 METRICS = _lib.METRICS
 COUNTERS = _lib.COUNTERS
 GAUGES = _lib.GAUGES
 STATUSES = _lib.STATUSES
 FORMATS = _lib.FORMATS
+STATUS_VIEW_METRICS = _lib.STATUS_VIEW_METRICS
 
 
 def library_path():
@@ -44,7 +50,7 @@ def library_path():
 
 
 def library_version():
-    """The loaded C library's version string, e.g. "1.0.0"."""
+    """The loaded C library's version string, e.g. "1.1.0"."""
     return _lib.load().ttft_version_string().decode("ascii")
 
 
@@ -54,5 +60,6 @@ __all__ = [
     "Error", "InvalidArgumentError", "StaleHandleError", "FullError",
     "OutOfMemoryError", "RangeError", "CorruptError", "ExistsError", "IoError",
     "NotSupportedError", "ClosedError", "LibraryNotFoundError",
-    "METRICS", "COUNTERS", "GAUGES", "STATUSES", "FORMATS",
+    "METRICS", "COUNTERS", "GAUGES", "STATUSES", "FORMATS", "STATUS_VIEW_METRICS",
+    "MAX_TOKENS_PER_EMISSION",
 ]

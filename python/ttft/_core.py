@@ -17,6 +17,7 @@ import ctypes
 import math
 import re
 import threading
+from array import array
 
 from . import _lib
 from ._errors import (ClosedError, Error, InvalidArgumentError,
@@ -25,23 +26,46 @@ from ._errors import (ClosedError, Error, InvalidArgumentError,
 # Hot-path C functions, bound by _bind() when the library is first loaded.
 # Module globals are the cheapest lookup from a method body.
 _begin = _begin_ex = _mark = _token_emitted = _stream_end = None
+_annotate = _step_emitted = None
 _L = None  # the CDLL
 
 
 def _bind():
     """Load libttft (once) and bind the hot functions to module globals."""
     global _L, _begin, _begin_ex, _mark, _token_emitted, _stream_end
+    global _annotate, _step_emitted
     if _L is None:
         lib = _lib.load()
         _begin, _begin_ex = lib.ttft_begin, lib.ttft_begin_ex
         _mark, _token_emitted = lib.ttft_mark, lib.ttft_token_emitted
         _stream_end = lib.ttft_stream_end
+        _annotate, _step_emitted = lib.ttft_annotate, lib.ttft_step_emitted
         _L = lib
     return _L
 
 
 _U32 = _lib.U32_MAX
 _U64 = _lib.U64_MAX
+
+# The most tokens one emission may carry unless the caller says allow_large=True.
+# No model flushes a million tokens at once, but a nanosecond timestamp passed
+# where n belongs (s.token(150_000_000)) is a number like that: refuse it.
+MAX_TOKENS_PER_EMISSION = 1 << 20
+
+
+def _typecode(size):
+    """An array.array type code for unsigned integers of `size` bytes."""
+    for code in ("B", "H", "I", "L", "Q"):
+        if array(code).itemsize == size:
+            return code
+    raise ImportError("no array type code for %d-byte unsigned integers" % size)
+
+
+# Handles (ttft_seq, uint64_t) and token counts (uint32_t) for step_emitted.
+# 'L' converts ints about 3x faster than 'Q' where both are 8 bytes (LP64),
+# and _typecode picks it first for that reason.
+_SEQ_CODE = _typecode(8)
+_N_CODE = _typecode(4)
 _STATUS_INDEX = {name: i for i, name in enumerate(_lib.STATUSES)}
 _CANCEL_TYPES = (asyncio.CancelledError, concurrent.futures.CancelledError,
                  GeneratorExit, ConnectionError)
@@ -58,16 +82,36 @@ def _int_arg(value, what, lo, hi):
     return v
 
 
+_ZERO_TIME = (
+    "%s=0 is not a timestamp: the C library reads 0 as 'now' (TTFT_NOW), so a "
+    "replayed trace whose times start at 0 would silently mix the live clock "
+    "with its own times. Pass None for 'now', or shift the trace by a base "
+    "time (e.g. add 1_000_000_000) so that every timestamp is > 0")
+
+
 def _t_arg(t_ns, what="t_ns"):
-    """A timestamp argument: None (read the clock) or ns on time.monotonic_ns()'s
-    clock. 0 also means "now", as in C (TTFT_NOW)."""
+    """A timestamp argument: None (read the clock now) or ns (> 0) on
+    time.monotonic_ns()'s clock. None is the only "now": an explicit 0 is
+    refused (see _ZERO_TIME)."""
     if t_ns is None:
         return 0
-    return _int_arg(t_ns, what, 0, _U64)
+    t = _int_arg(t_ns, what, 0, _U64)
+    if t == 0:
+        raise ValueError(_ZERO_TIME % what)
+    return t
 
 
-def _n_arg(n):
-    return _int_arg(n, "n", 1, _U32)
+def _n_arg(n, allow_large=False, what="n"):
+    """A token count of one emission: an int in [1, 2**32-1], and at most
+    MAX_TOKENS_PER_EMISSION unless allow_large."""
+    v = _int_arg(n, what, 1, _U32)
+    if v > MAX_TOKENS_PER_EMISSION and not allow_large:
+        raise ValueError(
+            "%s=%d tokens in one emission is above the sanity bound of %d "
+            "(ttft.MAX_TOKENS_PER_EMISSION): was a timestamp passed as the token "
+            "count? Timestamps go in t_ns=...; pass allow_large=True if the count "
+            "is real" % (what, v, MAX_TOKENS_PER_EMISSION))
+    return v
 
 
 def _seconds_arg(value, what, allow_zero=True):
@@ -86,6 +130,12 @@ def _seconds_arg(value, what, allow_zero=True):
     if ns == 0 and value > 0:
         ns = 1  # a positive budget never becomes "no budget"
     return ns
+
+
+def _bool_arg(value, what):
+    if not isinstance(value, bool):
+        raise TypeError("%s must be True or False, not %s" % (what, type(value).__name__))
+    return 1 if value else 0
 
 
 def _str_arg(value, what, max_bytes=None):
@@ -224,11 +274,12 @@ class Stream:
     `dropped`: its hooks do nothing, so instrumentation never fails the
     request it measures."""
 
-    __slots__ = ("_o", "_seq", "cls", "status", "dropped", "__weakref__")
+    __slots__ = ("_o", "_seq", "_k", "cls", "status", "dropped", "__weakref__")
 
-    def __init__(self, owner, seq, cls):
+    def __init__(self, owner, seq, cls, key=None):
         self._o = owner if seq else None
         self._seq = seq
+        self._k = key          # the registry's identity, kept after end()
         self.cls = cls
         self.status = None     # "completed" / "cancelled" / "error" once ended
         self.dropped = not seq
@@ -260,41 +311,76 @@ class Stream:
         raise from_code(rc, what)
 
     # --- hooks
-    def token(self, n=1, t_ns=None):
-        """n tokens became visible to the client at t_ns (None = now)."""
-        o = self._o
-        if o is None:
-            return self._dead("Stream.token")
+    # Timestamps are keyword-only (t_ns=...): s.token(150_000_000) is 150 M
+    # tokens, never a time, and is refused by the sanity bound on n.
+    def token(self, n=1, *, t_ns=None, allow_large=False):
+        """n tokens became visible to the client at t_ns (None = now; ns on
+        time.monotonic_ns()'s clock, > 0). n above MAX_TOKENS_PER_EMISSION
+        raises ValueError unless allow_large=True."""
         if t_ns is None:
             t = 0
-        elif type(t_ns) is int and 0 <= t_ns <= _U64:
+        elif type(t_ns) is int and 0 < t_ns <= _U64:
             t = t_ns
         else:
             t = _t_arg(t_ns)
-        if type(n) is not int or n < 1 or n > _U32:
-            n = _n_arg(n)
+        if type(n) is not int or n < 1 or n > MAX_TOKENS_PER_EMISSION:
+            n = _n_arg(n, allow_large)
+        o = self._o
+        if o is None:
+            return self._dead("Stream.token")
         rc = _token_emitted(o.ptr, self._seq, n, t)
         if rc:
             self._fail(rc, "Stream.token", o)
 
     def _mark(self, phase, t_ns, what):
+        t = _t_arg(t_ns)
         o = self._o
         if o is None:
             return self._dead(what)
-        rc = _mark(o.ptr, self._seq, phase, _t_arg(t_ns))
+        rc = _mark(o.ptr, self._seq, phase, t)
         if rc:
             self._fail(rc, what, o)
 
-    def mark_scheduled(self, t_ns=None):
+    def mark_scheduled(self, *, t_ns=None):
         """First admission by the scheduler (prefill starts). Later calls
         are accepted and ignored by the library."""
         self._mark(_lib.TTFT_PHASE_SCHEDULED, t_ns, "Stream.mark_scheduled")
 
-    def mark_preempted(self, t_ns=None):
+    def mark_preempted(self, *, t_ns=None):
         """Evicted from the batch (counted as a preemption)."""
         self._mark(_lib.TTFT_PHASE_PREEMPTED, t_ns, "Stream.mark_preempted")
 
-    def end(self, status="completed", t_ns=None):
+    def annotate(self, prompt_tokens=None, prefix_hit=None):
+        """Details learned after begin (typically when a slot picks the
+        request up): prompt length and prefix-cache hit. None leaves a field
+        as it is (prompt_tokens=0 too, as in begin()); prefix_hit is True,
+        False or None. The clock keeps its start.
+
+        Returns True when recorded, False when it came too late: after the
+        first token (TTFT's prefix and prompt-band splits were recorded then,
+        so nothing changes) or on a dropped stream. Raises StaleHandleError
+        on an ended stream, like the other hooks."""
+        pt = 0 if prompt_tokens is None else _int_arg(prompt_tokens, "prompt_tokens", 0, _U32)
+        if prefix_hit is None:
+            ph = -1
+        elif isinstance(prefix_hit, bool):
+            ph = 1 if prefix_hit else 0
+        else:
+            raise TypeError("prefix_hit must be True, False or None, not %s"
+                            % type(prefix_hit).__name__)
+        o = self._o
+        if o is None:
+            if self.dropped:
+                return False
+            return self._dead("Stream.annotate")
+        rc = _annotate(o.ptr, self._seq, pt, ph)
+        if rc == 0:
+            return True
+        if rc == _lib.TTFT_ERANGE:
+            return False
+        self._fail(rc, "Stream.annotate", o)
+
+    def end(self, status="completed", *, t_ns=None):
         """Close the stream: "completed", "cancelled" (the client went
         away) or "error" (the server failed it)."""
         st = _status_arg(status)
@@ -375,6 +461,34 @@ class _StreamScope:
         return self.__exit__(exc_type, exc, tb)
 
 
+def _step_counts(n_tokens, count, allow_large):
+    """n_tokens of step_emitted as an array of uint32 (None: all 1)."""
+    if isinstance(n_tokens, bool):
+        raise TypeError("n_tokens must be None, an int or a sequence of ints, not bool")
+    if isinstance(n_tokens, int):
+        n = _int_arg(n_tokens, "n_tokens", 0, _U32)
+        if n > MAX_TOKENS_PER_EMISSION:
+            _n_arg(n, allow_large, "n_tokens")
+        return None if n == 1 else array(_N_CODE, [n]) * count
+    if isinstance(n_tokens, (str, bytes, bytearray, memoryview)):
+        # array() would read bytes as raw machine integers
+        raise TypeError("n_tokens must be None, an int or a sequence of ints, not %s"
+                        % type(n_tokens).__name__)
+    try:
+        ns = array(_N_CODE, n_tokens)
+    except TypeError:
+        raise TypeError("n_tokens must be None, an int or a sequence of ints") from None
+    except OverflowError:
+        raise ValueError("n_tokens: every count must be in [0, %d]" % _U32) from None
+    if len(ns) != count:
+        raise ValueError("n_tokens has %d counts for %d streams" % (len(ns), count))
+    if count and not allow_large:
+        big = max(ns)
+        if big > MAX_TOKENS_PER_EMISSION:
+            _n_arg(big, False, "n_tokens[%d]" % list(ns).index(big))
+    return ns
+
+
 def _token_count(count, item):
     if count is None:
         return 1
@@ -442,14 +556,24 @@ class Registry:
       start_point, token_point, model, namespace (metric prefix),
       labels ({name: value} constant labels), prompt_bands (ascending
       prompt-token edges), prom_buckets ({metric: [upper bounds in seconds,
-      tokens for output_tokens]}), prom_summaries (bool).
+      tokens for output_tokens]}), prom_summaries (bool);
+    since 1.1:
+      native_histograms (bool; default True: the protobuf exposition carries
+      native histograms beside the classic buckets), native_schema (int,
+      -4 .. 8; default 7), export_idle_classes (bool; default False: classes
+      that never saw a begin are left out of reports and expositions),
+      memory_limit (bytes of histogram buckets, at least 1 MiB; default
+      256 MiB; beyond it values are binned by power of two only, gauge
+      "coarse").
     """
 
     def __init__(self, max_inflight=4096, stall_threshold=0.5, *,
                  max_threads=None, max_classes=None, clock=None,
                  start_point=None, token_point=None, model=None,
                  namespace=None, labels=None, prompt_bands=None,
-                 prom_buckets=None, prom_summaries=False):
+                 prom_buckets=None, prom_summaries=False,
+                 native_histograms=None, native_schema=None,
+                 export_idle_classes=None, memory_limit=None):
         self._o = None
         self._servers = []
         self._lock = threading.Lock()
@@ -458,7 +582,7 @@ class Registry:
         cfg = _lib.Config()
         lib.ttft_config_init_sized(ctypes.byref(cfg), ctypes.sizeof(cfg))
         keep = []  # buffers that must live until ttft_registry_new returns
-        cfg.max_inflight = _int_arg(max_inflight, "max_inflight", 1, 1 << 24)
+        cfg.max_inflight = _int_arg(max_inflight, "max_inflight", 1, _lib.TTFT_MAX_INFLIGHT)
         cfg.stall_threshold_ns = _seconds_arg(stall_threshold, "stall_threshold",
                                               allow_zero=False)
         if max_threads is not None:
@@ -523,6 +647,16 @@ class Registry:
                 cfg.prom_buckets[m] = ctypes.cast(arr, ctypes.POINTER(ctypes.c_uint64))
                 cfg.prom_n_buckets[m] = len(vals)
         cfg.prom_summaries = 1 if prom_summaries else 0
+        if native_histograms is not None:
+            cfg.native_histograms = _bool_arg(native_histograms, "native_histograms")
+        if native_schema is not None:
+            cfg.native_schema = _int_arg(native_schema, "native_schema",
+                                         _lib.NATIVE_SCHEMA_MIN, _lib.NATIVE_SCHEMA_MAX)
+        if export_idle_classes is not None:
+            cfg.export_idle_classes = _bool_arg(export_idle_classes, "export_idle_classes")
+        if memory_limit is not None:
+            cfg.memory_limit = _int_arg(memory_limit, "memory_limit",
+                                        _lib.TTFT_MIN_MEMORY_LIMIT, _U64)
         raw = lib.ttft_registry_new(ctypes.byref(cfg))
         del keep
         if not raw:
@@ -638,7 +772,7 @@ class Registry:
             seq = _begin(p, t)
         else:
             seq = _begin_ex(p, ctypes.byref(req), t)
-        return Stream(o, seq, cls)
+        return Stream(o, seq, cls, self._key)
 
     def begin(self, t_ns=None, cls=None, prompt_tokens=None, prefix_hit=None):
         """Start a stream at t_ns (None = now): the clock start of TTFT and
@@ -655,7 +789,84 @@ class Registry:
         h = _int_arg(handle, "handle", 1, _U64)
         o = self._o
         _registry_ptr(o)
-        return Stream(o, h, None)
+        return Stream(o, h, None, self._key)
+
+    def step_emitted(self, streams, n_tokens=None, *, t_ns=None, allow_large=False):
+        """One decode step of a continuous-batching engine, in one C call
+        (ttft_step_emitted): streams[i] emitted n_tokens[i] tokens at t_ns
+        (None = now, one clock read for the whole step). Records exactly
+        what one streams[i].token(n_tokens[i], t_ns=t_ns) per stream would.
+
+        streams: a list (or tuple, or iterable) of this registry's Streams.
+        n_tokens: None (1 each), one int for all, or a sequence of ints of
+        the same length; 0 means "no emission this step" (skipped), and
+        counts above MAX_TOKENS_PER_EMISSION raise unless allow_large=True.
+
+        Returns the number of emissions accepted. Never raises for the
+        streams' own state: a dropped stream is skipped (as its token() does
+        nothing), and an ended one (say, cancelled by its client while the
+        engine still had it in the batch) is skipped by the library and
+        counted in the "stale" counter. Raises TypeError / ValueError for a
+        non-Stream item, a Stream of another registry, or bad n_tokens;
+        ClosedError after close()."""
+        if t_ns is None:
+            t = 0
+        elif type(t_ns) is int and 0 < t_ns <= _U64:
+            t = t_ns
+        else:
+            t = _t_arg(t_ns)
+        if type(streams) is not list and type(streams) is not tuple:
+            if isinstance(streams, (str, bytes, bytearray, Stream)):
+                raise TypeError("step_emitted() needs a list of ttft.Stream objects, not %s"
+                                % type(streams).__name__)
+            streams = list(streams)
+        count = len(streams)
+        ns = None if n_tokens is None else _step_counts(n_tokens, count, allow_large)
+        o = self._o  # a local keeps the registry alive during the call
+        p = _registry_ptr(o)
+        if not count:
+            return 0
+        # The fast path: every item a live Stream of this registry. An
+        # ended or dropped stream (whose _o is None), another registry's, or
+        # a non-Stream falls out of the filter and takes the slow path.
+        try:
+            handles = [s._seq for s in streams if s._o is o]
+        except AttributeError:
+            handles = None
+        if handles is None or len(handles) != count:
+            handles, ns = self._step_filter(streams, ns)
+            if not handles:
+                return 0
+        h = array(_SEQ_CODE, handles)
+        if ns is None:
+            rc = _step_emitted(p, h.buffer_info()[0], None, len(h), t)
+        else:
+            rc = _step_emitted(p, h.buffer_info()[0], ns.buffer_info()[0], len(h), t)
+        if rc < 0:
+            raise from_code(rc, "Registry.step_emitted")
+        return rc
+
+    def _step_filter(self, streams, ns):
+        """The handles (and counts) step_emitted passes when not every item
+        is a live Stream of this registry: TypeError for a non-Stream,
+        ValueError for another registry's Stream, dropped streams left out,
+        ended streams kept (the library skips them and counts them STALE)."""
+        key = self._key
+        handles, keep = [], []
+        for i, s in enumerate(streams):
+            if not isinstance(s, Stream):
+                raise TypeError("step_emitted(): item %d is %s, not a ttft.Stream"
+                                % (i, type(s).__name__))
+            if s._k is not key:
+                raise ValueError("step_emitted(): item %d (%r) belongs to another registry"
+                                 % (i, s))
+            if s.dropped:
+                continue
+            handles.append(s._seq)
+            keep.append(i)
+        if ns is not None:
+            ns = array(_N_CODE, [ns[i] for i in keep])
+        return handles, ns
 
     def stream(self, t_ns=None, cls=None, prompt_tokens=None, prefix_hit=None):
         """A context manager (sync and async) that begins a stream on enter

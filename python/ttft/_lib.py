@@ -44,11 +44,18 @@ ERRORS = {  # code: (name, ttft_strerror text as in the header's X-macro)
 TTFT_EINVAL, TTFT_ESTALE, TTFT_EFULL, TTFT_ENOMEM, TTFT_ERANGE = -1, -2, -3, -4, -5
 TTFT_ECORRUPT, TTFT_EEXIST, TTFT_EIO, TTFT_ENOTSUP = -6, -7, -8, -9
 
+# Metrics that have per-status views (ttft_snapshot_status_*).
+STATUS_VIEW_METRICS = ("ttft", "tpot", "e2e", "output_tokens")
+TTFT_MIN_MEMORY_LIMIT = 1 << 20
+TTFT_DEFAULT_MEMORY_LIMIT = 256 << 20
+NATIVE_SCHEMA_MIN, NATIVE_SCHEMA_MAX = -4, 8
+
 TTFT_PHASE_SCHEDULED = 0
 TTFT_PHASE_PREEMPTED = 1
 TTFT_CLASS_ALL = -1
 TTFT_MAX_BANDS = 8
 TTFT_MAX_LABEL = 128
+TTFT_MAX_INFLIGHT = 1 << 20
 TTFT_MAX_CONST_LABELS = 8
 TTFT_MAX_PROM_BUCKETS = 64
 TTFT_METRIC_COUNT = len(METRICS)
@@ -162,6 +169,11 @@ PROTOTYPES = {
     "ttft_mark": (_int, [_vp, _u64, _c_enum, _u64]),
     "ttft_token_emitted": (_int, [_vp, _u64, _u32, _u64]),
     "ttft_stream_end": (_int, [_vp, _u64, _c_enum, _u64]),
+    # 1.1: details after begin, one call per decode step. step_emitted takes
+    # its arrays as raw addresses (c_void_p): the bindings pass the address
+    # of an array.array they keep alive across the call.
+    "ttft_annotate": (_int, [_vp, _u64, _u32, _int]),
+    "ttft_step_emitted": (_long, [_vp, _vp, _vp, _size, _u64]),
     "ttft_seq_stats": (_int, [_vp, _u64, _P(SeqInfo)]),
     "ttft_stalled_now": (_long, [_vp, _u64]),
     "ttft_inflight": (_long, [_vp]),
@@ -175,6 +187,8 @@ PROTOTYPES = {
     "ttft_snapshot_class_mean": (_dbl, [_vp, _int, _c_enum]),
     "ttft_snapshot_class_sum": (_u64, [_vp, _int, _c_enum]),
     "ttft_snapshot_class_counter": (_u64, [_vp, _int, _c_enum]),
+    "ttft_snapshot_status_count": (_u64, [_vp, _int, _c_enum, _c_enum]),
+    "ttft_snapshot_status_quantile": (_u64, [_vp, _int, _c_enum, _c_enum, _dbl]),
     "ttft_snapshot_gauge": (_u64, [_vp, _c_enum]),
     "ttft_snapshot_attainment": (_dbl, [_vp, _int]),
     "ttft_snapshot_split_count": (_u64, [_vp, _c_enum, ctypes.c_uint]),
@@ -202,6 +216,7 @@ PROTOTYPES = {
 # ---------------------------------------------------------------- lookup
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
 _SONAME = "libttft.so.1"
+BUNDLED_NAME = "_libttft.so"  # what setup.py builds into the package
 
 
 def _checkout_root():
@@ -218,10 +233,13 @@ def candidates(environ=None):
 
     1. $TTFT_LIBRARY (when set, it is the only place tried: an explicit
        choice must not silently fall back to another library);
-    2. libttft.so* next to the package (a copied or vendored library);
-    3. the path `make install` recorded when it installed the package;
-    4. ../build*/libttft.so* of a source checkout, newest first;
-    5. the system loader: ctypes.util.find_library("ttft"), then the
+    2. _libttft.so inside the package: the library `pip install ./python`
+       compiled from the C sources (setup.py), so a pip-installed package
+       always uses the library it was built with;
+    3. libttft.so* next to the package (a copied or vendored library);
+    4. the path `make install` recorded when it installed the package;
+    5. ../build*/libttft.so* of a source checkout, newest first;
+    6. the system loader: ctypes.util.find_library("ttft"), then the
        soname libttft.so.1 (LD_LIBRARY_PATH, ld.so.cache, default dirs).
     """
     env = os.environ if environ is None else environ
@@ -229,6 +247,9 @@ def candidates(environ=None):
     if explicit:
         return [("$TTFT_LIBRARY", explicit)]
     out = []
+    bundled = os.path.join(_PKG_DIR, BUNDLED_NAME)
+    if os.path.isfile(bundled):
+        out.append(("built into the package", bundled))
     beside = sorted(glob.glob(os.path.join(_PKG_DIR, "libttft.so*")))
     if beside:
         out += [("next to the package", p) for p in beside]
@@ -293,8 +314,9 @@ def load_from(cands):
         return lib, path
     raise LibraryNotFoundError(
         "libttft shared library not found. Looked in:\n  " + "\n  ".join(tried) +
-        "\nBuild it (make), install it (make install), or set TTFT_LIBRARY "
-        "to the path of libttft.so.1.")
+        "\nInstall the package with `pip install ./python` (it compiles the "
+        "library into the package), build it (make), install it (make install), "
+        "or set TTFT_LIBRARY to the path of libttft.so.1.")
 
 
 _lock = threading.Lock()

@@ -18,6 +18,7 @@ _GAUGE_INDEX = {name: i for i, name in enumerate(_lib.GAUGES)}
 _SPLIT_INDEX = {name: i for i, name in enumerate(_lib.SPLITS)}
 _FORMAT_INDEX = {name: i for i, name in enumerate(_lib.FORMATS)}
 _TOKENS = _lib.METRICS.index("output_tokens")
+_BINARY_FORMATS = frozenset(("prometheus_protobuf",))
 
 
 def _lookup(table, value, what):
@@ -36,6 +37,18 @@ def _q_arg(q):
     if not (0.0 <= q <= 1.0):  # also rejects NaN
         raise ValueError("q must be in [0, 1], got %r" % (q,))
     return float(q)
+
+
+def _status_view(metric, status):
+    """(metric index, status index) of a per-status view; ValueError for a
+    metric that has none (the C call would answer 0, which reads like an
+    empty view)."""
+    m = _core._metric_index(metric)
+    st = _core._status_arg(status)
+    if metric not in _lib.STATUS_VIEW_METRICS:
+        raise ValueError("status views exist for %s only, not %r"
+                         % (", ".join(_lib.STATUS_VIEW_METRICS), metric))
+    return m, st
 
 
 def _value(m, ns):
@@ -145,27 +158,39 @@ class Snapshot:
                 for k in ("ttft", "tpot", "e2e", "stall_threshold")}
 
     # --- queries
-    def quantile(self, metric, q, cls=None):
+    def quantile(self, metric, q, cls=None, status=None):
         """Quantile q in [0, 1] of metric, in seconds (tokens for
-        output_tokens); 0 when the metric is empty."""
-        m = _core._metric_index(metric)
-        qq = _q_arg(q)
-        own = self._p()
-        ns = _core._L.ttft_snapshot_class_quantile(own.ptr, self._cid(cls), m, qq)
-        return _value(m, ns)
+        output_tokens); 0 when the metric is empty.
 
-    def quantile_ns(self, metric, q, cls=None):
+        status ("completed", "cancelled" or "error") reads the view of the
+        streams that ended with that status, recorded at stream end; it
+        exists for ttft, tpot, e2e and output_tokens. status="completed" is
+        what client benchmarks report (they count completed requests only);
+        without status, ttft counts every stream that saw a first token,
+        including those cancelled later."""
+        return _value(_core._metric_index(metric), self.quantile_ns(metric, q, cls, status))
+
+    def quantile_ns(self, metric, q, cls=None, status=None):
         """Like quantile() but the raw C value: int ns (tokens)."""
-        m = _core._metric_index(metric)
         qq = _q_arg(q)
+        if status is None:
+            m = _core._metric_index(metric)
+            own = self._p()
+            return _core._L.ttft_snapshot_class_quantile(own.ptr, self._cid(cls), m, qq)
+        m, st = _status_view(metric, status)
         own = self._p()
-        return _core._L.ttft_snapshot_class_quantile(own.ptr, self._cid(cls), m, qq)
+        return _core._L.ttft_snapshot_status_quantile(own.ptr, self._cid(cls), st, m, qq)
 
-    def count(self, metric, cls=None):
-        """Number of observations of metric."""
-        m = _core._metric_index(metric)
+    def count(self, metric, cls=None, status=None):
+        """Number of observations of metric (of the streams that ended with
+        status, when given: see quantile())."""
+        if status is None:
+            m = _core._metric_index(metric)
+            own = self._p()
+            return _core._L.ttft_snapshot_class_count(own.ptr, self._cid(cls), m)
+        m, st = _status_view(metric, status)
         own = self._p()
-        return _core._L.ttft_snapshot_class_count(own.ptr, self._cid(cls), m)
+        return _core._L.ttft_snapshot_status_count(own.ptr, self._cid(cls), st, m)
 
     def sum(self, metric, cls=None):
         """Exact sum of metric: seconds (tokens for output_tokens)."""
@@ -192,7 +217,9 @@ class Snapshot:
         return {name: self.counter(name, cls) for name in _lib.COUNTERS}
 
     def gauge(self, name):
-        """Gauge at snapshot time: "inflight" or "live_stalls"."""
+        """Gauge at snapshot time: "inflight", "live_stalls", "memory" (bytes
+        the registry holds) or "coarse" (observations binned by power of two
+        only because memory_limit was reached; 0 normally)."""
         g = _lookup(_GAUGE_INDEX, name, "gauge")
         own = self._p()
         return _core._L.ttft_snapshot_gauge(own.ptr, g)
@@ -258,7 +285,9 @@ class Snapshot:
 
     # --- rendering
     def format(self, fmt="text"):
-        """Render as "text", "json", "prometheus" or "openmetrics"."""
+        """Render as "text", "json", "prometheus" or "openmetrics" (str), or
+        "prometheus_protobuf" (bytes: length-delimited
+        io.prometheus.client.MetricFamily messages with native histograms)."""
         f = _lookup(_FORMAT_INDEX, fmt, "format")
         own = self._p()
         p = own.ptr
@@ -270,7 +299,11 @@ class Snapshot:
         m = fn(p, f, buf, n + 1)
         if m < 0:
             raise from_code(m, "Snapshot.format(%r)" % fmt)
-        return buf.raw[:min(m, n)].decode("utf-8", "replace")
+        if m > n:  # a snapshot is immutable: the output cannot grow
+            raise from_code(_lib.TTFT_ERANGE, "Snapshot.format(%r)" % fmt)
+        if fmt in _BINARY_FORMATS:
+            return buf.raw[:m]
+        return buf.raw[:m].decode("utf-8", "replace")
 
     def report(self):
         """The text table for a terminal."""
@@ -291,6 +324,11 @@ class Snapshot:
     def to_openmetrics(self):
         """OpenMetrics 1.0 text."""
         return self.format("openmetrics")
+
+    def to_prometheus_protobuf(self):
+        """Prometheus protobuf exposition (bytes): what /metrics sends when
+        the scraper's Accept asks for application/vnd.google.protobuf."""
+        return self.format("prometheus_protobuf")
 
     def __str__(self):
         return self.report()

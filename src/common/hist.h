@@ -49,10 +49,11 @@ TTFT_HIDDEN uint64_t ttft__nearest_rank(double q, uint64_t n);
  * A histogram as a snapshot holds it: plain numbers, and only the buckets
  * that can be non-zero. They are kept as runs of consecutive buckets; a
  * gap of TTFT__HRUN_GAP or more empty buckets starts a new run, so the
- * memory is at most 4 words per populated bucket (and one run of words for
- * a histogram whose buckets are contiguous, the usual case) plus the
- * header. The storage belongs to the snapshot and is freed with it. */
-#define TTFT__HRUN_GAP 4u
+ * memory is at most 16 bytes per populated bucket (a count and a run, or
+ * a count and one empty neighbour), one array of counts for a histogram
+ * whose buckets are contiguous (the usual case), plus the header. The
+ * storage belongs to the snapshot and is freed with it. */
+#define TTFT__HRUN_GAP 2u
 typedef struct ttft__hrun {
   uint16_t start, len; /* buckets [start, start + len)                    */
   uint32_t off;        /* their counts: cnt[off .. off + len)             */

@@ -11,8 +11,8 @@
  * chunk (4 KiB growing to 256 KiB as the snapshot grows, so the slack is at
  * most about half of what is used), a large one gets a chunk of its own.
  * All of it is freed with the snapshot. */
-struct ttft__chunk {
-  ttft__chunk *next;
+struct ttft__sblock {
+  ttft__sblock *next;
   size_t cap, used;
   uint64_t pad_; /* keeps data 16-aligned after three words */
   unsigned char data[];
@@ -22,9 +22,9 @@ struct ttft__chunk {
 #define CHUNK_MAX (64u * 1024u) /* below malloc's mmap threshold */
 
 /* Not zeroed: the builder writes every byte of what it takes but padding. */
-static ttft__chunk *chunk_new(ttft_snapshot *s, size_t cap) {
-  if (cap > SIZE_MAX - sizeof(ttft__chunk)) return NULL;
-  ttft__chunk *c = s->alloc.alloc(s->alloc.ctx, sizeof *c + cap);
+static ttft__sblock *chunk_new(ttft_snapshot *s, size_t cap) {
+  if (cap > SIZE_MAX - sizeof(ttft__sblock)) return NULL;
+  ttft__sblock *c = s->alloc.alloc(s->alloc.ctx, sizeof *c + cap);
   if (!c) return NULL;
   c->next = NULL;
   c->cap = cap;
@@ -36,7 +36,7 @@ static ttft__chunk *chunk_new(ttft_snapshot *s, size_t cap) {
 void *ttft__snapshot_alloc(ttft_snapshot *s, size_t bytes) {
   size_t n = (bytes + 15) & ~(size_t)15;
   if (n < bytes) return NULL;
-  ttft__chunk *c = s->store;
+  ttft__sblock *c = s->store;
   if (c && c->cap - c->used >= n) {
     void *p = c->data + c->used;
     c->used += n;
@@ -45,7 +45,7 @@ void *ttft__snapshot_alloc(ttft_snapshot *s, size_t bytes) {
   size_t cap = s->store_bytes < CHUNK_MIN ? CHUNK_MIN : s->store_bytes;
   if (cap > CHUNK_MAX) cap = CHUNK_MAX;
   if (n > cap / 4) { /* large: a chunk of its own, behind the current one */
-    ttft__chunk *big = chunk_new(s, n);
+    ttft__sblock *big = chunk_new(s, n);
     if (!big) return NULL;
     big->used = n;
     if (c) {
@@ -101,7 +101,7 @@ ttft_snapshot *ttft__snapshot_new(uint32_t nclasses) {
 void ttft_snapshot_free(ttft_snapshot *s) {
   if (!s) return;
   ttft_allocator a = s->alloc;
-  for (ttft__chunk *c = s->store, *next; c; c = next) {
+  for (ttft__sblock *c = s->store, *next; c; c = next) {
     next = c->next;
     ttft__free(&a, c);
   }

@@ -41,7 +41,7 @@ typedef struct ttft__sclass {
   ttft__shist *sv[TTFT_STATUS_COUNT_][TTFT__STATUS_VIEWS]; /* status views     */
 } ttft__sclass;
 
-typedef struct ttft__chunk ttft__chunk; /* snapshot storage (snapshot.c) */
+typedef struct ttft__sblock ttft__sblock; /* a block of snapshot storage (snapshot.c) */
 
 struct ttft_snapshot {
   ttft_allocator alloc;       /* what allocated it, frees it                */
@@ -70,7 +70,7 @@ struct ttft_snapshot {
   ttft__shist *split_cache[2];             /* TTFT by prefix miss / hit      */
   ttft__shist *split_band[TTFT_MAX_BANDS]; /* TTFT by prompt band           */
   ttft__shist empty;          /* what every histogram pointer starts at     */
-  ttft__chunk *store;         /* the histograms' storage, freed with s      */
+  ttft__sblock *store;         /* the histograms' storage, freed with s      */
   size_t store_bytes;         /* bytes of it allocated                      */
 };
 

@@ -8,6 +8,43 @@
 
 #include "common/snapshot.h"
 
+/* ------------------------------------------- the exposition's families
+ * The Prometheus/OpenMetrics families (docs/prometheus.md), defined once in
+ * format_prom.c for every exposition of the same data. */
+typedef struct ttft__prom_hist_def {
+  ttft_metric m;
+  int otel;             /* name is absolute (no namespace)              */
+  const char *name;     /* family name                                  */
+  const char *qname;    /* summary family (always under the namespace)  */
+  int seconds;          /* 1: ns shown as seconds; 0: unitless count    */
+  const char *help;
+} ttft__prom_hist_def;
+
+typedef struct ttft__prom_ctr_def {
+  ttft_counter c;
+  const char *name; /* without _total */
+  const char *help;
+} ttft__prom_ctr_def;
+
+/* One histogram family per metric, label class (qname: the summaries). */
+TTFT_HIDDEN extern const ttft__prom_hist_def ttft__prom_hists[];
+TTFT_HIDDEN extern const size_t ttft__prom_nhists;
+/* The per-status views: one family per view (index as ttft__status_view),
+ * labels class and status; qname unused. */
+TTFT_HIDDEN extern const ttft__prom_hist_def ttft__prom_views[TTFT__STATUS_VIEWS];
+/* Whether class c of s has series in the view families for status st:
+ * once a stream of c ended with st (a labelled series appears with its
+ * first observation, as a client library's do). */
+static inline int ttft__prom_view_shown(const ttft_snapshot *s, uint32_t c, int st) {
+  return s->cls[c].sv[st][ttft__status_view(TTFT_METRIC_E2E)]->count != 0;
+}
+/* Counters with a class label (requests_ended, by status, is separate). */
+TTFT_HIDDEN extern const ttft__prom_ctr_def ttft__prom_ctrs[];
+TTFT_HIDDEN extern const size_t ttft__prom_nctrs;
+/* Counters of the whole registry: no class label, the sum over classes. */
+TTFT_HIDDEN extern const ttft__prom_ctr_def ttft__prom_registry_ctrs[];
+TTFT_HIDDEN extern const size_t ttft__prom_nregistry_ctrs;
+
 /* Formatters: each renders s into sb; return TTFT_OK or a TTFT_E* code. */
 TTFT_HIDDEN int ttft__format_text(const ttft_snapshot *s, ttft__sb *sb);
 TTFT_HIDDEN int ttft__format_json(const ttft_snapshot *s, ttft__sb *sb);

@@ -113,6 +113,28 @@ static void json_metrics(ttft__sb *sb, const ttft__sclass *c) {
   ttft__sb_puts(sb, "}");
 }
 
+/* {"completed": {"ttft": {..}, "tpot": .., "e2e": .., "output_tokens": ..},
+ *  "cancelled": {..}, "error": {..}}: the metrics of the streams that ended
+ * with each status, recorded at stream end */
+static void json_by_status(ttft__sb *sb, const ttft__sclass *c) {
+  static const ttft_metric views[TTFT__STATUS_VIEWS] = {TTFT_METRIC_TTFT, TTFT_METRIC_TPOT,
+                                                        TTFT_METRIC_E2E, TTFT_METRIC_OUTPUT_TOKENS};
+  int first = 1;
+  ttft__sb_puts(sb, "{");
+  for (int st = 0; st < TTFT_STATUS_COUNT_; st++) {
+    json_key(sb, ttft_status_name((ttft_status)st), &first);
+    int f2 = 1;
+    ttft__sb_puts(sb, "{");
+    for (int v = 0; v < TTFT__STATUS_VIEWS; v++) {
+      json_key(sb, ttft_metric_name(views[v]), &f2);
+      json_hist(sb, c->sv[st][ttft__status_view(views[v])],
+                views[v] == TTFT_METRIC_OUTPUT_TOKENS ? "tokens" : "ns");
+    }
+    ttft__sb_puts(sb, "}");
+  }
+  ttft__sb_puts(sb, "}");
+}
+
 static void json_counters(ttft__sb *sb, const uint64_t *ctr) {
   int first = 1;
   ttft__sb_puts(sb, "{");
@@ -157,6 +179,8 @@ static void json_class(ttft__sb *sb, const ttft__sclass *c, int id) {
   json_counters(sb, c->ctr);
   json_key(sb, "metrics", &first);
   json_metrics(sb, c);
+  json_key(sb, "by_status", &first);
+  json_by_status(sb, c);
   ttft__sb_puts(sb, "}");
 }
 
@@ -219,7 +243,10 @@ static void json_header(ttft__sb *sb, const ttft_snapshot *s, int *first) {
     if (i) ttft__sb_puts(sb, ",");
     json_u64(sb, s->band_edges[i]);
   }
-  ttft__sb_puts(sb, "]}");
+  ttft__sb_puts(sb, "]");
+  json_key(sb, "export_idle_classes", &f);
+  ttft__sb_puts(sb, s->export_idle_classes ? "true" : "false");
+  ttft__sb_puts(sb, "}");
 
   json_key(sb, "gauges", first);
   f = 1;
@@ -286,11 +313,17 @@ int ttft__format_json(const ttft_snapshot *s, ttft__sb *sb) {
   json_attainment(sb, &s->all);
   json_key(sb, "metrics", &first);
   json_metrics(sb, &s->all);
+  json_key(sb, "by_status", &first);
+  json_by_status(sb, &s->all);
 
+  /* the exported classes (ttft__class_exported), each with its id */
   json_key(sb, "classes", &first);
   ttft__sb_puts(sb, "[");
+  int fc = 1;
   for (uint32_t i = 0; i < s->nclasses; i++) {
-    if (i) ttft__sb_puts(sb, ",");
+    if (!ttft__class_exported(s, i)) continue;
+    if (!fc) ttft__sb_puts(sb, ",");
+    fc = 0;
     json_class(sb, &s->cls[i], (int)i);
   }
   ttft__sb_puts(sb, "]");

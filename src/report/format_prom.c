@@ -24,16 +24,10 @@
 
 /* -------------------------------------------------------- the families */
 
-typedef struct prom_hist_def {
-  ttft_metric m;
-  int otel;             /* name is absolute (no namespace)              */
-  const char *name;     /* family name                                  */
-  const char *qname;    /* summary family (always under the namespace)  */
-  int seconds;          /* 1: ns shown as seconds; 0: unitless count    */
-  const char *help;
-} prom_hist_def;
+typedef ttft__prom_hist_def prom_hist_def;
+typedef ttft__prom_ctr_def prom_ctr_def;
 
-static const prom_hist_def hist_defs[] = {
+const ttft__prom_hist_def ttft__prom_hists[] = {
     {TTFT_METRIC_TTFT, 1, "gen_ai_server_time_to_first_token_seconds",
      "time_to_first_token_quantiles_seconds", 1,
      "Time to first token: from the sequence start (start_point) to its first visible token (token_point)."},
@@ -45,6 +39,10 @@ static const prom_hist_def hist_defs[] = {
      "End-to-end time of a sequence, from its start (start_point) to stream end, every ended stream."},
     {TTFT_METRIC_ITL, 0, "inter_token_latency_seconds", "inter_token_latency_quantiles_seconds", 1,
      "Gap between consecutive emissions of a sequence, one observation per emission after the first."},
+    {TTFT_METRIC_ITL_PER_TOKEN, 0, "inter_token_latency_per_token_seconds",
+     "inter_token_latency_per_token_quantiles_seconds", 1,
+     "Token-weighted inter-token latency: an emission of n tokens after a gap d counts n observations "
+     "of d/n (not inter_token_latency_seconds, which counts one per emission)."},
     {TTFT_METRIC_QUEUE, 0, "request_queue_time_seconds", "request_queue_time_quantiles_seconds", 1,
      "Time from sequence start to first admission by the scheduler."},
     {TTFT_METRIC_PREFILL, 0, "request_prefill_time_seconds",
@@ -63,14 +61,21 @@ static const prom_hist_def hist_defs[] = {
     {TTFT_METRIC_ABANDONED_WAIT, 0, "abandoned_wait_seconds", "abandoned_wait_quantiles_seconds",
      1, "How long streams cancelled before their first token had waited (t_end - t_begin)."},
 };
+const size_t ttft__prom_nhists = sizeof ttft__prom_hists / sizeof ttft__prom_hists[0];
 
-typedef struct prom_ctr_def {
-  ttft_counter c;
-  const char *name; /* without _total */
-  const char *help;
-} prom_ctr_def;
+const ttft__prom_hist_def ttft__prom_views[TTFT__STATUS_VIEWS] = {
+    {TTFT_METRIC_TTFT, 0, "time_to_first_token_by_status_seconds", NULL, 1,
+     "Time to first token of the streams that ended with status (recorded at stream end; "
+     "status=\"completed\" is what client benchmarks report)."},
+    {TTFT_METRIC_TPOT, 0, "time_per_output_token_by_status_seconds", NULL, 1,
+     "Time per output token of the streams with N >= 2 that ended with status."},
+    {TTFT_METRIC_E2E, 0, "request_duration_by_status_seconds", NULL, 1,
+     "End-to-end time of the streams that ended with status."},
+    {TTFT_METRIC_OUTPUT_TOKENS, 0, "request_output_tokens_by_status", NULL, 0,
+     "Output tokens of the streams that ended with status."},
+};
 
-static const prom_ctr_def ctr_defs[] = {
+const ttft__prom_ctr_def ttft__prom_ctrs[] = {
     {TTFT_COUNTER_BEGUN, "requests_started", "Sequences begun (accepted ttft_begin)."},
     {TTFT_COUNTER_DROPPED, "requests_dropped",
      "Sequences refused at begin because no slot was free; never measured."},
@@ -87,6 +92,19 @@ static const prom_ctr_def ctr_defs[] = {
     {TTFT_COUNTER_CLOCK_CLAMPED, "clock_clamped",
      "Timestamps earlier than the sequence's previous event, clamped to it."},
 };
+const size_t ttft__prom_nctrs = sizeof ttft__prom_ctrs / sizeof ttft__prom_ctrs[0];
+
+const ttft__prom_ctr_def ttft__prom_registry_ctrs[] = {
+    {TTFT_COUNTER_STALE, "stale_hook_calls",
+     "Hook calls (token, step, mark, end, annotate) refused because their handle had ended or was "
+     "unknown: an integration that keeps using ended handles."},
+};
+const size_t ttft__prom_nregistry_ctrs = sizeof ttft__prom_registry_ctrs / sizeof ttft__prom_registry_ctrs[0];
+
+#define hist_defs ttft__prom_hists
+#define N_HIST_DEFS ttft__prom_nhists
+#define ctr_defs ttft__prom_ctrs
+#define N_CTR_DEFS ttft__prom_nctrs
 
 static const struct {
   ttft_counter c;
@@ -251,12 +269,15 @@ static const char *class_name(const ttft_snapshot *s, uint32_t i) {
   return s->cls[i].name;
 }
 
-/* A class whose name an earlier class already used (only a corrupt or
- * hand-made snapshot has one) would duplicate series: skip it. */
-static int class_dup(const ttft_snapshot *s, uint32_t i) {
+/* Whether class i has series: it is exported (ttft__class_exported: it
+ * saw a begin, or idle classes are exported too), and no earlier class
+ * used its name (only a corrupt or hand-made snapshot has one; it would
+ * duplicate series). */
+static int class_shown(const ttft_snapshot *s, uint32_t i) {
+  if (!ttft__class_exported(s, i)) return 0;
   for (uint32_t j = 0; j < i; j++)
-    if (strncmp(s->cls[j].name, s->cls[i].name, TTFT__NAME_MAX) == 0) return 1;
-  return 0;
+    if (strncmp(s->cls[j].name, s->cls[i].name, TTFT__NAME_MAX) == 0) return 0;
+  return 1;
 }
 
 /* The Prometheus bounds of metric m: the snapshot's, or the defaults when
@@ -341,11 +362,11 @@ static void put_hist_series(const prom_ctx *c, const prom_hist_def *d, const ttf
 
 static void put_histograms(const prom_ctx *c) {
   const ttft_snapshot *s = c->s;
-  for (size_t d = 0; d < sizeof hist_defs / sizeof hist_defs[0]; d++) {
+  for (size_t d = 0; d < N_HIST_DEFS; d++) {
     const prom_hist_def *def = &hist_defs[d];
     put_header(c, def->otel, def->name, "histogram", def->seconds ? "seconds" : NULL, def->help);
     for (uint32_t i = 0; i < s->nclasses; i++) {
-      if (class_dup(s, i)) continue;
+      if (!class_shown(s, i)) continue;
       put_hist_series(c, def, class_hist(&s->cls[i], def->m), class_name(s, i), NULL, NULL);
     }
   }
@@ -386,18 +407,36 @@ static void put_splits(const prom_ctx *c) {
   }
 }
 
+/* The per-status views: label status after the base labels; a class has
+ * series for a status once a stream of it ended so. */
+static void put_views(const prom_ctx *c) {
+  const ttft_snapshot *s = c->s;
+  for (int v = 0; v < TTFT__STATUS_VIEWS; v++) {
+    const prom_hist_def *def = &ttft__prom_views[v];
+    put_header(c, 0, def->name, "histogram", def->seconds ? "seconds" : NULL, def->help);
+    for (uint32_t i = 0; i < s->nclasses; i++) {
+      if (!class_shown(s, i)) continue;
+      for (int st = 0; st < TTFT_STATUS_COUNT_; st++) {
+        if (!ttft__prom_view_shown(s, i, st)) continue;
+        put_hist_series(c, def, s->cls[i].sv[st][v], class_name(s, i), "status",
+                        ttft_status_name((ttft_status)st));
+      }
+    }
+  }
+}
+
 /* The exact tails from the high-resolution histogram, as summaries. */
 static void put_summaries(const prom_ctx *c) {
   static const double qs[] = {0.5, 0.9, 0.95, 0.99, 0.999};
   static const char *const qn[] = {"0.5", "0.9", "0.95", "0.99", "0.999"};
   const ttft_snapshot *s = c->s;
-  for (size_t d = 0; d < sizeof hist_defs / sizeof hist_defs[0]; d++) {
+  for (size_t d = 0; d < N_HIST_DEFS; d++) {
     const prom_hist_def *def = &hist_defs[d];
     put_header(c, 0, def->qname, "summary", def->seconds ? "seconds" : NULL,
                "Quantiles p50..p99.9 of the metric of the same stem, from the library's "
                "high-resolution histogram (<= 0.5 % relative error), since start.");
     for (uint32_t i = 0; i < s->nclasses; i++) {
-      if (class_dup(s, i)) continue;
+      if (!class_shown(s, i)) continue;
       const ttft__shist *h = class_hist(&s->cls[i], def->m);
       uint64_t count = h ? h->count : 0, sum = h ? h->sum : 0;
       for (size_t q = 0; q < sizeof qs / sizeof qs[0]; q++) {
@@ -434,7 +473,7 @@ static void put_counters(const prom_ctx *c) {
   put_header(c, 0, "requests_ended", "counter", NULL,
              "Streams ended, by status (completed, cancelled, error).");
   for (uint32_t i = 0; i < s->nclasses; i++) {
-    if (class_dup(s, i)) continue;
+    if (!class_shown(s, i)) continue;
     for (size_t k = 0; k < 3; k++) {
       int first = 1;
       put_name(c, 0, "requests_ended", "_total");
@@ -444,16 +483,29 @@ static void put_counters(const prom_ctx *c) {
       put_sample_end(c->sb, s->cls[i].ctr[status_defs[k].c]);
     }
   }
-  for (size_t d = 0; d < sizeof ctr_defs / sizeof ctr_defs[0]; d++) {
+  for (size_t d = 0; d < N_CTR_DEFS; d++) {
     put_header(c, 0, ctr_defs[d].name, "counter", NULL, ctr_defs[d].help);
     for (uint32_t i = 0; i < s->nclasses; i++) {
-      if (class_dup(s, i)) continue;
+      if (!class_shown(s, i)) continue;
       int first = 1;
       put_name(c, 0, ctr_defs[d].name, "_total");
       put_base_labels(c, &first, class_name(s, i));
       close_labels(c->sb, first);
       put_sample_end(c->sb, s->cls[i].ctr[ctr_defs[d].c]);
     }
+  }
+}
+
+/* registry-level counters: one sample, no class label */
+static void put_registry_counters(const prom_ctx *c) {
+  for (size_t d = 0; d < ttft__prom_nregistry_ctrs; d++) {
+    const prom_ctr_def *def = &ttft__prom_registry_ctrs[d];
+    put_header(c, 0, def->name, "counter", NULL, def->help);
+    int first = 1;
+    put_name(c, 0, def->name, "_total");
+    put_base_labels(c, &first, NULL);
+    close_labels(c->sb, first);
+    put_sample_end(c->sb, c->s->all.ctr[def->c]);
   }
 }
 
@@ -478,7 +530,7 @@ static void put_gauges(const prom_ctx *c) {
   put_header(c, 0, "stall_budget_seconds", "gauge", "seconds",
              "Stall budget of each class: an inter-token gap above it is a stall.");
   for (uint32_t i = 0; i < s->nclasses; i++) {
-    if (class_dup(s, i)) continue;
+    if (!class_shown(s, i)) continue;
     int first = 1;
     put_name(c, 0, "stall_budget_seconds", NULL);
     put_base_labels(c, &first, class_name(s, i));
@@ -494,7 +546,7 @@ static void put_gauges(const prom_ctx *c) {
   put_header(c, 0, "slo_budget_seconds", "gauge", "seconds",
              "SLO budgets of each class that sets them (slo = ttft, tpot, e2e).");
   for (uint32_t i = 0; i < s->nclasses; i++) {
-    if (class_dup(s, i)) continue;
+    if (!class_shown(s, i)) continue;
     const ttft_slo *o = &s->cls[i].slo;
     const struct {
       const char *k;
@@ -576,8 +628,10 @@ int ttft__format_prometheus(const ttft_snapshot *s, ttft__sb *sb, int openmetric
   put_info(&c);
   put_histograms(&c);
   if (s->prom_summaries) put_summaries(&c);
-  if (s->split_cache[0] || s->split_cache[1]) put_splits(&c);
+  put_splits(&c);
+  put_views(&c);
   put_counters(&c);
+  put_registry_counters(&c);
   put_gauges(&c);
   if (c.om) ttft__sb_puts(sb, "# EOF\n");
   return TTFT_OK;

@@ -7,6 +7,7 @@
  * anything: control characters and invalid UTF-8 are written as \xNN (and
  * a backslash as \\) so that a label can neither break the table nor send
  * escape sequences to the terminal. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -91,12 +92,18 @@ static void fmt_ns(char *out, size_t cap, double v) {
   else snprintf(out, cap, "%.0fmin", v / 60e9);
 }
 
-static void fmt_value(char *out, size_t cap, double v, int tokens) {
-  if (!tokens) {
-    fmt_ns(out, cap, v);
-    return;
-  }
-  if (v == (double)(uint64_t)v) snprintf(out, cap, "%llu", (unsigned long long)v);
+/* A count of tokens, or a duration in ns, that is an exact integer. */
+static void fmt_int(char *out, size_t cap, uint64_t v, int tokens) {
+  if (tokens) snprintf(out, cap, "%llu", (unsigned long long)v);
+  else fmt_ns(out, cap, (double)v);
+}
+
+/* A mean: tokens with one decimal unless it is a whole number. Compared
+ * as doubles, never converted back to an integer (a mean near 2^64 does
+ * not fit one). */
+static void fmt_mean(char *out, size_t cap, double v, int tokens) {
+  if (!tokens) fmt_ns(out, cap, v);
+  else if (v == floor(v)) snprintf(out, cap, "%.0f", v);
   else snprintf(out, cap, "%.1f", v);
 }
 
@@ -128,11 +135,9 @@ static void metric_row(ttft__sb *sb, const char *name, const ttft__shist *h, int
       put_right(sb, "-", CELL_W);
       continue;
     }
-    double v;
-    if (i < sizeof row_q / sizeof row_q[0]) v = (double)ttft__shist_quantile(h, row_q[i]);
-    else if (i == sizeof row_q / sizeof row_q[0]) v = (double)h->max;
-    else v = (double)h->sum / (double)n;
-    fmt_value(cell, sizeof cell, v, tokens);
+    if (i < sizeof row_q / sizeof row_q[0]) fmt_int(cell, sizeof cell, ttft__shist_quantile(h, row_q[i]), tokens);
+    else if (i == sizeof row_q / sizeof row_q[0]) fmt_int(cell, sizeof cell, h->max, tokens);
+    else fmt_mean(cell, sizeof cell, (double)h->sum / (double)n, tokens);
     put_right(sb, cell, CELL_W);
   }
   ttft__sb_puts(sb, "\n");
@@ -218,22 +223,47 @@ static void section_counts(ttft__sb *sb, const ttft_snapshot *s) {
   }
   ttft__sb_printf(sb, "abandoned before first token: %llu, waited p50 %s, p99 %s\n",
                   (unsigned long long)c[TTFT_COUNTER_ABANDONED], a, b);
-  ttft__sb_printf(sb, "clock clamps: %llu, preemptions: %llu, ended without TPOT (N < 2): %llu\n\n",
+  ttft__sb_printf(sb, "clock clamps: %llu, preemptions: %llu, ended without TPOT (N < 2): %llu\n",
                   (unsigned long long)c[TTFT_COUNTER_CLOCK_CLAMPED],
                   (unsigned long long)c[TTFT_COUNTER_PREEMPTIONS],
                   (unsigned long long)c[TTFT_COUNTER_NO_TPOT]);
+  ttft__sb_printf(sb, "stale hook calls (handle ended or unknown): %llu\n\n",
+                  (unsigned long long)c[TTFT_COUNTER_STALE]);
 }
 
-static uint64_t ended_of(const ttft__sclass *c) {
-  return c->ctr[TTFT_COUNTER_COMPLETED] + c->ctr[TTFT_COUNTER_CANCELLED] +
-         c->ctr[TTFT_COUNTER_ERRORS];
+/* TTFT, TPOT, E2E and output tokens of the streams that ended with each
+ * status (recorded at stream end), for the statuses that occurred:
+ * "completed" is what client benchmarks count. */
+static void section_status(ttft__sb *sb, const ttft_snapshot *s) {
+  static const ttft_metric views[TTFT__STATUS_VIEWS] = {TTFT_METRIC_TTFT, TTFT_METRIC_TPOT,
+                                                        TTFT_METRIC_E2E, TTFT_METRIC_OUTPUT_TOKENS};
+  int any = 0;
+  for (int st = 0; st < TTFT_STATUS_COUNT_; st++)
+    any |= s->all.sv[st][ttft__status_view(TTFT_METRIC_E2E)]->count != 0;
+  if (!any) return;
+  metric_header(sb, "by terminal status");
+  for (int st = 0; st < TTFT_STATUS_COUNT_; st++) {
+    if (!s->all.sv[st][ttft__status_view(TTFT_METRIC_E2E)]->count) continue;
+    for (int v = 0; v < TTFT__STATUS_VIEWS; v++) {
+      int tokens = views[v] == TTFT_METRIC_OUTPUT_TOKENS;
+      char name[40];
+      snprintf(name, sizeof name, "%s %s", ttft_status_name((ttft_status)st),
+               tokens ? "tok" : ttft_metric_name(views[v]));
+      metric_row(sb, name, s->all.sv[st][ttft__status_view(views[v])], tokens);
+    }
+  }
+  ttft__sb_puts(sb, "\n");
 }
 
-static void attainment_cells(ttft__sb *sb, uint64_t good, uint64_t ended) {
+/* good/ended and the percentage, by the rule every reader uses
+ * (ttft__attainment: good clamped to ended, never above 100 %) */
+static void attainment_cells(ttft__sb *sb, const ttft__sclass *c) {
   char cell[48];
+  uint64_t good, ended;
+  double a = ttft__attainment(c, &good, &ended);
   snprintf(cell, sizeof cell, "%llu/%llu", (unsigned long long)good, (unsigned long long)ended);
   put_right(sb, cell, 15);
-  if (ended) snprintf(cell, sizeof cell, "%.1f%%", 100.0 * (double)good / (double)ended);
+  if (a >= 0.0) snprintf(cell, sizeof cell, "%.1f%%", 100.0 * a);
   else strcpy(cell, "-");
   put_right(sb, cell, CELL_W);
   ttft__sb_puts(sb, "\n");
@@ -246,21 +276,24 @@ static void section_slo(ttft__sb *sb, const ttft_snapshot *s) {
   put_right(sb, "good/ended", 15);
   put_right(sb, "%", CELL_W);
   ttft__sb_puts(sb, "\n");
+  uint32_t shown = 0;
+  for (uint32_t i = 0; i < s->nclasses; i++) shown += ttft__class_exported(s, i) != 0;
   for (uint32_t i = 0; i < s->nclasses; i++) {
+    if (!ttft__class_exported(s, i)) continue;
     const ttft__sclass *c = &s->cls[i];
     put_left(sb, c->name, 20);
     budget_cell(sb, c->slo.ttft_ns, CELL_W);
     budget_cell(sb, c->slo.tpot_ns, CELL_W);
     budget_cell(sb, c->slo.e2e_ns, CELL_W);
     budget_cell(sb, c->slo.stall_threshold_ns, CELL_W);
-    attainment_cells(sb, c->ctr[TTFT_COUNTER_SLO_MET], ended_of(c));
+    attainment_cells(sb, c);
   }
-  if (s->nclasses > 1) {
+  if (shown != 1) { /* "all" alone when no class is shown: the registry saw nothing */
     put_left(sb, "all classes", 20 + 4 * CELL_W);
-    attainment_cells(sb, s->all.ctr[TTFT_COUNTER_SLO_MET], ended_of(&s->all));
+    attainment_cells(sb, &s->all);
   }
   ttft__sb_puts(sb, "\n");
-  if (s->nclasses <= 1) return;
+  if (shown <= 1) return;
 
   static const char *const pc[] = {"ttft n", "ttft p50", "ttft p99", "tpot n", "tpot p50",
                                    "tpot p99", "stalls"};
@@ -268,6 +301,7 @@ static void section_slo(ttft__sb *sb, const ttft_snapshot *s) {
   for (size_t i = 0; i < sizeof pc / sizeof pc[0]; i++) put_right(sb, pc[i], CELL_W + 1);
   ttft__sb_puts(sb, "\n");
   for (uint32_t i = 0; i < s->nclasses; i++) {
+    if (!ttft__class_exported(s, i)) continue;
     const ttft__sclass *c = &s->cls[i];
     const ttft__shist *t = c->h[TTFT_METRIC_TTFT], *p = c->h[TTFT_METRIC_TPOT];
     char cell[32];
@@ -325,6 +359,7 @@ int ttft__format_text(const ttft_snapshot *s, ttft__sb *sb) {
   if (!s || !sb) return TTFT_EINVAL;
   section_header(sb, s);
   section_metrics(sb, s);
+  section_status(sb, s);
   section_counts(sb, s);
   section_slo(sb, s);
   section_splits(sb, s);

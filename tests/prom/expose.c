@@ -12,7 +12,9 @@
  * classes (four classes with SLOs, gauges non-zero), hostile (label values
  * with quotes, backslashes, newlines, braces, UTF-8, invalid UTF-8),
  * custom (own namespace and bucket bounds for every metric), summaries
- * (prom_summaries on).
+ * (prom_summaries on), idle / idle_all (two classes that never saw a
+ * begin, left out / exported with export_idle_classes). The classes
+ * variant also makes 3 stale hook calls (llm_stale_hook_calls_total).
  *
  * usage: ttft-prom-expose DIR      exit 0 on success
  */
@@ -100,7 +102,15 @@ int main(int argc, char **argv) {
   static const char *const four[4] = {"default", "chat", "batch", "tool.call:v2-x"};
   ttft_config_init(&c);
   c.model = "llama-3.1-8b-instruct";
-  bad |= emit(dir, "classes", played(&c, four, 3000, 5));
+  ttft_registry *cr = played(&c, four, 3000, 5);
+  if (cr) { /* three stale calls: an ended handle, one never issued, 0 */
+    ttft_seq q = ttft_begin(cr, 1);
+    ttft_stream_end(cr, q, TTFT_COMPLETED, 2);
+    ttft_token_emitted(cr, q, 1, 3);
+    ttft_mark(cr, (ttft_seq)UINT64_C(0xFFFF00000001), TTFT_PHASE_SCHEDULED, 3);
+    ttft_stream_end(cr, 0, TTFT_ERROR, 4);
+  }
+  bad |= emit(dir, "classes", cr);
 
   /* hostile: every escape, braces and separators, UTF-8 (2- and 4-byte),
    * invalid UTF-8 (must come out as U+FFFD) */
@@ -157,6 +167,19 @@ int main(int argc, char **argv) {
   c.prom_summaries = 1;
   c.model = "qwen";
   bad |= emit(dir, "summaries", played(&c, four, 2000, 3));
+
+  /* idle classes: "batch" and "tool" never see a begin, nor does "default" */
+  static const char *const chat_only[4] = {"chat", NULL, NULL, NULL};
+  for (int all = 0; all < 2; all++) {
+    ttft_config_init(&c);
+    c.export_idle_classes = all;
+    ttft_registry *pr = played(&c, chat_only, 300, 0);
+    if (pr) {
+      (void)ttft_class_add(pr, "batch", NULL);
+      (void)ttft_class_add(pr, "tool", NULL);
+    }
+    bad |= emit(dir, all ? "idle_all" : "idle", pr);
+  }
 
   return bad;
 }

@@ -13,7 +13,11 @@ prometheus_client.openmetrics.parser. Then checks what the parsers return:
     _count equal to the histogram of the same metric and labels;
   - both formats carry exactly the same samples (name, labels, value);
   - the hostile variant's label values parse back to the raw bytes the
-    registry was given (labels.expect), invalid UTF-8 as U+FFFD.
+    registry was given (labels.expect), invalid UTF-8 as U+FFFD;
+  - classes that never saw a begin have no series (idle), unless
+    export_idle_classes is set (idle_all); the status views have series
+    for the statuses that ended streams; llm_stale_hook_calls_total is one
+    sample without a class label (3 in the classes variant).
 
 The module missing: FAIL under CI (CI set), otherwise exit 77 (ctest SKIP).
 """
@@ -34,12 +38,17 @@ except ImportError as e:  # pragma: no cover - environment dependent
     print("SKIP: python prometheus_client missing (apt-get install python3-prometheus-client)")
     sys.exit(77)
 
-VARIANTS = ["empty", "default", "classes", "hostile", "custom", "summaries"]
+VARIANTS = ["empty", "default", "classes", "hostile", "custom", "summaries", "idle", "idle_all"]
 HISTOGRAMS = {
     "gen_ai_server_time_to_first_token_seconds",
     "gen_ai_server_time_per_output_token_seconds",
     "gen_ai_server_request_duration_seconds",
     "{ns}inter_token_latency_seconds",
+    "{ns}inter_token_latency_per_token_seconds",
+    "{ns}time_to_first_token_by_status_seconds",
+    "{ns}time_per_output_token_by_status_seconds",
+    "{ns}request_duration_by_status_seconds",
+    "{ns}request_output_tokens_by_status",
     "{ns}request_queue_time_seconds",
     "{ns}request_prefill_time_seconds",
     "{ns}request_decode_time_seconds",
@@ -53,7 +62,9 @@ COUNTERS = {  # family names as the parsers report them (no _total)
     "{ns}output_tokens", "{ns}stalls", "{ns}stalled_requests",
     "{ns}requests_abandoned_before_first_token", "{ns}requests_slo_met",
     "{ns}requests_without_tpot", "{ns}preemptions", "{ns}clock_clamped",
+    "{ns}stale_hook_calls",
 }
+SUMMARIES = 12  # one per histogram of a metric (not the splits, not the views)
 GAUGES = {"{ns}requests_in_flight", "{ns}live_stalls", "{ns}stall_budget_seconds"}
 
 failures = []
@@ -68,7 +79,7 @@ def key(labels, drop):
     return tuple(sorted((k, v) for k, v in labels.items() if k not in drop))
 
 
-def check_histogram(fam, where):
+def check_histogram(fam, where, expect_series=True):
     series = {}
     for s in fam.samples:
         k = key(s.labels, ("le",))
@@ -81,8 +92,13 @@ def check_histogram(fam, where):
             d["count"] = s.value
         elif s.name.endswith("_created"):
             fail("%s: %s has a _created sample" % (where, fam.name))
-    if not series:
+    if not series and expect_series:
         fail("%s: histogram %s has no series" % (where, fam.name))
+    if "_by_status" in fam.name:
+        for k in series:
+            st = dict(k).get("status")
+            if st not in ("completed", "cancelled", "error"):
+                fail("%s: %s%s: status label %r" % (where, fam.name, k, st))
     for k, d in series.items():
         les = [b[0] for b in d["buckets"]]
         if les != sorted(les) or len(set(les)) != len(les):
@@ -122,6 +138,29 @@ def check_summary(fam, where):
         elif any(math.isnan(v) for v in vals) or any(b < a for a, b in zip(vals, vals[1:])):
             fail("%s: %s%s: quantiles not monotone: %s" % (where, fam.name, k, vals))
     return series
+
+
+def check_classes(fams, where, name, ns):
+    """Which classes have series, and the registry-level stale counter."""
+    classes = {s.labels["class"] for f in fams for s in f.samples if "class" in s.labels}
+    want = {
+        "empty": set(),
+        "idle": {"chat"},
+        "idle_all": {"default", "chat", "batch", "tool"},
+    }.get(name)
+    if want is not None and classes != want:
+        fail("%s: classes with series %s, expected %s" % (where, sorted(classes), sorted(want)))
+    stale = [s for f in fams for s in f.samples if s.name == ns + "stale_hook_calls_total"]
+    if len(stale) != 1 or "class" in stale[0].labels:
+        fail("%s: stale_hook_calls_total samples %s" % (where, stale))
+    elif stale[0].value != (3 if name == "classes" else 0):
+        fail("%s: stale_hook_calls_total = %s" % (where, stale[0].value))
+    if name in ("classes", "default"):
+        views = {(s.labels.get("class"), s.labels.get("status")) for f in fams
+                 if f.name == ns + "request_duration_by_status_seconds" for s in f.samples}
+        statuses = {st for _, st in views}
+        if statuses != {"completed", "cancelled", "error"}:
+            fail("%s: status views for %s" % (where, sorted(statuses)))
 
 
 def samples_of(fams):
@@ -166,7 +205,9 @@ def check_variant(work, name):
         hists = {}
         for f in fams:
             if f.type == "histogram":
-                hists[f.name] = check_histogram(f, where)
+                # a fresh registry has no class that saw a begin: no series
+                hists[f.name] = check_histogram(f, where, expect_series=name != "empty")
+        check_classes(fams, where, name, ns)
         nsum = 0
         for f in fams:
             if f.type != "summary":
@@ -182,7 +223,7 @@ def check_variant(work, name):
                 hc = hists[twin[0]].get(k, {}).get("count")
                 if hc != d["count"]:
                     fail("%s: %s%s count %s != histogram %s" % (where, f.name, k, d["count"], hc))
-        if (name == "summaries") != (nsum == 11):
+        if (name == "summaries") != (nsum == SUMMARIES):
             fail("%s: %d summary families" % (where, nsum))
         per_format[ext] = fams
         print("ok   %s: %d families, %d samples" % (where, len(fams), sum(len(f.samples) for f in fams)))
