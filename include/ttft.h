@@ -4,6 +4,14 @@
  * This header is the API reference. Every function states its parameters,
  * units, return value, thread-safety and what it does with NULL.
  *
+ * It reads in three tiers, like zstd.h:
+ *   1. The hooks and a first report — everything a first integration needs.
+ *   2. Snapshots and queries — per class, per status, splits, live state.
+ *   3. Setup — configuration, classes and SLOs, memory, clocks, snapshots
+ *      that travel (encode, merge, delta) and the /metrics endpoint.
+ * Everything is stable within the major version (struct_size lets the
+ * structs grow; enums only gain values, tests/abi checks both).
+ *
  * Vocabulary (docs/metrics.md has the full definitions and edge cases):
  *   TTFT   time to first token      = t_first - t_begin
  *   ITL    inter-token latency      = t_k - t_{k-1}, one per emission after the first
@@ -17,12 +25,14 @@
  * "read the library's clock".
  *
  * Threading, in one paragraph: the hooks (ttft_begin*, ttft_mark,
- * ttft_token_emitted, ttft_stream_end) are thread-safe, lock-free and never
- * allocate; any thread may call them. Hooks for one sequence are expected in
- * order (the caller hands a sequence from thread to thread with the usual
- * synchronisation), except that ttft_stream_end may race ttft_token_emitted
- * or ttft_mark from another thread (a client cancel against the decode loop):
- * exactly one outcome wins and nothing is corrupted or counted twice.
+ * ttft_annotate, ttft_token_emitted, ttft_step_emitted, ttft_stream_end) are
+ * thread-safe, lock-free and never allocate; any thread may call them.
+ * Hooks for one sequence are expected in order (the caller hands a sequence
+ * from thread to thread with the usual synchronisation), except that
+ * ttft_stream_end may race the other hooks of that sequence from another
+ * thread (a client cancel against the decode loop): exactly one outcome
+ * wins and nothing is corrupted or counted twice — a slot is reused only
+ * after every call that saw its sequence live has left (docs/design.md).
  * Snapshots and queries run concurrently with the hooks and never stop them.
  * Registry setup (ttft_class_add) may run concurrently with hooks too.
  * ttft_registry_free must not race anything on the same registry.
@@ -99,14 +109,27 @@ TTFT_API const char *ttft_strerror(int err);
  * otherwise). Never NULL. Thread-safe. */
 TTFT_API const char *ttft_err_name(int err);
 
+/* ==========================================================================
+ * TIER 1 — THE HOOKS AND A FIRST REPORT
+ *
+ * Create a registry (NULL config = defaults: 4096 in-flight slots, 500 ms
+ * stall budget), call ttft_begin where the clock starts, ttft_token_emitted
+ * (or one ttft_step_emitted per decode step) where tokens become visible,
+ * ttft_stream_end where the stream closes; take a snapshot and read a
+ * quantile or render a report. README.md's example is exactly this.
+ * ========================================================================== */
+
 /* ------------------------------------------------------------------- types */
 typedef struct ttft_registry ttft_registry; /* opaque; one per process/engine */
 typedef struct ttft_snapshot ttft_snapshot; /* opaque; an immutable copy      */
+typedef struct ttft_config ttft_config;     /* tier 3; NULL = defaults      */
 
 /* A sequence handle: slot index + 1 in the low 32 bits, the slot's
- * generation in the high 32 bits. 0 is never a valid handle. A handle whose
- * stream has ended is rejected with TTFT_ESTALE, even after its slot serves
- * a new sequence. */
+ * generation in the high 32 bits (a count of the slot's sequences above a
+ * tag that differs between live registries). 0 is never a valid handle. A
+ * handle whose stream has ended is rejected with TTFT_ESTALE, even after
+ * its slot serves a new sequence; so is another registry's handle (for up
+ * to 255 live registries always, beyond that with probability 1 - 2^-24). */
 typedef uint64_t ttft_seq;
 
 #define TTFT_NOW UINT64_C(0) /* "read the library's clock" */
@@ -174,135 +197,6 @@ typedef enum ttft_format {
   TTFT_FORMAT_COUNT_ = 5
 } ttft_format;
 
-typedef enum ttft_clock {
-  TTFT_CLOCK_MONOTONIC = 0, /* clock_gettime(CLOCK_MONOTONIC)                      */
-  TTFT_CLOCK_TSC = 1,       /* calibrated invariant TSC on CLOCK_MONOTONIC's epoch
-                               and rate; falls back to MONOTONIC when the CPU has
-                               no invariant TSC                                   */
-  TTFT_CLOCK_COUNT_ = 2
-} ttft_clock;
-
-/* Gauges are read at snapshot time. */
-typedef enum ttft_gauge {
-  TTFT_GAUGE_INFLIGHT = 0,    /* sequences begun and not yet ended              */
-  TTFT_GAUGE_LIVE_STALLS = 1, /* in-flight sequences stalled right now          */
-  TTFT_GAUGE_MEMORY = 2,      /* bytes the registry holds (ttft_registry_memory) */
-  TTFT_GAUGE_COARSE = 3,      /* observations so far binned by power of two only,
-                                 because memory_limit was reached (0 normally)  */
-  TTFT_GAUGE_COUNT_ = 4
-} ttft_gauge;
-
-/* TTFT splits: TTFT recorded a second time under a split key. */
-typedef enum ttft_split {
-  TTFT_SPLIT_PREFIX_CACHE = 0, /* index 0 = miss, 1 = hit (unknown: not recorded) */
-  TTFT_SPLIT_PROMPT_BAND = 1,  /* index = prompt-length band, see ttft_config     */
-  TTFT_SPLIT_COUNT_ = 2
-} ttft_split;
-
-#define TTFT_MAX_BANDS 8          /* prompt-length bands (edges + 1)           */
-#define TTFT_MAX_LABEL 128        /* longest label value kept, bytes           */
-#define TTFT_MAX_INFLIGHT (1u << 20) /* largest max_inflight (about 1 GiB of slots) */
-#define TTFT_DEFAULT_MEMORY_LIMIT (UINT64_C(256) << 20) /* ttft_config.memory_limit */
-#define TTFT_MIN_MEMORY_LIMIT (UINT64_C(1) << 20)
-#define TTFT_MAX_CONST_LABELS 8   /* constant labels on every exported series  */
-#define TTFT_MAX_PROM_BUCKETS 64  /* Prometheus buckets per metric             */
-#define TTFT_PROM_CONFIG_METRICS 11 /* metrics 0..10 have configurable classic
-                                     buckets (ttft_config.prom_buckets); later
-                                     metrics use a sibling's (ITL_PER_TOKEN:
-                                     ITL's). Frozen: it sizes ttft_config.     */
-#define TTFT_CLASS_ALL (-1)       /* "every class" in per-class queries        */
-#define TTFT_CLASS_DEFAULT 0      /* the class every registry has              */
-
-typedef struct ttft_label {
-  const char *name;  /* [a-zA-Z_][a-zA-Z0-9_]* */
-  const char *value; /* any UTF-8; escaped on output */
-} ttft_label;
-
-/* Memory hooks. alloc(ctx, size) returns NULL on failure; free(ctx, p)
- * accepts NULL. */
-typedef struct ttft_allocator {
-  void *(*alloc)(void *ctx, size_t size);
-  void (*free)(void *ctx, void *p);
-  void *ctx;
-} ttft_allocator;
-
-/* Registry configuration. Always start from ttft_config_init(): it sets
- * struct_size, which lets the struct grow in later minor versions. Strings
- * are copied at ttft_registry_new; they may be freed afterwards. */
-typedef struct ttft_config {
-  size_t struct_size;          /* sizeof(ttft_config), set by ttft_config_init */
-  uint32_t max_inflight;       /* sequence slots; default 4096; 1 ..
-                                  TTFT_MAX_INFLIGHT. ~960 bytes each, all
-                                  allocated and touched at creation. An ended
-                                  stream's slot is reused once no hook call
-                                  that saw it live is still running (no timer;
-                                  docs/design.md): size it for the peak in
-                                  flight plus a small margin.                 */
-  uint32_t max_threads;        /* threads that get a private recording shard;
-                                  default 8; 0 .. 256. Further threads record
-                                  through one shared shard with atomic adds.   */
-  uint32_t max_classes;        /* classes including "default"; default 16      */
-  uint64_t stall_threshold_ns; /* default stall budget; default 500 ms         */
-  ttft_clock clock;            /* TTFT_NOW's clock; default MONOTONIC          */
-  const char *start_point;     /* where t_begin is taken; default "server_arrival" */
-  const char *token_point;     /* what counts as an emitted token;
-                                  default "detokenized_flush"                   */
-  const char *model;           /* model label; default ""                       */
-  const char *metric_namespace;/* prefix for non-OTel metric names; default "llm_" */
-  const ttft_label *const_labels; /* constant labels added to every series     */
-  uint32_t n_const_labels;     /* 0 .. TTFT_MAX_CONST_LABELS                   */
-  uint32_t n_prompt_bands;     /* number of band edges used, 0 .. TTFT_MAX_BANDS-1 */
-  uint32_t prompt_band_edges[TTFT_MAX_BANDS - 1];
-                               /* ascending prompt-token edges; band i holds
-                                  edges[i-1] <= prompt_tokens < edges[i].
-                                  default 6 edges: 128 512 2048 8192 32768 131072 */
-  /* Prometheus/OpenMetrics bucket upper bounds per metric, ascending, in ns
-   * (tokens for OUTPUT_TOKENS). NULL = the default for that metric. */
-  const uint64_t *prom_buckets[TTFT_PROM_CONFIG_METRICS];
-  uint32_t prom_n_buckets[TTFT_PROM_CONFIG_METRICS];
-  int prom_summaries;          /* also export p50..p99.9 summary series; default 0 */
-  /* ---- since 1.1 (struct_size tells the library whether they are there) */
-  int native_histograms;       /* 1 (default): the protobuf exposition carries
-                                  Prometheus native (exponential) buckets
-                                  beside the classic ones; 0: classic only   */
-  int native_schema;           /* native bucket schema, -4 .. 8: bucket
-                                  boundaries grow by 2^(2^-schema); default 7
-                                  (0.54 % wide buckets), docs/prometheus.md  */
-  int export_idle_classes;     /* 0 (default): classes that never saw a begin
-                                  are left out of every exposition and
-                                  report; 1: export every class               */
-  uint64_t memory_limit;       /* bytes of histogram buckets the registry may
-                                  allocate as values arrive; default
-                                  TTFT_DEFAULT_MEMORY_LIMIT (256 MiB), at least
-                                  TTFT_MIN_MEMORY_LIMIT. Buckets cost 1 KiB per
-                                  power of two of the value range a (thread,
-                                  class, metric) records, allocated outside the
-                                  hooks (creation, class_add, snapshots). Slots,
-                                  shards and class headers are the fixed part,
-                                  allocated at creation and ttft_class_add. At
-                                  the limit values are still counted exactly
-                                  but binned by power of two only
-                                  (TTFT_GAUGE_COARSE). docs/design.md "Memory" */
-} ttft_config;
-
-/* Fill cfg with the defaults documented above and set struct_size to the
- * library's sizeof(ttft_config). NULL is a no-op. A program compiled
- * against an older, smaller ttft_config than the library it runs with must
- * use ttft_config_init_sized (bindings should always use it). */
-TTFT_API void ttft_config_init(ttft_config *cfg);
-
-/* Fill the first size bytes of *cfg with the defaults and set
- * cfg->struct_size = size; writes nothing past size. size must be at least
- * sizeof(size_t) (else nothing is written). NULL is a no-op. */
-TTFT_API void ttft_config_init_sized(ttft_config *cfg, size_t size);
-
-/* Replace the allocator used for every later allocation of the library
- * (registries, snapshots, formatting scratch, HTTP). NULL restores malloc.
- * Objects remember the allocator that made them and free with it. Not
- * thread-safe against concurrent library calls that allocate: set it at
- * start-up. Returns TTFT_OK, or TTFT_EINVAL when a != NULL lacks alloc/free. */
-TTFT_API int ttft_set_allocator(const ttft_allocator *a);
-
 /* ---------------------------------------------------------------- registry */
 
 /* Create a registry. cfg NULL = defaults. All memory is allocated here (and
@@ -315,71 +209,7 @@ TTFT_API ttft_registry *ttft_registry_new(const ttft_config *cfg);
  * any other call on r; snapshots taken from r stay valid. */
 TTFT_API void ttft_registry_free(ttft_registry *r);
 
-/* Bytes of memory r holds: exactly what it allocated — the fixed part
- * (slots, shards, class headers) plus histogram buckets (at most
- * config.memory_limit). Grows only in ttft_class_add and
- * ttft_snapshot_take, never in a hook. 0 for NULL. Thread-safe. */
-TTFT_API size_t ttft_registry_memory(const ttft_registry *r);
-
-/* Release the calling thread's private recording shard of r, so that a
- * thread about to exit hands it to a new thread (threads that simply exit
- * release it automatically when pthreads are available). Recorded data stays.
- * Returns TTFT_OK, or TTFT_EINVAL for NULL. */
-TTFT_API int ttft_thread_release(ttft_registry *r);
-
-/* ------------------------------------------------------------------- clock */
-
-/* Nanoseconds on CLOCK_MONOTONIC. Thread-safe; never fails. */
-TTFT_API uint64_t ttft_now_ns(void);
-
-/* Nanoseconds on r's configured clock (MONOTONIC or calibrated TSC, same
- * epoch and rate as ttft_now_ns). This is what TTFT_NOW means in r's hooks.
- * NULL: same as ttft_now_ns(). Thread-safe. */
-TTFT_API uint64_t ttft_registry_now_ns(const ttft_registry *r);
-
-/* ----------------------------------------------------------------- classes */
-
-/* SLO budgets of a class. 0 = no budget for that dimension. */
-typedef struct ttft_slo {
-  size_t struct_size;          /* sizeof(ttft_slo), set by ttft_slo_init */
-  uint64_t ttft_ns;            /* TTFT budget                              */
-  uint64_t tpot_ns;            /* TPOT budget (met when no TPOT exists)    */
-  uint64_t e2e_ns;             /* end-to-end budget                        */
-  uint64_t stall_threshold_ns; /* stall budget; 0 = the registry default   */
-} ttft_slo;
-
-/* Zero budgets, struct_size = the library's sizeof(ttft_slo). NULL is a
- * no-op. ttft_slo_init_sized writes only the first size bytes (see
- * ttft_config_init_sized). */
-TTFT_API void ttft_slo_init(ttft_slo *slo);
-TTFT_API void ttft_slo_init_sized(ttft_slo *slo, size_t size);
-
-/* Add a class (e.g. "chat", "batch") with its SLO budgets (slo NULL = no
- * budgets). name: 1..63 bytes of [A-Za-z0-9_.:-]. Returns the class id
- * (>= 1) on success, TTFT_EINVAL (NULL r/name, bad name, bad struct_size),
- * TTFT_EEXIST (name taken; "default" is class 0), TTFT_EFULL (max_classes
- * reached) or TTFT_ENOMEM. Thread-safe, also against hooks; allocates. */
-TTFT_API int ttft_class_add(ttft_registry *r, const char *name, const ttft_slo *slo);
-
-/* The id of class name, or TTFT_EINVAL (NULL) / TTFT_ESTALE (no such class).
- * Thread-safe. */
-TTFT_API int ttft_class_find(const ttft_registry *r, const char *name);
-
 /* ------------------------------------------------------------------- hooks */
-
-/* What the scheduler knows about a request when it arrives. */
-typedef struct ttft_request {
-  size_t struct_size;     /* sizeof(ttft_request), set by ttft_request_init */
-  int class_id;           /* from ttft_class_add; 0 = default               */
-  uint32_t prompt_tokens; /* prompt length; 0 = unknown (no band split)     */
-  int prefix_hit;         /* 1 prefix-cache hit, 0 miss, -1 unknown         */
-} ttft_request;
-
-/* class 0, prompt unknown, prefix unknown; struct_size = the library's
- * sizeof(ttft_request). NULL is a no-op. ttft_request_init_sized writes
- * only the first size bytes (see ttft_config_init_sized). */
-TTFT_API void ttft_request_init(ttft_request *req);
-TTFT_API void ttft_request_init_sized(ttft_request *req, size_t size);
 
 /* Start a sequence at t_ns (TTFT_NOW = read r's clock): the clock start of
  * TTFT and E2E (see config start_point). Returns its handle, or 0 when r is
@@ -393,11 +223,6 @@ TTFT_API void ttft_request_init_sized(ttft_request *req, size_t size);
  * allocation; about one in 64 calls of ttft_stream_end or ttft_begin
  * also runs the reclaimer (one membarrier(2) system call). */
 TTFT_API ttft_seq ttft_begin(ttft_registry *r, uint64_t t_ns);
-
-/* ttft_begin with request details. req NULL = ttft_request_init defaults.
- * Returns 0 (and counts DROPPED) when no slot is free, 0 without counting
- * for NULL r or an invalid req (bad struct_size, unknown class_id). */
-TTFT_API ttft_seq ttft_begin_ex(ttft_registry *r, const ttft_request *req, uint64_t t_ns);
 
 /* Mark a phase of sequence s at t_ns. SCHEDULED sets t_sched once (queue
  * time is recorded then); later SCHEDULED marks are accepted and ignored.
@@ -466,41 +291,7 @@ static inline int stream_end(ttft_registry *r, ttft_seq s, ttft_status status, u
 }
 #endif
 
-/* ------------------------------------------------------------- live state */
-
-/* What a live sequence looks like right now. */
-typedef struct ttft_seq_info {
-  size_t struct_size;     /* set by the caller: sizeof(ttft_seq_info)      */
-  int class_id;
-  uint32_t emissions;     /* emission events so far                        */
-  uint64_t tokens;        /* tokens so far                                 */
-  uint64_t t_begin_ns;
-  uint64_t t_last_ns;     /* last emission (t_begin before the first one)  */
-  uint64_t ttft_ns;       /* 0 until the first emission                    */
-  uint64_t itl_p50_ns;    /* from the sequence's own gap histogram (~3 %)  */
-  uint64_t itl_p95_ns;    /*   0 until there are two emissions             */
-  uint64_t itl_max_ns;    /* exact worst gap so far                        */
-  uint32_t stalls;        /* stall gaps so far                             */
-  uint32_t preemptions;
-} ttft_seq_info;
-
-/* Fill *out with live sequence s. out->struct_size must be set (a smaller
- * older struct is filled up to its size). Returns TTFT_OK, TTFT_EINVAL
- * (NULL r/out, bad struct_size), TTFT_ESTALE (ended or unknown handle).
- * Thread-safe against the hooks; a value may be one event behind. */
-TTFT_API int ttft_seq_stats(const ttft_registry *r, ttft_seq s, ttft_seq_info *out);
-
-/* In-flight sequences whose last emission is older than their class's
- * stall budget at now_ns (TTFT_NOW = r's clock) — stalls that have not
- * closed yet, which no ITL observation can show. Only sequences that have
- * emitted at least one token count (before that the wait is TTFT).
- * Returns the count, or TTFT_EINVAL for NULL. Thread-safe; O(max_inflight). */
-TTFT_API long ttft_stalled_now(const ttft_registry *r, uint64_t now_ns);
-
-/* Sequences begun and not yet ended, or TTFT_EINVAL for NULL. Thread-safe. */
-TTFT_API long ttft_inflight(const ttft_registry *r);
-
-/* --------------------------------------------------------------- snapshots */
+/* --------------------------------------------------------- a first report */
 
 /* Copy everything r has recorded since creation, plus the gauges, into a
  * new immutable snapshot. Runs concurrently with hooks without stopping
@@ -523,14 +314,58 @@ TTFT_API uint64_t ttft_snapshot_count(const ttft_snapshot *s, ttft_metric m);
  * unknown m, q outside [0,1] or NaN, or an empty metric. */
 TTFT_API uint64_t ttft_snapshot_quantile(const ttft_snapshot *s, ttft_metric m, double q);
 
+/* Counter c over every class; 0 for NULL s or unknown c. */
+TTFT_API uint64_t ttft_snapshot_counter(const ttft_snapshot *s, ttft_counter c);
+
+/* Render s in format f into buf (capacity cap, NUL-terminated when cap > 0),
+ * with snprintf's rules: returns the full length the output needs (not
+ * counting the NUL), so a return >= cap means it was truncated and a buffer
+ * of return+1 bytes is enough. buf may be NULL when cap is 0. Returns
+ * TTFT_EINVAL for NULL s, unknown f, or buf NULL with cap > 0; TTFT_ENOMEM
+ * when scratch memory is short. Thread-safe. */
+TTFT_API long ttft_snapshot_format(const ttft_snapshot *s, ttft_format f, char *buf, size_t cap);
+
+/* ------------------------------------------------------------------- clock */
+
+/* Nanoseconds on CLOCK_MONOTONIC. Thread-safe; never fails. */
+TTFT_API uint64_t ttft_now_ns(void);
+
+/* ==========================================================================
+ * TIER 2 — SNAPSHOTS AND QUERIES
+ *
+ * Everything a snapshot holds, per class (TTFT_CLASS_ALL = every class),
+ * per terminal status (what client benchmarks count), per TTFT split;
+ * gauges, attainment, the interval, the labels; and the live state of
+ * sequences still in flight. Snapshots are immutable: every query here is
+ * thread-safe and returns 0 (or NULL, -1.0 where said) for invalid input.
+ * ========================================================================== */
+
+typedef struct ttft_slo ttft_slo; /* tier 3 (classes) */
+
+/* Gauges are read at snapshot time. */
+typedef enum ttft_gauge {
+  TTFT_GAUGE_INFLIGHT = 0,    /* sequences begun and not yet ended              */
+  TTFT_GAUGE_LIVE_STALLS = 1, /* in-flight sequences stalled right now          */
+  TTFT_GAUGE_MEMORY = 2,      /* bytes the registry holds (ttft_registry_memory) */
+  TTFT_GAUGE_COARSE = 3,      /* observations so far binned by power of two only,
+                                 because memory_limit was reached (0 normally)  */
+  TTFT_GAUGE_COUNT_ = 4
+} ttft_gauge;
+
+/* TTFT splits: TTFT recorded a second time under a split key. */
+typedef enum ttft_split {
+  TTFT_SPLIT_PREFIX_CACHE = 0, /* index 0 = miss, 1 = hit (unknown: not recorded) */
+  TTFT_SPLIT_PROMPT_BAND = 1,  /* index = prompt-length band, see ttft_config     */
+  TTFT_SPLIT_COUNT_ = 2
+} ttft_split;
+
+/* --------------------------------------------------------------- snapshots */
+
 /* Exact mean (sum / count) of m over every class; 0.0 when empty/invalid. */
 TTFT_API double ttft_snapshot_mean(const ttft_snapshot *s, ttft_metric m);
 
 /* Exact sum of the observations of m; 0 when empty/invalid. */
 TTFT_API uint64_t ttft_snapshot_sum(const ttft_snapshot *s, ttft_metric m);
-
-/* Counter c over every class; 0 for NULL s or unknown c. */
-TTFT_API uint64_t ttft_snapshot_counter(const ttft_snapshot *s, ttft_counter c);
 
 /* Gauge g at the time the snapshot was taken; 0 for NULL/unknown. */
 TTFT_API uint64_t ttft_snapshot_gauge(const ttft_snapshot *s, ttft_gauge g);
@@ -595,13 +430,246 @@ TTFT_API int ttft_snapshot_interval(const ttft_snapshot *s, uint64_t *start_ns, 
  * "token_point", "model" or "namespace"; NULL for anything else or NULL s. */
 TTFT_API const char *ttft_snapshot_label(const ttft_snapshot *s, const char *key);
 
-/* Render s in format f into buf (capacity cap, NUL-terminated when cap > 0),
- * with snprintf's rules: returns the full length the output needs (not
- * counting the NUL), so a return >= cap means it was truncated and a buffer
- * of return+1 bytes is enough. buf may be NULL when cap is 0. Returns
- * TTFT_EINVAL for NULL s, unknown f, or buf NULL with cap > 0; TTFT_ENOMEM
- * when scratch memory is short. Thread-safe. */
-TTFT_API long ttft_snapshot_format(const ttft_snapshot *s, ttft_format f, char *buf, size_t cap);
+/* ------------------------------------------------------------- live state */
+
+/* What a live sequence looks like right now. */
+typedef struct ttft_seq_info {
+  size_t struct_size;     /* set by the caller: sizeof(ttft_seq_info)      */
+  int class_id;
+  uint32_t emissions;     /* emission events so far                        */
+  uint64_t tokens;        /* tokens so far                                 */
+  uint64_t t_begin_ns;
+  uint64_t t_last_ns;     /* last emission (t_begin before the first one)  */
+  uint64_t ttft_ns;       /* 0 until the first emission                    */
+  uint64_t itl_p50_ns;    /* from the sequence's own gap histogram (~3 %)  */
+  uint64_t itl_p95_ns;    /*   0 until there are two emissions             */
+  uint64_t itl_max_ns;    /* exact worst gap so far                        */
+  uint32_t stalls;        /* stall gaps so far                             */
+  uint32_t preemptions;
+} ttft_seq_info;
+
+/* Fill *out with live sequence s. out->struct_size must be set (a smaller
+ * older struct is filled up to its size). Returns TTFT_OK, TTFT_EINVAL
+ * (NULL r/out, bad struct_size), TTFT_ESTALE (ended or unknown handle).
+ * Thread-safe against the hooks; a value may be one event behind. */
+TTFT_API int ttft_seq_stats(const ttft_registry *r, ttft_seq s, ttft_seq_info *out);
+
+/* In-flight sequences whose last emission is older than their class's
+ * stall budget at now_ns (TTFT_NOW = r's clock) — stalls that have not
+ * closed yet, which no ITL observation can show. Only sequences that have
+ * emitted at least one token count (before that the wait is TTFT).
+ * Returns the count, or TTFT_EINVAL for NULL. Thread-safe; O(max_inflight). */
+TTFT_API long ttft_stalled_now(const ttft_registry *r, uint64_t now_ns);
+
+/* Sequences begun and not yet ended, or TTFT_EINVAL for NULL. Thread-safe. */
+TTFT_API long ttft_inflight(const ttft_registry *r);
+
+/* ---------------------------------------------------------------- names */
+
+/* Stable lower-case names used by JSON, Python and the tools: "ttft",
+ * "tpot", ..., "completed", "stalls", ... NULL for out-of-range values. */
+TTFT_API const char *ttft_metric_name(ttft_metric m);
+TTFT_API const char *ttft_counter_name(ttft_counter c);
+TTFT_API const char *ttft_status_name(ttft_status st);
+TTFT_API const char *ttft_format_name(ttft_format f);
+
+/* ---------------------------------------------------------------- memory */
+
+/* Bytes of memory r holds: exactly what it allocated — the fixed part
+ * (slots, shards, class headers) plus histogram buckets (at most
+ * config.memory_limit). Grows only in ttft_class_add and
+ * ttft_snapshot_take, never in a hook. 0 for NULL. Thread-safe. */
+TTFT_API size_t ttft_registry_memory(const ttft_registry *r);
+
+/* ==========================================================================
+ * TIER 3 — SETUP: CONFIGURATION, CLASSES, MEMORY, CLOCKS, TRAVEL, HTTP
+ *
+ * A registry's configuration (labels that say where the clock starts,
+ * prompt bands, classic bucket bounds, native histogram schema, memory
+ * limit), classes with SLO budgets and the requests that name them, the
+ * allocator hook, threads and clocks, snapshots that travel between
+ * processes (encode/decode, merge for fleets, delta for intervals), and
+ * the optional /metrics endpoint. Structs start with struct_size: always
+ * initialise them with their _init function.
+ * ========================================================================== */
+
+/* ------------------------------------------------------------- configuration */
+
+#define TTFT_MAX_BANDS 8          /* prompt-length bands (edges + 1)           */
+#define TTFT_MAX_LABEL 128        /* longest label value kept, bytes           */
+#define TTFT_MAX_INFLIGHT (1u << 20) /* largest max_inflight (about 1 GiB of slots) */
+#define TTFT_DEFAULT_MEMORY_LIMIT (UINT64_C(256) << 20) /* ttft_config.memory_limit */
+#define TTFT_MIN_MEMORY_LIMIT (UINT64_C(1) << 20)
+#define TTFT_MAX_CONST_LABELS 8   /* constant labels on every exported series  */
+#define TTFT_MAX_PROM_BUCKETS 64  /* Prometheus buckets per metric             */
+#define TTFT_PROM_CONFIG_METRICS 11 /* metrics 0..10 have configurable classic
+                                     buckets (ttft_config.prom_buckets); later
+                                     metrics use a sibling's (ITL_PER_TOKEN:
+                                     ITL's). Frozen: it sizes ttft_config.     */
+#define TTFT_CLASS_ALL (-1)       /* "every class" in per-class queries        */
+#define TTFT_CLASS_DEFAULT 0      /* the class every registry has              */
+
+typedef struct ttft_label {
+  const char *name;  /* [a-zA-Z_][a-zA-Z0-9_]* */
+  const char *value; /* any UTF-8; escaped on output */
+} ttft_label;
+
+/* Memory hooks. alloc(ctx, size) returns NULL on failure; free(ctx, p)
+ * accepts NULL. */
+typedef struct ttft_allocator {
+  void *(*alloc)(void *ctx, size_t size);
+  void (*free)(void *ctx, void *p);
+  void *ctx;
+} ttft_allocator;
+
+typedef enum ttft_clock {
+  TTFT_CLOCK_MONOTONIC = 0, /* clock_gettime(CLOCK_MONOTONIC)                      */
+  TTFT_CLOCK_TSC = 1,       /* calibrated invariant TSC on CLOCK_MONOTONIC's epoch
+                               and rate; falls back to MONOTONIC when the CPU has
+                               no invariant TSC                                   */
+  TTFT_CLOCK_COUNT_ = 2
+} ttft_clock;
+
+/* Registry configuration. Always start from ttft_config_init(): it sets
+ * struct_size, which lets the struct grow in later minor versions. Strings
+ * are copied at ttft_registry_new; they may be freed afterwards. */
+struct ttft_config {
+  size_t struct_size;          /* sizeof(ttft_config), set by ttft_config_init */
+  uint32_t max_inflight;       /* sequence slots; default 4096; 1 ..
+                                  TTFT_MAX_INFLIGHT. ~960 bytes each, all
+                                  allocated and touched at creation. An ended
+                                  stream's slot is reused once no hook call
+                                  that saw it live is still running (no timer;
+                                  docs/design.md): size it for the peak in
+                                  flight plus a small margin.                 */
+  uint32_t max_threads;        /* threads that get a private recording shard;
+                                  default 8; 0 .. 256. Further threads record
+                                  through one shared shard with atomic adds.   */
+  uint32_t max_classes;        /* classes including "default"; default 16      */
+  uint64_t stall_threshold_ns; /* default stall budget; default 500 ms         */
+  ttft_clock clock;            /* TTFT_NOW's clock; default MONOTONIC          */
+  const char *start_point;     /* where t_begin is taken; default "server_arrival" */
+  const char *token_point;     /* what counts as an emitted token;
+                                  default "detokenized_flush"                   */
+  const char *model;           /* model label; default ""                       */
+  const char *metric_namespace;/* prefix for non-OTel metric names; default "llm_" */
+  const ttft_label *const_labels; /* constant labels added to every series     */
+  uint32_t n_const_labels;     /* 0 .. TTFT_MAX_CONST_LABELS                   */
+  uint32_t n_prompt_bands;     /* number of band edges used, 0 .. TTFT_MAX_BANDS-1 */
+  uint32_t prompt_band_edges[TTFT_MAX_BANDS - 1];
+                               /* ascending prompt-token edges; band i holds
+                                  edges[i-1] <= prompt_tokens < edges[i].
+                                  default 6 edges: 128 512 2048 8192 32768 131072 */
+  /* Prometheus/OpenMetrics bucket upper bounds per metric, ascending, in ns
+   * (tokens for OUTPUT_TOKENS). NULL = the default for that metric. */
+  const uint64_t *prom_buckets[TTFT_PROM_CONFIG_METRICS];
+  uint32_t prom_n_buckets[TTFT_PROM_CONFIG_METRICS];
+  int prom_summaries;          /* also export p50..p99.9 summary series; default 0 */
+  /* ---- since 1.1 (struct_size tells the library whether they are there) */
+  int native_histograms;       /* 1 (default): the protobuf exposition carries
+                                  Prometheus native (exponential) buckets
+                                  beside the classic ones; 0: classic only   */
+  int native_schema;           /* native bucket schema, -4 .. 8: bucket
+                                  boundaries grow by 2^(2^-schema); default 7
+                                  (0.54 % wide buckets), docs/prometheus.md  */
+  int export_idle_classes;     /* 0 (default): classes that never saw a begin
+                                  are left out of every exposition and
+                                  report; 1: export every class               */
+  uint64_t memory_limit;       /* bytes of histogram buckets the registry may
+                                  allocate as values arrive; default
+                                  TTFT_DEFAULT_MEMORY_LIMIT (256 MiB), at least
+                                  TTFT_MIN_MEMORY_LIMIT. Buckets cost 1 KiB per
+                                  power of two of the value range a (thread,
+                                  class, metric) records, allocated outside the
+                                  hooks (creation, class_add, snapshots). Slots,
+                                  shards and class headers are the fixed part,
+                                  allocated at creation and ttft_class_add. At
+                                  the limit values are still counted exactly
+                                  but binned by power of two only
+                                  (TTFT_GAUGE_COARSE). docs/design.md "Memory" */
+};
+
+/* Fill cfg with the defaults documented above and set struct_size to the
+ * library's sizeof(ttft_config). NULL is a no-op. A program compiled
+ * against an older, smaller ttft_config than the library it runs with must
+ * use ttft_config_init_sized (bindings should always use it). */
+TTFT_API void ttft_config_init(ttft_config *cfg);
+
+/* Fill the first size bytes of *cfg with the defaults and set
+ * cfg->struct_size = size; writes nothing past size. size must be at least
+ * sizeof(size_t) (else nothing is written). NULL is a no-op. */
+TTFT_API void ttft_config_init_sized(ttft_config *cfg, size_t size);
+
+/* Replace the allocator used for every later allocation of the library
+ * (registries, snapshots, formatting scratch, HTTP). NULL restores malloc.
+ * Objects remember the allocator that made them and free with it. Not
+ * thread-safe against concurrent library calls that allocate: set it at
+ * start-up. Returns TTFT_OK, or TTFT_EINVAL when a != NULL lacks alloc/free. */
+TTFT_API int ttft_set_allocator(const ttft_allocator *a);
+
+/* ----------------------------------------------------------------- classes */
+
+/* SLO budgets of a class. 0 = no budget for that dimension. */
+struct ttft_slo {
+  size_t struct_size;          /* sizeof(ttft_slo), set by ttft_slo_init */
+  uint64_t ttft_ns;            /* TTFT budget                              */
+  uint64_t tpot_ns;            /* TPOT budget (met when no TPOT exists)    */
+  uint64_t e2e_ns;             /* end-to-end budget                        */
+  uint64_t stall_threshold_ns; /* stall budget; 0 = the registry default   */
+};
+
+/* Zero budgets, struct_size = the library's sizeof(ttft_slo). NULL is a
+ * no-op. ttft_slo_init_sized writes only the first size bytes (see
+ * ttft_config_init_sized). */
+TTFT_API void ttft_slo_init(ttft_slo *slo);
+TTFT_API void ttft_slo_init_sized(ttft_slo *slo, size_t size);
+
+/* Add a class (e.g. "chat", "batch") with its SLO budgets (slo NULL = no
+ * budgets). name: 1..63 bytes of [A-Za-z0-9_.:-]. Returns the class id
+ * (>= 1) on success, TTFT_EINVAL (NULL r/name, bad name, bad struct_size),
+ * TTFT_EEXIST (name taken; "default" is class 0), TTFT_EFULL (max_classes
+ * reached) or TTFT_ENOMEM. Thread-safe, also against hooks; allocates. */
+TTFT_API int ttft_class_add(ttft_registry *r, const char *name, const ttft_slo *slo);
+
+/* The id of class name, or TTFT_EINVAL (NULL) / TTFT_ESTALE (no such class).
+ * Thread-safe. */
+TTFT_API int ttft_class_find(const ttft_registry *r, const char *name);
+
+/* ---------------------------------------------------------------- requests */
+
+/* What the scheduler knows about a request when it arrives. */
+typedef struct ttft_request {
+  size_t struct_size;     /* sizeof(ttft_request), set by ttft_request_init */
+  int class_id;           /* from ttft_class_add; 0 = default               */
+  uint32_t prompt_tokens; /* prompt length; 0 = unknown (no band split)     */
+  int prefix_hit;         /* 1 prefix-cache hit, 0 miss, -1 unknown         */
+} ttft_request;
+
+/* class 0, prompt unknown, prefix unknown; struct_size = the library's
+ * sizeof(ttft_request). NULL is a no-op. ttft_request_init_sized writes
+ * only the first size bytes (see ttft_config_init_sized). */
+TTFT_API void ttft_request_init(ttft_request *req);
+TTFT_API void ttft_request_init_sized(ttft_request *req, size_t size);
+
+/* ttft_begin with request details. req NULL = ttft_request_init defaults.
+ * Returns 0 (and counts DROPPED) when no slot is free, 0 without counting
+ * for NULL r or an invalid req (bad struct_size, unknown class_id). */
+TTFT_API ttft_seq ttft_begin_ex(ttft_registry *r, const ttft_request *req, uint64_t t_ns);
+
+/* ----------------------------------------------------------- threads, clock */
+
+/* Release the calling thread's private recording shard of r, so that a
+ * thread about to exit hands it to a new thread (threads that simply exit
+ * release it automatically when pthreads are available). Recorded data stays.
+ * Returns TTFT_OK, or TTFT_EINVAL for NULL. */
+TTFT_API int ttft_thread_release(ttft_registry *r);
+
+/* Nanoseconds on r's configured clock (MONOTONIC or calibrated TSC, same
+ * epoch and rate as ttft_now_ns). This is what TTFT_NOW means in r's hooks.
+ * NULL: same as ttft_now_ns(). Thread-safe. */
+TTFT_API uint64_t ttft_registry_now_ns(const ttft_registry *r);
+
+/* ------------------------------------------------------ snapshots that travel */
 
 /* Merge: a new snapshot holding the observations of a and b (classes matched
  * by name, counters and histogram counts added, intervals joined). Fleet
@@ -650,15 +718,6 @@ TTFT_API int ttft_http_port(const ttft_http *srv);
 
 /* Stop the server, join its thread and free it. NULL is a no-op. */
 TTFT_API void ttft_http_stop(ttft_http *srv);
-
-/* ---------------------------------------------------------------- names */
-
-/* Stable lower-case names used by JSON, Python and the tools: "ttft",
- * "tpot", ..., "completed", "stalls", ... NULL for out-of-range values. */
-TTFT_API const char *ttft_metric_name(ttft_metric m);
-TTFT_API const char *ttft_counter_name(ttft_counter c);
-TTFT_API const char *ttft_status_name(ttft_status st);
-TTFT_API const char *ttft_format_name(ttft_format f);
 
 #ifdef __cplusplus
 } /* extern "C" */

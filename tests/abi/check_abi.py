@@ -72,6 +72,16 @@ def header_structs(text):
         structs[name] = " ".join(first.split())
         if tag != name:
             structs[name] += " (tag %s differs)" % tag
+    # a struct declared early ("typedef struct ttft_config ttft_config;", so a
+    # first tier can name it) and defined later as "struct ttft_config {...};"
+    for m in re.finditer(r"(?<!typedef )\bstruct\s+(\w+)\s*\{(.*?)\}\s*;", code, flags=re.S):
+        tag, body = m.group(1), m.group(2)
+        if tag in structs:
+            continue
+        if not re.search(r"typedef\s+struct\s+%s\s+%s\s*;" % (tag, tag), code):
+            continue
+        first = body.strip().split(";", 1)[0]
+        structs[tag] = " ".join(first.split())
     return structs
 
 
