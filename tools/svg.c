@@ -2,7 +2,14 @@
  * fonts or images, readable without a legend (every curve, marker and
  * budget line carries its own label). The curves come straight from the
  * snapshot's high-resolution buckets (internal.h: the tool links the static
- * library). */
+ * library).
+ *
+ * The vertical axis is a tail scale by default: height grows with
+ * -log10(1 - F), so 50, 90, 99 and 99.9 % are evenly spaced and the slow
+ * end of a distribution — the stalls, the p99 — gets as much room as the
+ * median (a linear axis gives p90..p100 a tenth of the height). Labels
+ * never overlap: each is placed beside its point where that is free, else
+ * in the right margin with a leader line, else (no room left) dropped. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -11,13 +18,16 @@
 #include "common/snapshot.h"
 #include "svg.h"
 
-#define SVG_W 960.0
+#define SVG_W 980.0
 #define PLOT_L 84.0
-#define PLOT_R (SVG_W - 150.0)
-#define HEADER_H 70.0
+#define PLOT_R (SVG_W - 170.0)
+#define MARGIN_X (PLOT_R + 12.0) /* the label column right of the plot */
+#define HEADER_H 92.0
 #define PANEL_TITLE 40.0
-#define PLOT_H 220.0
+#define PLOT_H 240.0
 #define PANEL_FOOT 46.0
+#define LINE_H 14.0 /* a 12 px label's box height */
+#define NPANELS 4
 #define PANEL_H (PANEL_TITLE + PLOT_H + PANEL_FOOT)
 #define FONT "DejaVu Sans, Helvetica, Arial, sans-serif"
 
@@ -46,7 +56,7 @@ typedef struct box {
 
 #define MAX_SERIES 16
 #define MAX_BUDGETS 16
-#define MAX_BOXES 128
+#define MAX_BOXES 256
 
 typedef struct panel {
   ttft_metric m;
@@ -57,6 +67,8 @@ typedef struct panel {
   int nbud;
   double top;          /* plot area top */
   double lx0, lx1;     /* log10 of the axis ends, ns */
+  int tail;            /* vertical axis: 1 tail scale, 0 linear */
+  int nines;           /* tail scale: the top is 1 - 10^-nines */
   box boxes[MAX_BOXES];/* placed labels and markers */
   int nboxes;
 } panel;
@@ -93,14 +105,24 @@ static size_t utf8_len(const char *s) {
   return n;
 }
 
-static double text_w(const char *s, double size) { return (double)utf8_len(s) * size * 0.6; }
+/* a generous estimate of the rendered width (DejaVu Sans digits and
+ * lower case average about 0.6 em) */
+static double text_w(const char *s, double size) { return (double)utf8_len(s) * size * 0.62; }
 
 static double px_x(const panel *p, double ns) {
   double l = log10(ns < 1 ? 1 : ns);
   return PLOT_L + (l - p->lx0) / (p->lx1 - p->lx0) * (PLOT_R - PLOT_L);
 }
 
-static double px_y(const panel *p, double frac) { return p->top + (1.0 - frac) * PLOT_H; }
+/* height of cumulative fraction F, 0 (bottom) .. 1 (top) */
+static double y_of(const panel *p, double frac) {
+  if (!p->tail) return frac < 0 ? 0 : frac > 1 ? 1 : frac;
+  if (frac <= 0) return 0;
+  double t = frac >= 1 ? p->nines : -log10(1.0 - frac);
+  return t > p->nines ? 1.0 : t / p->nines;
+}
+
+static double px_y(const panel *p, double frac) { return p->top + (1.0 - y_of(p, frac)) * PLOT_H; }
 
 static int overlaps(const panel *p, box b) {
   for (int i = 0; i < p->nboxes; i++) {
@@ -151,26 +173,49 @@ static int hits_curve(const panel *p, box b) {
   return 0;
 }
 
+static box text_box(double ox, double oy, double w) { return (box){ox - 2, oy - 11, ox + w + 2, oy + 3}; }
+
 /* Pick the first candidate (dx, dy from (x, y); dx < 0 means "end the text
- * there") whose box is inside the plot, clear of other labels and, on the
- * first pass, clear of every curve. Returns the text origin. */
-static void place(panel *p, double x, double y, double w, const double (*cand)[2], int n,
-                  double *tx, double *ty) {
-  for (int pass = 0; pass < 3; pass++) {
+ * there") whose box is inside the plot and clear of every other label and
+ * marker, preferring (first pass) one clear of every curve too. Else a
+ * free line in the label column right of the plot, nearest to y. Returns
+ * 1 with the text origin, or 0 when there is no free place at all (the
+ * caller leaves the label out rather than overlap another). */
+static int place(panel *p, double x, double y, double w, const double (*cand)[2], int n,
+                 double *tx, double *ty) {
+  for (int pass = 0; pass < 2; pass++) {
     for (int i = 0; i < n; i++) {
       double ox = cand[i][0] < 0 ? x + cand[i][0] - w : x + cand[i][0];
       double oy = y + cand[i][1];
-      box b = {ox - 2, oy - 11, ox + w + 2, oy + 3};
-      int inside = b.x0 >= PLOT_L && b.x1 <= SVG_W - 6 && b.y0 >= p->top - 2 && b.y1 <= p->top + PLOT_H;
-      if (!inside || (pass < 2 && overlaps(p, b)) || (pass == 0 && hits_curve(p, b))) continue;
+      box b = text_box(ox, oy, w);
+      int inside = b.x0 >= PLOT_L + 1 && b.x1 <= PLOT_R - 1 && b.y0 >= p->top + 1 && b.y1 <= p->top + PLOT_H - 1;
+      if (!inside || overlaps(p, b) || (pass == 0 && hits_curve(p, b))) continue;
       *tx = ox;
       *ty = oy;
       reserve(p, b);
-      return;
+      return 1;
     }
   }
-  *tx = x + 6; /* nowhere free: next to the point */
-  *ty = y - 4;
+  /* the label column: lines from the plot's top to its bottom */
+  if (MARGIN_X + w + 2 <= SVG_W - 4) {
+    int lines = (int)(PLOT_H / LINE_H);
+    int best = -1;
+    double best_d = INFINITY;
+    for (int j = 0; j < lines; j++) {
+      double oy = p->top + 11 + j * LINE_H;
+      box b = text_box(MARGIN_X, oy, w);
+      if (overlaps(p, b)) continue;
+      double d = fabs(oy - 4 - y);
+      if (d < best_d) best_d = d, best = j;
+    }
+    if (best >= 0) {
+      *tx = MARGIN_X;
+      *ty = p->top + 11 + best * LINE_H;
+      reserve(p, text_box(*tx, *ty, w));
+      return 1;
+    }
+  }
+  return 0;
 }
 
 static void label(FILE *f, double x, double y, const char *color, const char *weight, const char *s) {
@@ -212,6 +257,21 @@ static void axis_range(panel *p) {
   if (p->lx1 - p->lx0 < 2) p->lx1 = p->lx0 + 2;
 }
 
+/* The vertical ticks: fractions and their labels. */
+static int y_ticks(const panel *p, double *fr, const char **txt) {
+  static const double lin[] = {0, 0.25, 0.5, 0.75, 0.9, 1.0};
+  static const char *lin_t[] = {"0%", "25%", "50%", "75%", "90%", "100%"};
+  static const double tail[] = {0, 0.5, 0.9, 0.99, 0.999, 0.9999, 0.99999};
+  static const char *tail_t[] = {"0%", "50%", "90%", "99%", "99.9%", "99.99%", "99.999%"};
+  int n = 0;
+  if (!p->tail) {
+    for (; n < 6; n++) fr[n] = lin[n], txt[n] = lin_t[n];
+    return n;
+  }
+  for (; n < 7 && n <= p->nines + 1; n++) fr[n] = tail[n], txt[n] = tail_t[n];
+  return n;
+}
+
 static void draw_axes(FILE *f, panel *p) {
   double top = p->top, bottom = top + PLOT_H;
   fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#fbfbfb\" stroke=\"none\"/>\n",
@@ -224,8 +284,10 @@ static void draw_axes(FILE *f, panel *p) {
       fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", x, top, x, bottom);
     }
   fputs("</g>\n<g stroke=\"#d4d4d4\" stroke-width=\"1\">\n", f);
-  static const double ys[] = {0, 0.25, 0.5, 0.75, 0.9, 1.0};
-  for (size_t i = 0; i < sizeof ys / sizeof ys[0]; i++) {
+  double ys[8];
+  const char *yt[8];
+  int nys = y_ticks(p, ys, yt);
+  for (int i = 0; i < nys; i++) {
     double y = px_y(p, ys[i]);
     fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", PLOT_L, y, PLOT_R, y);
   }
@@ -243,13 +305,13 @@ static void draw_axes(FILE *f, panel *p) {
     fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">%s</text>\n", px_x(p, ticks[i].ns), bottom + 17, ticks[i].text);
   }
   fputs("</g>\n<g font-size=\"12\" fill=\"#555555\" text-anchor=\"end\">\n", f);
-  for (size_t i = 0; i < sizeof ys / sizeof ys[0]; i++)
-    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">%.0f%%</text>\n", PLOT_L - 6, px_y(p, ys[i]) + 4, 100 * ys[i]);
+  for (int i = 0; i < nys; i++)
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">%s</text>\n", PLOT_L - 6, px_y(p, ys[i]) + 4, yt[i]);
   fputs("</g>\n", f);
   fprintf(f,
           "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" fill=\"#555555\" text-anchor=\"middle\" "
-          "transform=\"rotate(-90 %.1f %.1f)\">%s &#8804; x</text>\n",
-          24.0, top + PLOT_H / 2, 24.0, top + PLOT_H / 2, p->what);
+          "transform=\"rotate(-90 %.1f %.1f)\">%s &#8804; x%s</text>\n",
+          20.0, top + PLOT_H / 2, 20.0, top + PLOT_H / 2, p->what, p->tail ? " (tail scale)" : "");
   fprintf(f,
           "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" fill=\"#555555\" text-anchor=\"middle\">"
           "%s (log scale)</text>\n",
@@ -296,39 +358,45 @@ static void draw_curve(FILE *f, const panel *p, const series *s) {
   fputs("\"/>\n", f);
 }
 
+static void leader(FILE *f, double x, double y, double tx, double ty, double w, const char *color) {
+  /* a label that had to move away keeps a thin line to its point */
+  double ax = tx > x ? tx - 2 : tx + w + 2, ay = ty - 4;
+  if (fabs(ax - x) > 14 || fabs(ay - y) > 14)
+    fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"0.8\"/>\n",
+            x, y, ax, ay, color);
+}
+
+static const struct {
+  double q;
+  const char *name;
+} marker_q[] = {{0.5, "p50"}, {0.99, "p99"}};
+#define NMARKERS 2
+
 static void draw_markers(FILE *f, panel *p, const series *s, int named) {
-  static const struct {
-    double q;
-    const char *name;
-  } qs[] = {{0.5, "p50"}, {0.99, "p99"}};
   /* near the marker first, then further out along the free side */
   static const double c50[][2] = {{-9, -6}, {9, 16}, {-9, 8}, {9, 2}, {-9, -20}, {9, 30},
                                   {-9, 22}, {-9, -34}, {9, 44}, {-9, 36}, {9, -12}, {-9, -48},
                                   {9, 58}, {-9, 50}, {9, 72}, {-9, -62}};
-  static const double c99[][2] = {{9, 17}, {-9, 17}, {9, 31}, {-9, 31}, {9, 45}, {-9, 45},
-                                  {9, 59}, {-9, 59}, {9, 73}, {-9, 73}, {9, 87}, {-9, 87},
-                                  {9, 101}, {-9, 101}, {9, 115}, {-9, 115}};
-  for (int k = 0; k < 2; k++) {
-    uint64_t v = ttft__shist_quantile(s->h, qs[k].q);
-    double x = px_x(p, (double)v), y = px_y(p, qs[k].q);
+  static const double c99[][2] = {{9, 17}, {-9, 17}, {9, -6}, {-9, -6}, {9, 31}, {-9, 31},
+                                  {9, 45}, {-9, 45}, {9, -20}, {-9, -20}, {9, 59}, {-9, 59},
+                                  {9, 73}, {-9, 73}, {9, 87}, {-9, 87}};
+  for (int k = 0; k < NMARKERS; k++) {
+    uint64_t v = ttft__shist_quantile(s->h, marker_q[k].q);
+    double x = px_x(p, (double)v), y = px_y(p, marker_q[k].q);
     char val[32], text[160];
     fmt_ns(val, sizeof val, (double)v);
-    if (named) snprintf(text, sizeof text, "%s %s %s", s->name, qs[k].name, val);
-    else snprintf(text, sizeof text, "%s %s", qs[k].name, val);
+    if (named) snprintf(text, sizeof text, "%s %s %s", s->name, marker_q[k].name, val);
+    else snprintf(text, sizeof text, "%s %s", marker_q[k].name, val);
     double tx, ty, w = text_w(text, 12);
-    place(p, x, y, w, k == 0 ? c50 : c99, 16, &tx, &ty);
-    /* a label that had to move away keeps a thin line to its point */
-    double ax = tx > x ? tx - 2 : tx + w + 2, ay = ty - 4;
-    if (fabs(ax - x) > 14 || fabs(ay - y) > 14)
-      fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"0.8\"/>\n",
-              x, y, ax, ay, s->color);
+    int placed = place(p, x, y, w, k == 0 ? c50 : c99, 16, &tx, &ty);
+    if (placed) leader(f, x, y, tx, ty, w, s->color);
     fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\" stroke=\"#ffffff\" stroke-width=\"1.5\"/>\n",
             x, y, s->color);
-    label(f, tx, ty, s->color, "normal", text);
+    if (placed) label(f, tx, ty, s->color, "normal", text);
   }
 }
 
-static void draw_budgets(FILE *f, panel *p) {
+static void draw_budget_lines(FILE *f, panel *p) {
   for (int i = 0; i < p->nbud; i++) {
     const budget *b = &p->bud[i];
     double x = px_x(p, (double)b->ns);
@@ -337,26 +405,50 @@ static void draw_budgets(FILE *f, panel *p) {
             "stroke-dasharray=\"2 3\"/>\n",
             x, p->top, x, p->top + PLOT_H, b->color);
   }
-  /* labels after all lines, top rows first, beside their line */
-  static const double cand[][2] = {{5, 14}, {-5, 14}, {5, 30}, {-5, 30}, {5, 46}, {-5, 46},
-                                   {5, 62}, {-5, 62}, {5, 78}, {-5, 78}};
+}
+
+/* budget labels: near the bottom of their line first (the curves rise to
+ * the right, so the bottom right of a tail plot is usually empty) */
+static void draw_budget_labels(FILE *f, panel *p) {
+  static const double cand[][2] = {{5, PLOT_H - 8}, {-5, PLOT_H - 8}, {5, PLOT_H - 24}, {-5, PLOT_H - 24},
+                                   {5, PLOT_H - 40}, {-5, PLOT_H - 40}, {5, 14}, {-5, 14},
+                                   {5, 30}, {-5, 30}, {5, PLOT_H - 56}, {-5, PLOT_H - 56},
+                                   {5, 46}, {-5, 46}, {5, PLOT_H / 2}, {-5, PLOT_H / 2}};
   for (int i = 0; i < p->nbud; i++) {
     const budget *b = &p->bud[i];
-    double x = px_x(p, (double)b->ns), tx, ty;
-    place(p, x, p->top, text_w(b->label, 12), cand, 10, &tx, &ty);
+    double x = px_x(p, (double)b->ns), tx, ty, w = text_w(b->label, 12);
+    if (!place(p, x, p->top, w, cand, 16, &tx, &ty)) continue;
+    if (tx >= MARGIN_X) /* in the label column: a leader from the line */
+      fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"0.8\" "
+              "stroke-dasharray=\"2 2\"/>\n", x, ty - 4, tx - 2, ty - 4, b->color);
     label(f, tx, ty, b->color, "bold", b->label);
   }
 }
 
 /* -------------------------------------------------------------- panels */
+/* is cls one of the ", "-separated names in list? */
+static int has_name(const char *list, const char *cls) {
+  size_t cl = strlen(cls);
+  for (const char *q = list; *q;) {
+    const char *e = strstr(q, ", ");
+    size_t len = e ? (size_t)(e - q) : strlen(q);
+    if (len == cl && memcmp(q, cls, cl) == 0) return 1;
+    if (!e) break;
+    q = e + 2;
+  }
+  return 0;
+}
+
 static void add_budget(panel *p, uint64_t ns, const char *cls, const char *kind, const char *color) {
   if (!ns) return;
   budget *b = NULL;
   for (int i = 0; i < p->nbud && !b; i++)
     if (p->bud[i].ns == ns) b = &p->bud[i];
   if (b) { /* one line per value: "chat, code SLO 300 ms" */
-    size_t n = strlen(b->names);
-    snprintf(b->names + n, sizeof b->names - n, ", %s", cls);
+    if (!has_name(b->names, cls)) { /* old and new of a diff name a class once */
+      size_t n = strlen(b->names);
+      snprintf(b->names + n, sizeof b->names - n, ", %s", cls);
+    }
     if (strcmp(b->color, color) != 0) b->color = SLO_MIXED;
   } else {
     if (p->nbud >= MAX_BUDGETS) return;
@@ -374,14 +466,24 @@ static uint64_t budget_of(const ttft_slo *slo, ttft_metric m) {
   switch (m) {
   case TTFT_METRIC_TTFT: return slo->ttft_ns;
   case TTFT_METRIC_TPOT: return slo->tpot_ns;
+  case TTFT_METRIC_E2E: return slo->e2e_ns;
   case TTFT_METRIC_ITL: return slo->stall_threshold_ns;
   default: return 0;
   }
 }
 
-static void build_panel(panel *p, const ttft_snapshot *s, const char *s_name, const ttft_snapshot *old,
-                        const char *old_name) {
+/* every budget of every class the snapshot reports (ttft__class_exported):
+ * TTFT, TPOT and E2E SLOs, and on the ITL panel the stall budget */
+static void add_budgets_of(panel *p, const ttft_snapshot *s, int diff) {
   const char *kind = p->m == TTFT_METRIC_ITL ? "stall" : "SLO";
+  for (uint32_t c = 0; c < s->nclasses; c++) {
+    const ttft__sclass *k = &s->cls[c];
+    if (s->nclasses > 1 && !ttft__class_exported(s, c) && !k->h[p->m]->count) continue;
+    add_budget(p, budget_of(&k->slo, p->m), k->name, kind, diff ? SLO_MIXED : palette[c % NPALETTE]);
+  }
+}
+
+static void build_panel(panel *p, const ttft_snapshot *s, const ttft_snapshot *old) {
   if (old) {
     series *o = &p->ser[p->nser++];
     snprintf(o->name, sizeof o->name, "old");
@@ -392,8 +494,6 @@ static void build_panel(panel *p, const ttft_snapshot *s, const char *s_name, co
     snprintf(n->name, sizeof n->name, "new");
     n->h = s->all.h[p->m];
     n->color = palette[0];
-    (void)s_name;
-    (void)old_name;
   } else {
     int with_data = 0;
     for (uint32_t c = 0; c < s->nclasses; c++) with_data += s->cls[c].h[p->m]->count > 0;
@@ -405,33 +505,45 @@ static void build_panel(panel *p, const ttft_snapshot *s, const char *s_name, co
       x->color = palette[c % NPALETTE];
     }
   }
-  /* budgets of classes that were used (the only class: always) */
-  for (uint32_t c = 0; c < s->nclasses; c++) {
-    const ttft__sclass *k = &s->cls[c];
-    if (s->nclasses > 1 && !k->ctr[TTFT_COUNTER_BEGUN] && !k->h[p->m]->count) continue;
-    if (p->m == TTFT_METRIC_ITL && !k->h[p->m]->count && s->nclasses > 1) continue;
-    add_budget(p, budget_of(&k->slo, p->m), k->name, kind, old ? SLO_MIXED : palette[c % NPALETTE]);
-  }
+  add_budgets_of(p, s, old != NULL);
+  if (old) add_budgets_of(p, old, 1);
+  /* the tail scale reaches one nine past what the largest curve resolves */
+  uint64_t nmax = 0;
+  for (int i = 0; i < p->nser; i++)
+    if (p->ser[i].h->count > nmax) nmax = p->ser[i].h->count;
+  int nines = nmax > 1 ? (int)ceil(log10((double)nmax)) : 2;
+  p->nines = nines < 2 ? 2 : nines > 5 ? 5 : nines;
 }
 
-static void draw_panel(FILE *f, panel *p, double y0, const ttft_snapshot *s, const ttft_snapshot *old) {
-  fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"16\" font-weight=\"bold\" fill=\"#222222\">%s</text>\n",
-          PLOT_L, y0 + 22, p->title);
+static void panel_subtitle(char *sub, size_t cap, const panel *p, const ttft_snapshot *s,
+                           const ttft_snapshot *old) {
   const ttft__shist *hn = s->all.h[p->m];
-  char sub[256] = "", a[32], b[32];
+  char a[32], b[32];
+  sub[0] = 0;
   if (old) {
     const ttft__shist *ho = old->all.h[p->m];
     if (ho->count && hn->count) {
       uint64_t vo = ttft__shist_quantile(ho, 0.99), vn = ttft__shist_quantile(hn, 0.99);
       fmt_ns(a, sizeof a, (double)vo);
       fmt_ns(b, sizeof b, (double)vn);
-      snprintf(sub, sizeof sub, "p99 %s \xe2\x86\x92 %s (%+.1f %%)", a, b,
+      snprintf(sub, cap, "n %llu \xe2\x86\x92 %llu \xc2\xb7 p99 %s \xe2\x86\x92 %s (%+.1f %%)",
+               (unsigned long long)ho->count, (unsigned long long)hn->count, a, b,
                vo ? 100.0 * ((double)vn - (double)vo) / (double)vo : 0.0);
+    } else {
+      snprintf(sub, cap, "n %llu \xe2\x86\x92 %llu", (unsigned long long)ho->count,
+               (unsigned long long)hn->count);
     }
   } else if (hn->count) {
     fmt_ns(a, sizeof a, (double)hn->sum / (double)hn->count);
-    snprintf(sub, sizeof sub, "n = %llu \xc2\xb7 mean %s", (unsigned long long)hn->count, a);
+    snprintf(sub, cap, "n = %llu \xc2\xb7 mean %s", (unsigned long long)hn->count, a);
   }
+}
+
+static void draw_panel(FILE *f, panel *p, double y0, const ttft_snapshot *s, const ttft_snapshot *old) {
+  fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"16\" font-weight=\"bold\" fill=\"#222222\">%s</text>\n",
+          PLOT_L, y0 + 22, p->title);
+  char sub[256];
+  panel_subtitle(sub, sizeof sub, p, s, old);
   fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"13\" fill=\"#555555\" text-anchor=\"end\">", PLOT_R, y0 + 22);
   xml_text(f, sub);
   fputs("</text>\n", f);
@@ -444,36 +556,62 @@ static void draw_panel(FILE *f, panel *p, double y0, const ttft_snapshot *s, con
   if (!any) {
     fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"14\" fill=\"#888888\" text-anchor=\"middle\">no data</text>\n",
             (PLOT_L + PLOT_R) / 2, p->top + PLOT_H / 2);
+    reserve(p, (box){(PLOT_L + PLOT_R) / 2 - 30, p->top + PLOT_H / 2 - 12, (PLOT_L + PLOT_R) / 2 + 30,
+                     p->top + PLOT_H / 2 + 4});
   }
   /* markers are obstacles for every label */
   for (int i = 0; i < p->nser; i++) {
     if (!p->ser[i].h->count) continue;
-    for (int k = 0; k < 2; k++) {
-      double q = k ? 0.99 : 0.5;
+    for (int k = 0; k < NMARKERS; k++) {
+      double q = marker_q[k].q;
       double x = px_x(p, (double)ttft__shist_quantile(p->ser[i].h, q)), y = px_y(p, q);
       reserve(p, (box){x - 5, y - 5, x + 5, y + 5});
     }
   }
-  draw_budgets(f, p);
+  draw_budget_lines(f, p);
+  /* and so are the budget lines: a label never sits across one */
+  for (int i = 0; i < p->nbud; i++) {
+    double x = px_x(p, (double)p->bud[i].ns);
+    reserve(p, (box){x - 1.5, p->top, x + 1.5, p->top + PLOT_H});
+  }
   for (int i = 0; i < p->nser; i++)
     if (p->ser[i].h->count) draw_curve(f, p, &p->ser[i]);
+  /* curve labels first: they belong next to their points; the budget
+   * labels take what is left */
   int named = p->nser > 1;
   for (int i = 0; i < p->nser; i++)
     if (p->ser[i].h->count) draw_markers(f, p, &p->ser[i], named);
+  draw_budget_labels(f, p);
+}
+
+/* "d1.ttfs · model "demo-7b" · clock starts at server_arrival · token =
+ * detokenized_flush · 38 streams ended over 5.6 s" */
+static void snapshot_info(char *out, size_t cap, const char *name, const ttft_snapshot *s) {
+  uint64_t t0 = 0, t1 = 0;
+  ttft_snapshot_interval(s, &t0, &t1);
+  uint64_t ended = s->all.ctr[TTFT_COUNTER_COMPLETED] + s->all.ctr[TTFT_COUNTER_CANCELLED] +
+                   s->all.ctr[TTFT_COUNTER_ERRORS];
+  char iv[32];
+  fmt_ns(iv, sizeof iv, (double)(t1 - t0));
+  snprintf(out, cap,
+           "%s%smodel \"%s\" \xc2\xb7 clock starts at %s \xc2\xb7 token = %s \xc2\xb7 %llu streams ended over %s",
+           name ? name : "", name ? " \xc2\xb7 " : "", s->model, s->start_point, s->token_point,
+           (unsigned long long)ended, iv);
 }
 
 int report_svg(FILE *f, const ttft_snapshot *s, const char *s_name, const ttft_snapshot *old,
-               const char *old_name) {
-  static panel panels[3];
+               const char *old_name, int tail_axis) {
+  static panel panels[NPANELS];
   static const struct {
     ttft_metric m;
     const char *title, *what;
-  } defs[3] = {
+  } defs[NPANELS] = {
     {TTFT_METRIC_TTFT, "TTFT \xc2\xb7 time to first token", "requests"},
     {TTFT_METRIC_TPOT, "TPOT \xc2\xb7 time per output token", "requests"},
     {TTFT_METRIC_ITL, "ITL \xc2\xb7 inter-token gaps", "gaps"},
+    {TTFT_METRIC_E2E, "E2E \xc2\xb7 end to end", "requests"},
   };
-  double height = HEADER_H + 3 * PANEL_H + 10;
+  double height = HEADER_H + NPANELS * PANEL_H + 10;
   fprintf(f,
           "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
           "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
@@ -482,39 +620,42 @@ int report_svg(FILE *f, const ttft_snapshot *s, const char *s_name, const ttft_s
   fprintf(f, "<title>libttft latency CDFs</title>\n");
   fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"#ffffff\"/>\n");
   fprintf(f, "<text x=\"%.1f\" y=\"30\" font-size=\"20\" font-weight=\"bold\" fill=\"#111111\">", PLOT_L);
-  if (old) {
-    fputs("Latency CDFs: ", f);
-    xml_text(f, old_name ? old_name : "old");
-    fputs(" (old, dashed) vs ", f);
-    xml_text(f, s_name ? s_name : "new");
-    fputs(" (new)", f);
-  } else {
-    fputs("Latency CDFs", f);
-    if (s_name) {
-      fputs(": ", f);
-      xml_text(f, s_name);
-    }
-  }
+  if (old) fputs("Latency CDFs: old (grey, dashed) vs new (blue)", f);
+  else fputs("Latency CDFs", f);
   fputs("</text>\n", f);
-  uint64_t t0 = 0, t1 = 0;
-  ttft_snapshot_interval(s, &t0, &t1);
-  uint64_t ended = s->all.ctr[TTFT_COUNTER_COMPLETED] + s->all.ctr[TTFT_COUNTER_CANCELLED] +
-                   s->all.ctr[TTFT_COUNTER_ERRORS];
-  char info[768];
-  snprintf(info, sizeof info,
-           "model \"%s\" \xc2\xb7 clock starts at %s \xc2\xb7 token = %s \xc2\xb7 %llu streams ended over %.1f s",
-           s->model, s->start_point, s->token_point, (unsigned long long)ended, (double)(t1 - t0) / 1e9);
-  fprintf(f, "<text x=\"%.1f\" y=\"52\" font-size=\"13\" fill=\"#555555\">", PLOT_L);
-  xml_text(f, info);
+  char info[1024];
+  if (old) {
+    snapshot_info(info, sizeof info, old_name ? old_name : "old", old);
+    fprintf(f, "<text x=\"%.1f\" y=\"52\" font-size=\"13\" fill=\"%s\">old: ", PLOT_L, OLD_COLOR);
+    xml_text(f, info);
+    fputs("</text>\n", f);
+    snapshot_info(info, sizeof info, s_name ? s_name : "new", s);
+    fprintf(f, "<text x=\"%.1f\" y=\"70\" font-size=\"13\" fill=\"%s\">new: ", PLOT_L, palette[0]);
+    xml_text(f, info);
+    fputs("</text>\n", f);
+  } else {
+    snapshot_info(info, sizeof info, s_name, s);
+    fprintf(f, "<text x=\"%.1f\" y=\"52\" font-size=\"13\" fill=\"#555555\">", PLOT_L);
+    xml_text(f, info);
+    fputs("</text>\n", f);
+  }
+  fprintf(f, "<text x=\"%.1f\" y=\"%.0f\" font-size=\"12\" fill=\"#777777\">", PLOT_L, old ? 86.0 : 70.0);
+  if (tail_axis)
+    fputs("vertical axis: tail scale, 50 / 90 / 99 / 99.9 % evenly spaced \xc2\xb7 dotted lines: "
+          "SLO and stall budgets",
+          f);
+  else
+    fputs("vertical axis: linear \xc2\xb7 dotted lines: SLO and stall budgets", f);
   fputs("</text>\n", f);
 
-  for (int i = 0; i < 3; i++) {
+  for (int i = 0; i < NPANELS; i++) {
     panel *p = &panels[i];
     memset(p, 0, sizeof *p);
     p->m = defs[i].m;
     p->title = defs[i].title;
     p->what = defs[i].what;
-    build_panel(p, s, s_name, old, old_name);
+    p->tail = tail_axis;
+    build_panel(p, s, old);
     fprintf(f, "<g font-size=\"12\">\n");
     draw_panel(f, p, HEADER_H + i * PANEL_H, s, old);
     fputs("</g>\n", f);

@@ -3,10 +3,13 @@
 #   usage: test_report.sh TTFT_REPORT MKSNAP WORKDIR
 # Writes snapshots of known workloads with mksnap, runs the tool over them
 # and checks: text/JSON/Prometheus output of a merge, binary concatenation
-# and base64 log lines as input, --delta, --diff flagging a regression
-# (and not flagging an identical pair), --svg well-formed (xmllint), exit
-# codes for bad input (2) and bad usage (1). Needs python3 (JSON) and
-# xmllint (libxml2-utils); under CI a missing tool fails the test.
+# and base64 log lines as input, duplicates skipped and rates over the time
+# covered, --delta, --diff flagging a significant regression (and neither
+# an identical pair, nor samples of one distribution, nor changes too small
+# a sample cannot tell: "not enough data"), --svg well-formed (xmllint),
+# its tail axis, every SLO line, labels that do not overlap, its errors,
+# exit codes for bad input (2) and bad usage (1). Needs python3 (JSON, SVG
+# geometry) and xmllint (libxml2-utils); under CI a missing tool fails.
 set -u
 REPORT=$1
 MKSNAP=$2
@@ -56,6 +59,11 @@ json_get() { # FILE python-expression-on-d
 "$MKSNAP" --seed 2 --requests 400 --classes chat,code b.ttfs >>snaps.txt || fail "mksnap b"
 "$MKSNAP" --seed 2 --requests 400 --classes chat,code --base64 b.log >>snaps.txt || fail "mksnap b.log"
 "$MKSNAP" --seed 1 --requests 600 --classes chat,default --scale 1.5 slow.ttfs >>snaps.txt || fail "mksnap slow"
+# large enough for p99 (>= 1000 per side) to be judged
+"$MKSNAP" --seed 11 --requests 3000 --classes chat,batch big.ttfs >>snaps.txt || fail "mksnap big"
+"$MKSNAP" --seed 12 --requests 3000 --classes chat,batch big2.ttfs >>snaps.txt || fail "mksnap big2"
+"$MKSNAP" --seed 13 --requests 3000 --classes chat,batch --scale 1.5 bigslow.ttfs >>snaps.txt || fail "mksnap bigslow"
+"$MKSNAP" --seed 14 --requests 3000 --classes chat,batch --scale 1.1 big10.ttfs >>snaps.txt || fail "mksnap big10"
 na=$(count_of snaps.txt a.ttfs)
 nlater=$(count_of snaps.txt a_later.ttfs)
 nb=$(count_of snaps.txt b.ttfs)
@@ -109,28 +117,108 @@ expect_rc 0 "$REPORT" --format openmetrics a.ttfs
 expect_grep out.txt "^# EOF" "openmetrics output"
 
 # ------------------------------------------------------------ diff
-expect_rc 0 "$REPORT" --diff a.ttfs slow.ttfs
+# 1.5x slower, 3000 requests a side: the tail is judged and flagged
+expect_rc 0 "$REPORT" --diff big.ttfs bigslow.ttfs
 cp out.txt diff.txt
 expect_grep diff.txt "REGRESSION" "--diff of a 1.5x slower run"
-expect_grep diff.txt "^  ttft  *p99 .*<< REGRESSION" "--diff ttft p99 row"
-expect_grep diff.txt "regressions worse than 5.0 %" "--diff summary"
-expect_rc 3 "$REPORT" --diff a.ttfs slow.ttfs --fail-on-regression
+expect_grep diff.txt "^  ttft  *p99  .*<< REGRESSION" "--diff ttft p99 row"
+expect_grep diff.txt "^  ttft  *p50  .*<< REGRESSION" "--diff ttft p50 row"
+expect_grep diff.txt "^  ttft  *p99  *[0-9.]* [mu]*s \[[0-9.]*, [0-9.]*\]" "--diff prints the confidence interval"
+expect_grep diff.txt "regressions worse than 5.0 % and significant" "--diff summary"
+expect_rc 3 "$REPORT" --diff big.ttfs bigslow.ttfs --fail-on-regression
 expect_rc 0 "$REPORT" --diff a.ttfs a.ttfs --fail-on-regression
 expect_grep out.txt "no regressions worse than 5.0 %" "--diff of a snapshot with itself"
 expect_no_grep out.txt "<< REGRESSION" "--diff of a snapshot with itself"
 # a threshold above the change: nothing flagged
-expect_rc 0 "$REPORT" --diff a.ttfs slow.ttfs --threshold 1000 --fail-on-regression
+expect_rc 0 "$REPORT" --diff big.ttfs bigslow.ttfs --threshold 1000 --fail-on-regression
 # the faster direction is an improvement, not a regression
-expect_rc 0 "$REPORT" --diff slow.ttfs a.ttfs
+expect_rc 0 "$REPORT" --diff bigslow.ttfs big.ttfs
 expect_grep out.txt "(better)" "--diff of a faster run"
 expect_no_grep out.txt "<< REGRESSION" "--diff of a faster run"
+# 10 % slower is still found with 3000 requests a side
+expect_rc 3 "$REPORT" --diff big.ttfs big10.ttfs --fail-on-regression
+expect_grep out.txt "^  tpot  *p50  .*<< REGRESSION" "--diff of a 1.1x slower run"
+# two samples of one workload (different seeds): noise, never a regression
+for pair in "big.ttfs big2.ttfs" "big2.ttfs big.ttfs" "a.ttfs a_later.ttfs"; do
+  # shellcheck disable=SC2086
+  expect_rc 0 "$REPORT" --diff $pair --fail-on-regression
+  expect_grep out.txt "no regressions worse than 5.0 %" "--diff of two samples of one workload ($pair)"
+done
+for seed in 21 22 23 24 25; do
+  "$MKSNAP" --seed $seed --requests 1500 --classes chat,batch s$seed.ttfs >/dev/null || fail "mksnap s$seed"
+done
+for pair in "21 22" "22 23" "23 24" "24 25" "25 21"; do
+  set -- $pair
+  expect_rc 0 "$REPORT" --diff s$1.ttfs s$2.ttfs --fail-on-regression
+done
+# a small sample (37 a side, as a short demo run) cannot judge its tail:
+# "not enough data", not a regression, even when it moved by 50 %
+"$MKSNAP" --seed 1 --requests 37 small.ttfs >/dev/null || fail "mksnap small"
+"$MKSNAP" --seed 1 --requests 37 --scale 1.5 smallslow.ttfs >/dev/null || fail "mksnap smallslow"
+"$MKSNAP" --seed 2 --requests 37 small2.ttfs >/dev/null || fail "mksnap small2"
+expect_rc 0 "$REPORT" --diff small.ttfs small2.ttfs --fail-on-regression
+expect_grep out.txt "^  ttft  *p99  .*not enough data (n >= 1000 per side)" "--diff of 37 vs 37: p99"
+expect_grep out.txt "^  ttft  *p90  .*not enough data (n >= 100 per side)" "--diff of 37 vs 37: p90"
+expect_grep out.txt "^  itl  *p99  .*not enough data (n >= 1000 sequences per side)" "--diff: gaps count by sequence"
+expect_no_grep out.txt "<< REGRESSION" "--diff of 37 vs 37 of one workload"
+expect_rc 0 "$REPORT" --diff small.ttfs smallslow.ttfs
+expect_grep out.txt "^  ttft  *p99  .*not enough data" "--diff of 37 vs 37 slowed: p99 not judged"
+expect_no_grep out.txt "^  ttft  *p99  .*REGRESSION" "--diff of 37 vs 37 slowed: p99 not flagged"
+# --confidence
+expect_rc 0 "$REPORT" --diff big.ttfs big2.ttfs
+expect_grep out.txt "outside the 99 % confidence intervals" "--diff: 99 % by default"
+expect_rc 0 "$REPORT" --diff big.ttfs big2.ttfs --confidence 95
+expect_grep out.txt "outside the 95 % confidence intervals" "--confidence 95"
+expect_rc 1 "$REPORT" --diff big.ttfs big2.ttfs --confidence 30
+expect_rc 1 "$REPORT" --diff big.ttfs big2.ttfs --confidence abc
+
+# ------------------------------------------------------------ merge: duplicates, time covered
+expect_rc 0 "$REPORT" --format json a.ttfs a.ttfs
+expect_grep err.txt "a.ttfs (snapshot 1) is the same snapshot as a.ttfs (snapshot 1)" "duplicate warning"
+cp out.txt dup.json
+cat a.ttfs a.ttfs | "$REPORT" --format json - >dupcat.json 2>err.txt || fail "duplicate on stdin: exit $?"
+expect_grep err.txt "is the same snapshot as" "duplicate warning (concatenated)"
+expect_rc 0 "$REPORT" a.ttfs a_later.ttfs
+expect_grep err.txt "intervals overlap" "cumulative snapshots of one registry"
+# two processes, one after the other, with a pause between them
+"$MKSNAP" --seed 5 --requests 300 w1.ttfs >/dev/null || fail "mksnap w1"
+sleep 1
+"$MKSNAP" --seed 6 --requests 300 w2.ttfs >/dev/null || fail "mksnap w2"
+expect_rc 0 "$REPORT" --format json w1.ttfs w2.ttfs
+cp out.txt w12.json
+expect_grep err.txt "cover .* of a .* span" "disjoint windows note"
+if need_tool python3; then
+  got=$(json_get dup.json "d['metrics']['ttft']['count']" 2>&1)
+  if [ "$got" = "$na" ]; then ok; else fail "a.ttfs twice: ttft count expected $na (once), got $got"; fi
+  got=$(json_get dupcat.json "d['metrics']['ttft']['count']" 2>&1)
+  if [ "$got" = "$na" ]; then ok; else fail "a.ttfs twice on stdin: ttft count expected $na, got $got"; fi
+  "$REPORT" --format json w1.ttfs >w1.json && "$REPORT" --format json w2.ttfs >w2.json || fail "w1/w2 json"
+  # rates over the sum of the two intervals, not over the >= 1 s span between them
+  got=$(python3 - w1.json w2.json w12.json <<'PY'
+import json, sys
+a, b, m = (json.load(open(p)) for p in sys.argv[1:4])
+sec = a["interval"]["seconds"] + b["interval"]["seconds"]
+tok = m["counters"]["tokens"] if "counters" in m else None
+ms = m["interval"]["seconds"]
+ok = abs(ms - sec) <= 1e-6 * max(sec, 1e-9) + 1e-9 and ms < 0.5
+tps = m["throughput"]["tokens_per_second"]
+want = (a["throughput"]["tokens_per_second"] * a["interval"]["seconds"] +
+        b["throughput"]["tokens_per_second"] * b["interval"]["seconds"]) / sec
+ok = ok and abs(tps - want) <= 1e-6 * want
+print("ok" if ok else "merged %.6f s (want %.6f s), %.1f tokens/s (want %.1f)" % (ms, sec, tps, want))
+PY
+)
+  if [ "$got" = "ok" ]; then ok; else fail "disjoint windows: $got"; fi
+fi
 
 # ------------------------------------------------------------ svg
 expect_rc 0 "$REPORT" --svg merged.svg a.ttfs b.ttfs
 expect_rc 0 "$REPORT" --diff a.ttfs slow.ttfs --svg diff.svg
 expect_rc 0 "$REPORT" --svg - a.ttfs
 cp out.txt stdout.svg
-for f in merged.svg diff.svg stdout.svg; do
+expect_rc 0 "$REPORT" --svg big.svg big.ttfs bigslow.ttfs
+expect_rc 0 "$REPORT" --svg linear.svg --cdf-axis linear a.ttfs
+for f in merged.svg diff.svg stdout.svg big.svg linear.svg; do
   if need_tool xmllint; then
     if xmllint --noout "$f" 2>err.txt; then ok; else fail "$f is not well-formed XML: $(cat err.txt)"; fi
   fi
@@ -143,10 +231,69 @@ done
 expect_grep merged.svg "TTFT" "svg panels"
 expect_grep merged.svg "TPOT" "svg panels"
 expect_grep merged.svg "ITL" "svg panels"
+expect_grep merged.svg "E2E" "svg panels"
 expect_grep merged.svg "chat SLO 300 ms" "svg SLO budget line label"
 expect_grep merged.svg "chat p50 " "svg direct curve label"
 expect_grep merged.svg "code p99 " "svg direct curve label"
+expect_grep merged.svg ">99.9%<" "svg tail axis tick"
+expect_grep merged.svg "(tail scale)" "svg tail axis title"
+expect_grep linear.svg ">100%<" "svg linear axis"
+expect_no_grep linear.svg ">99.9%<" "svg linear axis"
+# every class's budgets: batch's TTFT and E2E SLOs, chat's stall budget
+expect_grep big.svg "batch SLO 5.00 s" "svg batch TTFT SLO"
+expect_grep big.svg "batch SLO 60.0 s" "svg E2E SLO line"
+expect_grep big.svg "chat stall 250 ms" "svg stall budget"
+expect_grep big.svg ">99.99%<" "svg tail axis, 10^4 observations"
 expect_grep diff.svg "old p50 " "diff svg"
+expect_grep diff.svg ">old: a.ttfs" "diff svg: old snapshot's subtitle"
+expect_grep diff.svg ">new: slow.ttfs" "diff svg: new snapshot's subtitle"
+if need_tool python3; then
+  # no two labels overlap, and every label is inside the picture (boxes
+  # as the drawing code measures text: 0.62 em per character)
+  for f in merged.svg diff.svg big.svg linear.svg; do
+    got=$(python3 - "$f" <<'PY'
+import re, sys
+svg = open(sys.argv[1], encoding="utf-8").read()
+w = float(re.search(r'<svg [^>]*width="([0-9.]+)"', svg).group(1))
+boxes = []
+for m in re.finditer(r'<text x="([0-9.-]+)" y="([0-9.-]+)"[^>]*paint-order="stroke">([^<]*)</text>', svg):
+    x, y, t = float(m.group(1)), float(m.group(2)), m.group(3)
+    t = t.replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">")
+    boxes.append((x, y - 10, x + len(t) * 12 * 0.6, y + 2, t))
+bad = []
+for i, a in enumerate(boxes):
+    if a[0] < 0 or a[2] > w:
+        bad.append("outside: %r" % a[4])
+    for b in boxes[i + 1:]:
+        if a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]:
+            bad.append("%r overlaps %r" % (a[4], b[4]))
+print("ok %d labels" % len(boxes) if not bad and len(boxes) >= 8 else "; ".join(bad) or "too few labels")
+PY
+)
+    case "$got" in ok*) ok ;; *) fail "$f labels: $got" ;; esac
+  done
+fi
+if need_tool rsvg-convert; then
+  # renders (what people do with it: docs/ttft-report.md)
+  if rsvg-convert -o big.png big.svg 2>err.txt && [ -s big.png ]; then ok; else fail "rsvg-convert big.svg: $(cat err.txt)"; fi
+fi
+# --svg mistakes: no snapshot named; a snapshot given as the output;
+# an output that cannot be written fails before anything is printed
+expect_rc 1 "$REPORT" --svg out.svg
+expect_grep err.txt "no snapshot to draw" "--svg without a snapshot"
+cp a.ttfs keep.ttfs
+expect_rc 1 "$REPORT" --svg keep.ttfs
+expect_grep err.txt "no snapshot to draw" "--svg SNAPSHOT alone"
+if cmp -s a.ttfs keep.ttfs; then ok; else fail "--svg SNAPSHOT overwrote the snapshot"; fi
+expect_rc 2 "$REPORT" --svg keep.ttfs b.ttfs
+expect_grep err.txt "holds a snapshot" "--svg onto a snapshot"
+if cmp -s a.ttfs keep.ttfs; then ok; else fail "--svg onto a snapshot overwrote it"; fi
+expect_rc 2 "$REPORT" --svg no-such-dir/x.svg a.ttfs
+expect_grep err.txt "no-such-dir/x.svg: cannot write" "unwritable --svg path"
+if [ -s out.txt ]; then fail "unwritable --svg: the report was printed before failing"; else ok; fi
+expect_rc 2 "$REPORT" --diff a.ttfs slow.ttfs --svg no-such-dir/x.svg
+if [ -s out.txt ]; then fail "unwritable --svg: the diff was printed before failing"; else ok; fi
+expect_rc 1 "$REPORT" --cdf-axis log a.ttfs
 
 # ------------------------------------------------------------ bad input
 printf 'not a snapshot\n' >garbage.txt
@@ -175,6 +322,7 @@ expect_rc 1 "$REPORT" --bogus a.ttfs
 expect_rc 1 "$REPORT" --diff a.ttfs
 expect_rc 1 "$REPORT" --diff a.ttfs b.ttfs c.ttfs
 expect_rc 1 "$REPORT" --threshold abc --diff a.ttfs b.ttfs
+expect_rc 1 "$REPORT" --svg
 expect_rc 0 "$REPORT" --help
 expect_grep out.txt "usage:" "--help"
 
