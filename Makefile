@@ -1,36 +1,69 @@
-# Thin wrapper over CMake. `make demo` and `make test` are the Quick start.
+# Thin wrapper over CMake. `make demo` and `make test` are the Quick start;
+# docs/install.md has install, custom prefixes and `make deb`.
+#   make demo                  build the demo and ttft-report only, run the demo
+#   make test                  build everything, run every test
+#   make install PREFIX=DIR    install (DIR may be relative: it is made absolute)
+#   make deb                   a Debian package (build-deb/libttft_*.deb)
+#   make bench                 the benchmarks, in a Release build
+# The Makefile works from any directory (make -f path/to/Makefile ...);
+# BUILD and PREFIX are relative to where make runs.
+SRC     := $(patsubst %/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))
 BUILD   ?= build
 PREFIX  ?= /usr/local
+DESTDIR ?=
 JOBS    ?= 2
 CMAKE_ARGS ?=
 CTEST_ARGS ?=
 DEMO_ARGS ?= --snapshot $(BUILD)/demo.ttfs
+DEB_BUILD ?= $(BUILD)-deb
 
-.PHONY: all build demo test bench install clean configure
+# what `make demo` runs, and nothing else: a first run does not wait for
+# the test suite, the benchmarks or the C++ checks
+DEMO_TARGETS := ttft-demo ttft-report
+# what `make install` installs (the Python package is copied, not built)
+INSTALL_TARGETS := ttft_shared ttft_static ttft-report
+
+.PHONY: all build demo test bench install deb clean configure
 
 all: build
 
 $(BUILD)/CMakeCache.txt:
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_ARGS)
+	cmake -S $(SRC) -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_ARGS)
 
 configure: $(BUILD)/CMakeCache.txt
 
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
-demo: build
+demo: configure
+	cmake --build $(BUILD) -j $(JOBS) --target $(DEMO_TARGETS)
 	$(BUILD)/examples/ttft-demo $(DEMO_ARGS)
 
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) $(CTEST_ARGS)
 
 bench:
-	cmake -S . -B $(BUILD)-bench -DCMAKE_BUILD_TYPE=Release -DTTFT_BUILD_TESTS=OFF $(CMAKE_ARGS)
+	cmake -S $(SRC) -B $(BUILD)-bench -DCMAKE_BUILD_TYPE=Release -DTTFT_BUILD_TESTS=OFF $(CMAKE_ARGS)
 	cmake --build $(BUILD)-bench -j $(JOBS) --target ttft-bench
 	$(BUILD)-bench/bench/ttft-bench $(BENCH_ARGS)
 
-install: build
-	cmake --install $(BUILD) --prefix $(PREFIX)
+# cmake --install records the prefix (ttft.pc is relocatable, but the
+# Python package writes down where the library went): hand it an absolute
+# path, whatever PREFIX was given as.
+install: configure
+	cmake --build $(BUILD) -j $(JOBS) --target $(INSTALL_TARGETS)
+	DESTDIR="$(DESTDIR)" cmake --install $(BUILD) --prefix "$(abspath $(PREFIX))"
+
+# A .deb of what `make install` installs, for /usr: its own build
+# directory, because the prefix decides the library directory
+# (lib/<multiarch>) and Debian's Python reads /usr/lib/python3/dist-packages.
+deb:
+	cmake -S $(SRC) -B $(DEB_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=/usr \
+	  -DTTFT_BUILD_TESTS=OFF -DTTFT_BUILD_BENCH=OFF -DTTFT_BUILD_EXAMPLES=OFF \
+	  -DTTFT_PYTHON_INSTALL_DIR=lib/python3/dist-packages $(CMAKE_ARGS)
+	cmake --build $(DEB_BUILD) -j $(JOBS)
+	cd $(DEB_BUILD) && cpack -G DEB
+	@for f in $(DEB_BUILD)/*.deb; do echo "package: $$f"; done
 
 clean:
-	rm -rf $(BUILD) $(BUILD)-bench
+	rm -rf $(BUILD) $(BUILD)-bench $(DEB_BUILD)
