@@ -204,71 +204,13 @@ static void label_body(pb_out *o, const void *arg) {
 }
 
 /* ----------------------------------------------------------- families
- * The tables of format_prom.c, in its order, with its help texts. */
-
-typedef struct pb_hist_def {
-  ttft_metric m;
-  int otel;          /* name is absolute (no namespace) */
-  const char *name;  /* family name                     */
-  const char *qname; /* summary family                  */
-  int seconds;       /* ns shown as seconds; 0: a count */
-  const char *help;
-} pb_hist_def;
-
-static const pb_hist_def hist_defs[] = {
-    {TTFT_METRIC_TTFT, 1, "gen_ai_server_time_to_first_token_seconds",
-     "time_to_first_token_quantiles_seconds", 1,
-     "Time to first token: from the sequence start (start_point) to its first visible token (token_point)."},
-    {TTFT_METRIC_TPOT, 1, "gen_ai_server_time_per_output_token_seconds",
-     "time_per_output_token_quantiles_seconds", 1,
-     "Time per output token after the first, (t_last - t_first) / (N - 1), one per sequence with N >= 2."},
-    {TTFT_METRIC_E2E, 1, "gen_ai_server_request_duration_seconds",
-     "request_duration_quantiles_seconds", 1,
-     "End-to-end time of a sequence, from its start (start_point) to stream end, every ended stream."},
-    {TTFT_METRIC_ITL, 0, "inter_token_latency_seconds", "inter_token_latency_quantiles_seconds", 1,
-     "Gap between consecutive emissions of a sequence, one observation per emission after the first."},
-    {TTFT_METRIC_QUEUE, 0, "request_queue_time_seconds", "request_queue_time_quantiles_seconds", 1,
-     "Time from sequence start to first admission by the scheduler."},
-    {TTFT_METRIC_PREFILL, 0, "request_prefill_time_seconds",
-     "request_prefill_time_quantiles_seconds", 1,
-     "Time from first admission by the scheduler to the first visible token."},
-    {TTFT_METRIC_DECODE, 0, "request_decode_time_seconds", "request_decode_time_quantiles_seconds",
-     1, "Time from the first to the last visible token of a sequence."},
-    {TTFT_METRIC_OUTPUT_TOKENS, 0, "request_output_tokens", "request_output_tokens_quantiles", 0,
-     "Output tokens per ended stream (0 for a stream that emitted nothing)."},
-    {TTFT_METRIC_SEQ_ITL_P95, 0, "request_inter_token_latency_p95_seconds",
-     "request_inter_token_latency_p95_quantiles_seconds", 1,
-     "Each ended sequence's own p95 inter-token gap: how many users had a bad typing experience."},
-    {TTFT_METRIC_SEQ_ITL_MAX, 0, "request_inter_token_latency_max_seconds",
-     "request_inter_token_latency_max_quantiles_seconds", 1,
-     "Each ended sequence's worst inter-token gap (exact)."},
-    {TTFT_METRIC_ABANDONED_WAIT, 0, "abandoned_wait_seconds", "abandoned_wait_quantiles_seconds",
-     1, "How long streams cancelled before their first token had waited (t_end - t_begin)."},
-};
-
-typedef struct pb_ctr_def {
-  ttft_counter c;
-  const char *name; /* without _total */
-  const char *help;
-} pb_ctr_def;
-
-static const pb_ctr_def ctr_defs[] = {
-    {TTFT_COUNTER_BEGUN, "requests_started", "Sequences begun (accepted ttft_begin)."},
-    {TTFT_COUNTER_DROPPED, "requests_dropped",
-     "Sequences refused at begin because no slot was free; never measured."},
-    {TTFT_COUNTER_TOKENS, "output_tokens", "Output tokens emitted (capacity view; not TPOT)."},
-    {TTFT_COUNTER_STALLS, "stalls", "Inter-token gaps above the class's stall budget."},
-    {TTFT_COUNTER_STALLED_SEQS, "stalled_requests", "Sequences with at least one stall gap."},
-    {TTFT_COUNTER_ABANDONED, "requests_abandoned_before_first_token",
-     "Streams cancelled before their first token (their waits are in abandoned_wait_seconds)."},
-    {TTFT_COUNTER_SLO_MET, "requests_slo_met",
-     "Ended streams that completed within every SLO budget of their class."},
-    {TTFT_COUNTER_NO_TPOT, "requests_without_tpot",
-     "Ended streams with fewer than two tokens, which have no TPOT."},
-    {TTFT_COUNTER_PREEMPTIONS, "preemptions", "Times a sequence was preempted by the scheduler."},
-    {TTFT_COUNTER_CLOCK_CLAMPED, "clock_clamped",
-     "Timestamps earlier than the sequence's previous event, clamped to it."},
-};
+ * The histogram and counter families are format_prom.c's tables
+ * (report/format.h: ttft__prom_hists, ttft__prom_views, ttft__prom_ctrs,
+ * ttft__prom_registry_ctrs), so the two expositions cannot drift apart;
+ * the families written inline there (info, requests_ended, splits, gauges)
+ * are written here in the same order with the same texts, and the tests
+ * compare both outputs family by family. */
+typedef ttft__prom_hist_def pb_hist_def;
 
 static const struct {
   ttft_counter c;
@@ -720,12 +662,14 @@ static void summary_metric(pb_out *o, const void *arg) {
 
 typedef enum fam_kind {
   FK_INFO,
-  FK_HIST,     /* per class, hist_defs[idx]               */
-  FK_SUMMARY,  /* per class, hist_defs[idx]               */
+  FK_HIST,     /* per class, ttft__prom_hists[idx]        */
+  FK_SUMMARY,  /* per class, ttft__prom_hists[idx]        */
   FK_SPLIT_CACHE,
   FK_SPLIT_BAND,
+  FK_VIEW,     /* per class and status, ttft__prom_views[idx] */
   FK_ENDED,    /* requests_ended_total{status}            */
-  FK_COUNTER,  /* per class, ctr_defs[idx]                */
+  FK_COUNTER,  /* per class, ttft__prom_ctrs[idx]         */
+  FK_REGISTRY_COUNTER, /* no class, ttft__prom_registry_ctrs[idx] */
   FK_GAUGE1,   /* one gauge, base labels: idx = gauge      */
   FK_STALL_BUDGET,
   FK_SLO_BUDGET
@@ -770,7 +714,7 @@ static void family_body(pb_out *o, const void *arg) {
     break;
   case FK_HIST:
   case FK_SUMMARY:
-    se.d = &hist_defs[f->idx];
+    se.d = &ttft__prom_hists[f->idx];
     for (uint32_t i = 0; i < s->nclasses; i++) {
       if (!class_shown(s, i)) continue;
       se.cls = s->cls[i].name;
@@ -813,6 +757,21 @@ static void family_body(pb_out *o, const void *arg) {
     }
     break;
   }
+  case FK_VIEW:
+    se.d = &ttft__prom_views[f->idx];
+    se.xname = "status";
+    se.xcap = 16;
+    for (uint32_t i = 0; i < s->nclasses; i++) {
+      if (!class_shown(s, i)) continue;
+      se.cls = s->cls[i].name;
+      for (int st = 0; st < TTFT_STATUS_COUNT_; st++) {
+        if (!ttft__prom_view_shown(s, i, st)) continue;
+        se.xval = ttft_status_name((ttft_status)st);
+        se.h = s->cls[i].sv[st][f->idx];
+        put_hist_metric(o, &se);
+      }
+    }
+    break;
   case FK_ENDED:
     se.xname = "status";
     se.xcap = 16;
@@ -830,9 +789,13 @@ static void family_body(pb_out *o, const void *arg) {
     for (uint32_t i = 0; i < s->nclasses; i++) {
       if (!class_shown(s, i)) continue;
       se.cls = s->cls[i].name;
-      se.value = (double)s->cls[i].ctr[ctr_defs[f->idx].c];
+      se.value = (double)s->cls[i].ctr[ttft__prom_ctrs[f->idx].c];
       pb_message(o, 4, counter_metric, &se);
     }
+    break;
+  case FK_REGISTRY_COUNTER:
+    se.value = (double)s->all.ctr[ttft__prom_registry_ctrs[f->idx].c];
+    pb_message(o, 4, counter_metric, &se);
     break;
   case FK_GAUGE1:
     se.value = (double)s->gauge[f->idx];
@@ -889,8 +852,8 @@ static void put_all(pbx *x, ttft__sb *sb) {
            "emitted token (token_point).";
   put_family(sb, &f);
 
-  for (size_t d = 0; d < sizeof hist_defs / sizeof hist_defs[0]; d++) {
-    const pb_hist_def *def = &hist_defs[d];
+  for (size_t d = 0; d < ttft__prom_nhists; d++) {
+    const pb_hist_def *def = &ttft__prom_hists[d];
     f.kind = FK_HIST, f.idx = d, f.absolute = def->otel, f.name = def->name;
     f.help = def->help, f.type = MT_HISTOGRAM, f.unit = def->seconds ? "seconds" : NULL;
     put_family(sb, &f);
@@ -898,8 +861,8 @@ static void put_all(pbx *x, ttft__sb *sb) {
   f.absolute = 0;
 
   if (s->prom_summaries) {
-    for (size_t d = 0; d < sizeof hist_defs / sizeof hist_defs[0]; d++) {
-      const pb_hist_def *def = &hist_defs[d];
+    for (size_t d = 0; d < ttft__prom_nhists; d++) {
+      const pb_hist_def *def = &ttft__prom_hists[d];
       f.kind = FK_SUMMARY, f.idx = d, f.name = def->qname, f.type = MT_SUMMARY;
       f.unit = def->seconds ? "seconds" : NULL;
       f.help = "Quantiles p50..p99.9 of the metric of the same stem, from the library's "
@@ -908,15 +871,20 @@ static void put_all(pbx *x, ttft__sb *sb) {
     }
   }
 
-  if (s->split_cache[0] || s->split_cache[1]) {
-    f.kind = FK_SPLIT_CACHE, f.name = "time_to_first_token_by_prefix_cache_seconds";
-    f.type = MT_HISTOGRAM, f.unit = "seconds";
-    f.help = "Time to first token split by prefix-cache outcome (requests that "
-             "reported one), all classes.";
-    put_family(sb, &f);
-    f.kind = FK_SPLIT_BAND, f.name = "time_to_first_token_by_prompt_length_seconds";
-    f.help = "Time to first token split by prompt-length band (prompt_tokens = lo-hi, "
-             "inclusive; requests that reported a prompt length), all classes.";
+  f.kind = FK_SPLIT_CACHE, f.name = "time_to_first_token_by_prefix_cache_seconds";
+  f.type = MT_HISTOGRAM, f.unit = "seconds";
+  f.help = "Time to first token split by prefix-cache outcome (requests that "
+           "reported one), all classes.";
+  put_family(sb, &f);
+  f.kind = FK_SPLIT_BAND, f.name = "time_to_first_token_by_prompt_length_seconds";
+  f.help = "Time to first token split by prompt-length band (prompt_tokens = lo-hi, "
+           "inclusive; requests that reported a prompt length), all classes.";
+  put_family(sb, &f);
+
+  for (size_t v = 0; v < TTFT__STATUS_VIEWS; v++) {
+    const pb_hist_def *def = &ttft__prom_views[v];
+    f.kind = FK_VIEW, f.idx = v, f.name = def->name, f.help = def->help;
+    f.type = MT_HISTOGRAM, f.unit = def->seconds ? "seconds" : NULL;
     put_family(sb, &f);
   }
 
@@ -924,8 +892,13 @@ static void put_all(pbx *x, ttft__sb *sb) {
   f.kind = FK_ENDED, f.name = "requests_ended";
   f.help = "Streams ended, by status (completed, cancelled, error).";
   put_family(sb, &f);
-  for (size_t d = 0; d < sizeof ctr_defs / sizeof ctr_defs[0]; d++) {
-    f.kind = FK_COUNTER, f.idx = d, f.name = ctr_defs[d].name, f.help = ctr_defs[d].help;
+  for (size_t d = 0; d < ttft__prom_nctrs; d++) {
+    f.kind = FK_COUNTER, f.idx = d, f.name = ttft__prom_ctrs[d].name, f.help = ttft__prom_ctrs[d].help;
+    put_family(sb, &f);
+  }
+  for (size_t d = 0; d < ttft__prom_nregistry_ctrs; d++) {
+    f.kind = FK_REGISTRY_COUNTER, f.idx = d, f.name = ttft__prom_registry_ctrs[d].name;
+    f.help = ttft__prom_registry_ctrs[d].help;
     put_family(sb, &f);
   }
 
