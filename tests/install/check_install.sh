@@ -1,55 +1,107 @@
 #!/usr/bin/env bash
-# Installs the build into a temporary prefix, then builds programs written
-# only against the public API the two ways users will: pkg-config and
-# CMake's find_package(ttft). Runs them and checks their exact output.
+# Installs the build and uses it the ways users will, checking exact output:
+#  1. the README's "Install" commands for a non-default prefix, run as
+#     written (extracted from README.md after <!-- install-prefix -->):
+#     make install PREFIX=$P, pkg-config through PKG_CONFIG_PATH, a program
+#     with an rpath and one run with LD_LIBRARY_PATH, a CMake consumer
+#     through CMAKE_PREFIX_PATH, the Python package through PYTHONPATH;
+#  2. a relative PREFIX: the Makefile makes it absolute, so everything the
+#     install records (the Python package's library path) is absolute;
+#  3. pkg-config --static against the archive;
+#  4. the installed shared library exports only ttft_ symbols, SONAME
+#     libttft.so.1, version 1.1.0.
+#   usage: check_install.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
-build_dir=$1
-src_dir=$2
-prefix=$(mktemp -d)
-trap 'rm -rf "$prefix"' EXIT
-
-cmake --install "$build_dir" --prefix "$prefix" >/dev/null
-libdir=$(ls -d "$prefix"/lib*/pkgconfig | head -1 | xargs dirname)
-export PKG_CONFIG_PATH="$libdir/pkgconfig"
-
-command -v pkg-config >/dev/null || { echo "FAIL: pkg-config missing (apt-get install pkg-config)"; exit 1; }
-test "$(pkg-config --modversion ttft)" = "1.1.0" || { echo "FAIL: pkg-config version"; exit 1; }
-
-# 1. pkg-config, shared library
-cc -std=c11 -Wall -Wextra -Werror "$src_dir/examples/hello.c" $(pkg-config --cflags --libs ttft) \
-   -Wl,-rpath,"$libdir" -o "$prefix/hello"
-out=$("$prefix/hello")
+build_dir=$(cd "$1" && pwd)
+src_dir=$(cd "$2" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
 expect="TTFT p50 = 42.000 ms, TPOT p50 = 20.000 ms, tokens = 10"
-[ "$out" = "$expect" ] || { echo "FAIL: pkg-config build printed '$out', expected '$expect'"; exit 1; }
-echo "ok: pkg-config build: $out"
+passed=0
+ok() { passed=$((passed + 1)); echo "ok: $*"; }
+die() { echo "FAIL: $*"; echo "$passed passed, 1 failed"; exit 1; }
 
-# 2. pkg-config --static against the archive
-cc -std=c11 "$src_dir/examples/hello.c" $(pkg-config --cflags ttft) "$libdir/libttft.a" \
-   $(pkg-config --libs-only-l --static ttft | sed 's/-lttft//') -o "$prefix/hello_static"
-out=$("$prefix/hello_static")
-[ "$out" = "$expect" ] || { echo "FAIL: static build printed '$out'"; exit 1; }
-echo "ok: static archive build"
+command -v pkg-config >/dev/null || die "pkg-config missing (apt-get install pkg-config)"
 
-# 3. CMake find_package consumer
-mkdir -p "$prefix/consumer"
-cp "$src_dir/examples/hello.c" "$prefix/consumer/"
-cat > "$prefix/consumer/CMakeLists.txt" <<'CM'
+# A user's project: the program is examples/hello.c, the CMake project
+# finds the package with find_package(ttft).
+mkdir -p "$work/app"
+cp "$src_dir/examples/hello.c" "$work/app/app.c"
+cat >"$work/app/CMakeLists.txt" <<'CM'
 cmake_minimum_required(VERSION 3.16)
 project(consumer C)
-find_package(ttft 1.0 REQUIRED)
-add_executable(hello hello.c)
-target_link_libraries(hello PRIVATE ttft::ttft)
+find_package(ttft 1.1 REQUIRED)
+add_executable(app app.c)
+target_link_libraries(app PRIVATE ttft::ttft)
 CM
-cmake -S "$prefix/consumer" -B "$prefix/consumer/build" -DCMAKE_PREFIX_PATH="$prefix" \
-      -DCMAKE_BUILD_RPATH="$libdir" >/dev/null
-cmake --build "$prefix/consumer/build" >/dev/null
-out=$("$prefix/consumer/build/hello")
-[ "$out" = "$expect" ] || { echo "FAIL: find_package build printed '$out'"; exit 1; }
-echo "ok: find_package(ttft) build"
+# `make` in the README is the top-level Makefile run in the source tree;
+# here it runs from the user's directory (-f) with the build ctest made.
+wrapper="make() { command make --no-print-directory -f '$src_dir/Makefile' BUILD='$build_dir' \"\$@\"; }"
 
-# 4. the installed shared library exports only ttft_ symbols and has SONAME libttft.so.1
-bad=$(nm -D --defined-only "$libdir/libttft.so" | awk '{print $3}' | grep -v '^ttft_' || true)
-[ -z "$bad" ] || { echo "FAIL: non-ttft_ exported symbols: $bad"; exit 1; }
-readelf -d "$libdir/libttft.so" | grep -q 'SONAME.*libttft.so.1' || { echo "FAIL: SONAME"; exit 1; }
-echo "ok: exports only ttft_ symbols, SONAME libttft.so.1"
-echo "4 passed, 0 failed"
+# ---------------------------------------------------------------- 1. README
+block=$(awk '/<!-- install-prefix/ {m = 1; next}
+             m && /^```sh/ {inside = 1; next}
+             inside && /^```/ {exit}
+             inside {print}' "$src_dir/README.md")
+[ -n "$block" ] || die "README.md: no sh block after <!-- install-prefix -->"
+echo "$block" | grep -q '^P=' || die "README.md install block does not start with P=..."
+for want in 'make install PREFIX=$P' 'PKG_CONFIG_PATH=$P/lib/pkgconfig' '-Wl,-rpath,$P/lib' \
+            'LD_LIBRARY_PATH=$P/lib' 'CMAKE_PREFIX_PATH=$P'; do
+  echo "$block" | grep -qF -- "$want" || die "README.md install block lacks '$want'"
+done
+prefix="$work/opt/ttft"
+{
+  echo "set -euo pipefail"
+  echo "$wrapper"
+  echo "$block" | sed "s|^P=.*|P='$prefix'|"
+} >"$work/readme_install.sh"
+echo "-- running the README's install commands with P=$prefix"
+(cd "$work/app" && env -u PKG_CONFIG_PATH -u LD_LIBRARY_PATH -u TTFT_LIBRARY -u PYTHONPATH \
+   bash "$work/readme_install.sh") >"$work/readme.log" 2>&1 || {
+  sed 's/^/  | /' "$work/readme.log"; die "the README's install commands failed"; }
+n=$(grep -cxF "$expect" "$work/readme.log" || true)
+[ "$n" = 2 ] || { sed 's/^/  | /' "$work/readme.log"; die "README: ./app and LD_LIBRARY_PATH ./app2 should print '$expect' (got it $n times)"; }
+ok "README commands: pkg-config with PKG_CONFIG_PATH, rpath, LD_LIBRARY_PATH"
+grep -qxF "$prefix/lib/libttft.so.1" "$work/readme.log" ||
+  { sed 's/^/  | /' "$work/readme.log"; die "README: python's ttft.library_path() is not $prefix/lib/libttft.so.1"; }
+ok "README commands: Python package through PYTHONPATH uses $prefix/lib/libttft.so.1"
+out=$("$work/app/build/app")
+[ "$out" = "$expect" ] || die "README: find_package build printed '$out'"
+ok "README commands: find_package(ttft) through CMAKE_PREFIX_PATH"
+test "$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --modversion ttft)" = "1.1.0" ||
+  die "pkg-config --modversion ttft is not 1.1.0"
+ok "pkg-config version 1.1.0"
+
+# ---------------------------------------------------------------- 2. relative PREFIX
+mkdir -p "$work/rel"
+(cd "$work/rel" && bash -c "$wrapper; set -e; make install PREFIX=inst/ttft" >"$work/rel.log" 2>&1) ||
+  { sed 's/^/  | /' "$work/rel.log"; die "make install PREFIX=inst/ttft failed"; }
+rel="$work/rel/inst/ttft"
+[ -f "$rel/include/ttft.h" ] && [ -e "$rel/lib/libttft.so.1" ] || die "relative PREFIX: not installed under $rel"
+paths=$(find "$rel" -name _install_paths.py | head -n1)
+[ -n "$paths" ] || die "relative PREFIX: no Python package (_install_paths.py) under $rel"
+grep -q "^LIBRARY = \"$rel/lib/libttft.so.1\"\$" "$paths" ||
+  die "relative PREFIX: $paths records $(grep LIBRARY "$paths"), not the absolute $rel/lib/libttft.so.1"
+# the package works from anywhere, without TTFT_LIBRARY
+got=$(cd / && env -u TTFT_LIBRARY PYTHONPATH="$(dirname "$(dirname "$paths")")" python3 -c \
+      'import ttft; r = ttft.Registry(max_inflight=4); print(ttft.library_path())')
+[ "$got" = "$rel/lib/libttft.so.1" ] || die "relative PREFIX: python used '$got'"
+# and so do ttft.pc and the CMake package (relocatable)
+out=$(cd / && PKG_CONFIG_PATH="$rel/lib/pkgconfig" pkg-config --variable=includedir ttft)
+[ "$(cd "$out" && pwd)" = "$rel/include" ] || die "relative PREFIX: ttft.pc includedir is $out"
+ok "relative PREFIX: installed under $rel, absolute library path recorded, Python and pkg-config work"
+
+# ---------------------------------------------------------------- 3. static
+export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
+cc -std=c11 -Wall -Wextra -Werror "$src_dir/examples/hello.c" $(pkg-config --cflags ttft) "$prefix/lib/libttft.a" \
+   $(pkg-config --libs-only-l --static ttft | sed 's/-lttft//') -o "$work/hello_static"
+out=$("$work/hello_static")
+[ "$out" = "$expect" ] || die "static build printed '$out'"
+ok "pkg-config --static build against the archive"
+
+# ---------------------------------------------------------------- 4. exports
+bad=$(nm -D --defined-only "$prefix/lib/libttft.so" | awk '{print $3}' | grep -v '^ttft_' || true)
+[ -z "$bad" ] || die "non-ttft_ exported symbols: $bad"
+readelf -d "$prefix/lib/libttft.so" | grep -q 'SONAME.*libttft.so.1' || die "SONAME"
+ok "exports only ttft_ symbols, SONAME libttft.so.1"
+echo "$passed passed, 0 failed"
