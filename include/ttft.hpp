@@ -6,18 +6,53 @@
  * reference for what each call records; this file documents only what the
  * C++ layer adds: ownership, exceptions and time types.
  *
- *   ttft::Registry reg{ttft::Config().max_inflight(1024).model("llama-3-8b")};
- *   ttft::Class chat = reg.add_class("chat", ttft::Slo().ttft(500ms).tpot(50ms));
- *   {
- *     ttft::Stream s = reg.begin(ttft::Request().cls(chat).prompt_tokens(812));
- *     s.mark_scheduled();
- *     s.token();            // first visible token: TTFT
- *     s.token(3);           // a 3-token speculative step: one ITL gap
- *     s.end(TTFT_COMPLETED);
- *   }                       // a Stream not ended by then ends as TTFT_CANCELLED
- *   ttft::Snapshot snap = reg.snapshot();
- *   std::chrono::nanoseconds p99 = snap.quantile(TTFT_METRIC_TTFT, 0.99);
- *   std::string prom = snap.format(TTFT_FORMAT_PROMETHEUS);
+ * @code{.cpp}
+ *   #include <ttft.hpp>
+ *
+ *   #include <chrono>
+ *   #include <cstdint>
+ *   #include <cstdio>
+ *   #include <string>
+ *   #include <vector>
+ *
+ *   using namespace std::chrono_literals;  // 500ms, 50ms
+ *
+ *   int main() {
+ *     ttft::Registry reg{ttft::Config().max_inflight(1024).model("llama-3-8b")};
+ *     const ttft::Class chat = reg.add_class("chat", ttft::Slo().ttft(500ms).tpot(50ms));
+ *     {
+ *       ttft::Stream s = reg.begin(ttft::Request().cls(chat).prompt_tokens(812));
+ *       s.mark_scheduled();
+ *       s.annotate(0, true);  // at slot pickup: the prefix cache hit
+ *       s.token();            // first visible token: TTFT
+ *       s.token(3);           // a 3-token speculative step: one ITL gap
+ *       s.end(TTFT_COMPLETED);
+ *     }                       // a Stream not ended by then ends as TTFT_CANCELLED
+ *     // A continuous-batching engine records a decode step in one call.
+ *     std::vector<ttft::Stream> batch;
+ *     for (int i = 0; i < 4; i++) batch.push_back(reg.begin());
+ *     std::vector<ttft_seq> step;
+ *     for (const ttft::Stream &b : batch) step.push_back(b.handle());
+ *     reg.step_emitted(step);  // one token each, one clock read
+ *     // Callback-style servers copy a SharedStream into their callbacks.
+ *     ttft::SharedStream shared = reg.begin_shared();
+ *     auto on_chunk = [shared](std::uint32_t n) mutable { shared.token(n); };
+ *     on_chunk(1);
+ *     shared.end(TTFT_COMPLETED);
+ *
+ *     ttft::Snapshot snap = reg.snapshot();
+ *     std::chrono::nanoseconds p99 = snap.quantile(TTFT_METRIC_TTFT, 0.99);
+ *     std::chrono::nanoseconds done_p99 =  // completed streams only
+ *         snap.status(TTFT_COMPLETED).quantile(TTFT_METRIC_E2E, 0.99);
+ *     std::string prom = snap.format(TTFT_FORMAT_PROMETHEUS);
+ *     std::printf("TTFT p99 %lld ns, completed E2E p99 %lld ns, %zu bytes\n",
+ *                 static_cast<long long>(p99.count()),
+ *                 static_cast<long long>(done_p99.count()), prom.size());
+ *     return snap.count(TTFT_METRIC_TTFT) == 6 ? 0 : 1;
+ *   }
+ * @endcode
+ * (tests/cpp/samples.py compiles and runs this example, and every ```cpp
+ * block of docs/, with g++ and clang++.)
  *
  * Which calls throw (ttft::Error, carrying the TTFT_E* code):
  *   - set-up and reads that allocate: Registry constructors, add_class,
@@ -26,22 +61,26 @@
  *     given out-of-range input (Config::prompt_bands, negative durations);
  *   - std::bad_alloc may escape wherever a std::string/std::vector is built.
  * Which never throw (noexcept, they return the C code or a value):
- *   - every hook: Registry::begin, Stream::mark*, token, end, the destructor;
- *   - every query on a Snapshot, Registry::now/inflight/stalled_now/memory.
+ *   - every hook: Registry::begin, begin_shared, step_emitted, end, mark,
+ *     annotate; Stream and SharedStream mark*, token, annotate, end, the
+ *     destructors, SharedStream's copies;
+ *   - every query on a Snapshot (and its status views),
+ *     Registry::now/inflight/stalled_now/memory.
  * The hooks return int: TTFT_OK (0) or a negative TTFT_E* code, exactly as
  * the C call. ttft::check(code) turns a code into an exception when a caller
  * prefers that.
  *
- * Lifetimes: a Stream points into the Registry that began it (it does not
- * own it): destroy or end every Stream before its Registry. A Snapshot owns
- * its data and outlives the Registry freely.
+ * Lifetimes: a Stream or SharedStream points into the Registry that began
+ * it (it does not own it): destroy or end every one before its Registry. A
+ * Snapshot owns its data and outlives the Registry freely.
  *
  * Threads: the objects themselves are like any C++ value (one thread uses a
  * given Stream object at a time); the library underneath is thread-safe as
  * documented in ttft.h. To end a stream from another thread (client
  * disconnect racing the decode loop), copy its handle() first and call
  * Registry::end(handle, TTFT_CANCELLED) there: exactly one end wins and the
- * owner's later token()/end()/destructor get TTFT_ESTALE, harmlessly.
+ * owner's later token()/end()/destructor get TTFT_ESTALE, harmlessly. Or
+ * use a SharedStream, whose copies each thread or callback keeps.
  *
  * Time: every hook takes an optional ttft::Time, which converts implicitly
  * from std::chrono::steady_clock::time_point or from raw nanoseconds
@@ -59,11 +98,13 @@
 
 #include "ttft.h"
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
+#include <new>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -342,16 +383,23 @@ class Config {
     return prompt_bands(std::vector<std::uint32_t>(edges));
   }
   /* Prometheus bucket upper bounds of metric m, ascending, ns (tokens for
-   * OUTPUT_TOKENS). */
+   * OUTPUT_TOKENS). Only metrics below TTFT_PROM_CONFIG_METRICS have their
+   * own (TTFT_METRIC_ITL_PER_TOKEN uses ITL's): others throw TTFT_EINVAL. */
   Config &prom_buckets(ttft_metric m, std::vector<std::uint64_t> bounds) {
     const int i = static_cast<int>(m);
-    if (i < 0 || i >= TTFT_METRIC_COUNT_ || bounds.size() > TTFT_MAX_PROM_BUCKETS)
+    if (i < 0 || i >= TTFT_PROM_CONFIG_METRICS || bounds.size() > TTFT_MAX_PROM_BUCKETS)
       throw Error(TTFT_EINVAL, "ttft::Config::prom_buckets");
     buckets_[static_cast<std::size_t>(i)] = std::move(bounds);
     has_buckets_[static_cast<std::size_t>(i)] = true;
     return *this;
   }
   Config &prom_summaries(bool on) noexcept { c_.prom_summaries = on ? 1 : 0; return *this; }
+  /* Since 1.1 (ttft.h has the defaults and ranges; the library validates). */
+  Config &native_histograms(bool on) noexcept { c_.native_histograms = on ? 1 : 0; return *this; }
+  Config &native_schema(int schema) noexcept { c_.native_schema = schema; return *this; }
+  Config &export_idle_classes(bool on) noexcept { c_.export_idle_classes = on ? 1 : 0; return *this; }
+  /* Bytes of histogram buckets the registry may allocate as values arrive. */
+  Config &memory_limit(std::uint64_t bytes) noexcept { c_.memory_limit = bytes; return *this; }
 
   /* The C struct with pointers into this Config (and labels into *storage):
    * valid while both live unchanged. */
@@ -367,7 +415,7 @@ class Config {
       c.const_labels = storage.data();
       c.n_const_labels = static_cast<std::uint32_t>(storage.size());
     }
-    for (std::size_t i = 0; i < static_cast<std::size_t>(TTFT_METRIC_COUNT_); i++) {
+    for (std::size_t i = 0; i < static_cast<std::size_t>(TTFT_PROM_CONFIG_METRICS); i++) {
       if (!has_buckets_[i]) continue;
       c.prom_buckets[i] = buckets_[i].empty() ? nullptr : buckets_[i].data();
       c.prom_n_buckets[i] = static_cast<std::uint32_t>(buckets_[i].size());
@@ -379,8 +427,8 @@ class Config {
   ttft_config c_;
   std::optional<std::string> start_point_, token_point_, model_, namespace_;
   std::vector<std::pair<std::string, std::string>> labels_;
-  std::vector<std::uint64_t> buckets_[TTFT_METRIC_COUNT_];
-  bool has_buckets_[TTFT_METRIC_COUNT_] = {};
+  std::vector<std::uint64_t> buckets_[TTFT_PROM_CONFIG_METRICS];
+  bool has_buckets_[TTFT_PROM_CONFIG_METRICS] = {};
 };
 
 // ---------------------------------------------------------------- snapshot
@@ -443,6 +491,34 @@ class Snapshot {
     return ttft_snapshot_class_counter(s_, c.id(), k);
   }
   std::uint64_t gauge(ttft_gauge g) const noexcept { return ttft_snapshot_gauge(s_, g); }
+
+  /* The streams that ended with one status: TTFT, TPOT, E2E and
+   * OUTPUT_TOKENS recorded at stream end (ttft_snapshot_status_*). A view
+   * of this snapshot: it must not outlive it. status(TTFT_COMPLETED) is
+   * what client benchmarks report (completed requests only); the plain
+   * queries above count every stream. Other metrics, unknown statuses and
+   * empty views answer 0. */
+  class StatusView {
+   public:
+    ttft_status status() const noexcept { return st_; }
+    std::uint64_t count(ttft_metric m, Class c = Class::all()) const noexcept {
+      return ttft_snapshot_status_count(s_, c.id(), st_, m);
+    }
+    /* Quantile as a duration; for TTFT_METRIC_OUTPUT_TOKENS use quantile_value. */
+    std::chrono::nanoseconds quantile(ttft_metric m, double q, Class c = Class::all()) const noexcept {
+      return std::chrono::nanoseconds(static_cast<std::chrono::nanoseconds::rep>(quantile_value(m, q, c)));
+    }
+    std::uint64_t quantile_value(ttft_metric m, double q, Class c = Class::all()) const noexcept {
+      return ttft_snapshot_status_quantile(s_, c.id(), st_, m, q);
+    }
+
+   private:
+    friend class Snapshot;
+    StatusView(const ttft_snapshot *s, ttft_status st) noexcept : s_(s), st_(st) {}
+    const ttft_snapshot *s_;
+    ttft_status st_;
+  };
+  StatusView status(ttft_status st) const noexcept { return StatusView(s_, st); }
   /* good / ended in [0,1]; nullopt when nothing ended. */
   std::optional<double> attainment(Class c = Class::all()) const noexcept {
     const double a = ttft_snapshot_attainment(s_, c.id());
@@ -495,6 +571,9 @@ class Snapshot {
   const char *label(const char *key) const noexcept { return ttft_snapshot_label(s_, key); }
 
   // --- output (throw Error on failure)
+  /* The rendering in format f. TTFT_FORMAT_PROMETHEUS_PROTOBUF is binary
+   * (length-delimited MetricFamily messages): the string holds its bytes,
+   * NULs included; use size(), not c_str(). */
   std::string format(ttft_format f) const {
     std::string out;
     long need = ttft_snapshot_format(s_, f, nullptr, 0);
@@ -613,6 +692,14 @@ class Stream {
     if (s_ == 0) return TTFT_ESTALE;
     return ttft_token_emitted(r_, s_, n, t.ns());
   }
+  /* Details learned after begin, e.g. at slot pickup (ttft_annotate):
+   * prompt_tokens 0 and prefix_hit nullopt leave a field as it is.
+   * TTFT_OK; TTFT_ERANGE after the first token (nothing changes);
+   * TTFT_ESTALE once ended. */
+  int annotate(std::uint32_t prompt_tokens, std::optional<bool> prefix_hit = std::nullopt) noexcept {
+    if (s_ == 0) return TTFT_ESTALE;
+    return ttft_annotate(r_, s_, prompt_tokens, prefix_hit ? (*prefix_hit ? 1 : 0) : -1);
+  }
   /* Close the stream. On TTFT_OK, or TTFT_ESTALE (another thread ended it
    * first), the Stream becomes empty; on TTFT_EINVAL (bad status) it stays
    * open and the destructor still cancels it. */
@@ -638,6 +725,132 @@ class Stream {
   }
   ttft_registry *r_ = nullptr;
   ttft_seq s_ = 0;
+};
+
+// ------------------------------------------------------------ shared stream
+
+/* A copyable handle on one sequence, for servers that stream from copyable
+ * callbacks (std::function, an event loop's completion handlers): every
+ * copy may record, and when the last copy goes, a stream nobody ended is
+ * ended as TTFT_CANCELLED at the registry's now (like ~Stream). Made by
+ * Registry::begin_shared or from a Stream; an empty SharedStream (no free
+ * slot, out of memory, default-constructed, moved-from) returns TTFT_ESTALE
+ * from every hook.
+ *
+ * Threads: copies may live in different threads, and copying, assigning
+ * and destroying copies concurrently is safe (the count of owners is
+ * atomic); one SharedStream object is used by one thread at a time, like
+ * any value. Hooks through the copies follow the library's rule for one
+ * sequence: in order, except that end() may race token()/mark() from
+ * another thread (a disconnect callback against the write path): exactly
+ * one end is recorded, the others return TTFT_ESTALE.
+ *
+ * Cost: one allocation of a small block per stream (begin_shared), and an
+ * atomic increment per copy. Copy it into the callbacks that need it, not
+ * per token. */
+class SharedStream {
+ public:
+  SharedStream() noexcept = default;
+  /* Take the stream of s. When the small block cannot be allocated, the
+   * SharedStream is empty and s keeps the stream (and still cancels it on
+   * destruction). An empty s gives an empty SharedStream. */
+  explicit SharedStream(Stream &&s) noexcept {
+    if (!s.open()) return;
+    State *st = new (std::nothrow) State(s.registry(), 0);
+    if (st == nullptr) return;
+    st->seq = s.release();
+    st_ = st;
+  }
+  SharedStream(const SharedStream &o) noexcept : st_(o.st_) {
+    /* relaxed: a new owner needs no ordering; it got the pointer from o,
+     * which already keeps the block alive */
+    if (st_ != nullptr) st_->refs.fetch_add(1, std::memory_order_relaxed);
+  }
+  SharedStream(SharedStream &&o) noexcept : st_(std::exchange(o.st_, nullptr)) {}
+  SharedStream &operator=(const SharedStream &o) noexcept {
+    SharedStream copy(o);
+    std::swap(st_, copy.st_);
+    return *this;
+  }
+  SharedStream &operator=(SharedStream &&o) noexcept {
+    SharedStream taken(std::move(o));
+    std::swap(st_, taken.st_);
+    return *this;
+  }
+  ~SharedStream() { reset(); }
+
+  /* Drop this owner now (the last one cancels a stream still open). */
+  void reset() noexcept {
+    State *st = std::exchange(st_, nullptr);
+    if (st == nullptr) return;
+    /* acq_rel: release orders this owner's hook calls before the drop; the
+     * last owner acquires every other owner's, so it sees whether one of
+     * them ended the stream before it decides to cancel and frees the block */
+    if (st->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    if (st->open.load(std::memory_order_relaxed))  // ordered by the acquire above
+      (void)ttft_stream_end(st->r, st->seq, TTFT_CANCELLED, std::uint64_t{0});
+    delete st;
+  }
+
+  /* True while no copy has ended the stream (through this class). */
+  explicit operator bool() const noexcept { return open(); }
+  bool open() const noexcept {
+    /* relaxed: a hint; the library decides for every hook */
+    return st_ != nullptr && st_->open.load(std::memory_order_relaxed);
+  }
+  /* The sequence handle (0 when empty): for Registry::step_emitted. */
+  ttft_seq handle() const noexcept { return st_ != nullptr ? st_->seq : 0; }
+  ttft_registry *registry() const noexcept { return st_ != nullptr ? st_->r : nullptr; }
+  /* Owners sharing this stream (0 when empty); a snapshot of a count other
+   * threads may be changing. */
+  long use_count() const noexcept {
+    return st_ != nullptr ? st_->refs.load(std::memory_order_relaxed) : 0;
+  }
+
+  int mark(ttft_phase p, Time t = now_tag) noexcept {
+    if (!open()) return TTFT_ESTALE;
+    return ttft_mark(st_->r, st_->seq, p, t.ns());
+  }
+  int mark_scheduled(Time t = now_tag) noexcept { return mark(TTFT_PHASE_SCHEDULED, t); }
+  int mark_preempted(Time t = now_tag) noexcept { return mark(TTFT_PHASE_PREEMPTED, t); }
+  int token(std::uint32_t n = 1, Time t = now_tag) noexcept {
+    if (!open()) return TTFT_ESTALE;
+    return ttft_token_emitted(st_->r, st_->seq, n, t.ns());
+  }
+  int annotate(std::uint32_t prompt_tokens, std::optional<bool> prefix_hit = std::nullopt) noexcept {
+    if (!open()) return TTFT_ESTALE;
+    return ttft_annotate(st_->r, st_->seq, prompt_tokens, prefix_hit ? (*prefix_hit ? 1 : 0) : -1);
+  }
+  /* Close the stream for every copy. Exactly one of several copies racing
+   * here calls the library; the others return TTFT_ESTALE. TTFT_EINVAL for
+   * an unknown status (the stream stays open). */
+  int end(ttft_status st, Time t = now_tag) noexcept {
+    if (st_ == nullptr) return TTFT_ESTALE;
+    if (static_cast<unsigned>(st) >= static_cast<unsigned>(TTFT_STATUS_COUNT_)) return TTFT_EINVAL;
+    /* relaxed: the exchange alone picks one ender; the library orders the
+     * end against hooks of other threads */
+    if (!st_->open.exchange(false, std::memory_order_relaxed)) return TTFT_ESTALE;
+    return ttft_stream_end(st_->r, st_->seq, st, t.ns());
+  }
+  std::optional<ttft_seq_info> stats() const noexcept {
+    if (!open()) return std::nullopt;
+    ttft_seq_info info;
+    std::memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    if (ttft_seq_stats(st_->r, st_->seq, &info) != TTFT_OK) return std::nullopt;
+    return info;
+  }
+
+ private:
+  friend class Registry;
+  struct State {
+    State(ttft_registry *reg, ttft_seq s) noexcept : r(reg), seq(s) {}
+    ttft_registry *r;
+    ttft_seq seq;
+    std::atomic<long> refs{1};
+    std::atomic<bool> open{true};
+  };
+  State *st_ = nullptr;
 };
 
 // ------------------------------------------------------------- http server
@@ -718,9 +931,42 @@ class Registry {
   Stream begin(const Request &req, Time t = now_tag) noexcept {
     return Stream(r_, ttft_begin_ex(r_, &req.c_request(), t.ns()));
   }
-  /* End a stream by handle: for a thread that does not own the Stream. */
+  /* A stream whose copies share it (SharedStream), for callback-style
+   * servers. Empty (nothing begun) when no slot is free (counted as
+   * DROPPED) or when its small block cannot be allocated (not counted). */
+  SharedStream begin_shared(Time t = now_tag) noexcept { return begin_shared_(nullptr, t); }
+  SharedStream begin_shared(const Request &req, Time t = now_tag) noexcept {
+    return begin_shared_(&req.c_request(), t);
+  }
+
+  /* Hooks by handle: for a thread that does not own the Stream (the
+   * engine loop of a server whose HTTP handler owns it). */
   int end(ttft_seq s, ttft_status st, Time t = now_tag) noexcept {
     return ttft_stream_end(r_, s, st, t.ns());
+  }
+  int mark(ttft_seq s, ttft_phase p, Time t = now_tag) noexcept { return ttft_mark(r_, s, p, t.ns()); }
+  int annotate(ttft_seq s, std::uint32_t prompt_tokens,
+               std::optional<bool> prefix_hit = std::nullopt) noexcept {
+    return ttft_annotate(r_, s, prompt_tokens, prefix_hit ? (*prefix_hit ? 1 : 0) : -1);
+  }
+
+  /* One decode step (ttft_step_emitted): seqs[i] emitted n_tokens[i]
+   * tokens (n_tokens nullptr or omitted: 1 each; 0 = no emission), all at
+   * t (now: one clock read for the step). Returns the emissions accepted;
+   * ended handles are skipped and counted as TTFT_COUNTER_STALE.
+   * TTFT_EINVAL for a NULL registry, NULL seqs with count > 0, or vectors
+   * of different sizes. The pointer form has the C call's argument order. */
+  long step_emitted(const ttft_seq *seqs, const std::uint32_t *n_tokens, std::size_t count,
+                    Time t = now_tag) noexcept {
+    return ttft_step_emitted(r_, seqs, n_tokens, count, t.ns());
+  }
+  long step_emitted(const std::vector<ttft_seq> &seqs, Time t = now_tag) noexcept {
+    return ttft_step_emitted(r_, seqs.data(), nullptr, seqs.size(), t.ns());
+  }
+  long step_emitted(const std::vector<ttft_seq> &seqs, const std::vector<std::uint32_t> &n_tokens,
+                    Time t = now_tag) noexcept {
+    if (seqs.size() != n_tokens.size()) return TTFT_EINVAL;
+    return ttft_step_emitted(r_, seqs.data(), n_tokens.data(), seqs.size(), t.ns());
   }
 
   // --- state (noexcept)
@@ -748,6 +994,18 @@ class Registry {
  private:
   struct adopt_tag {};
   Registry(ttft_registry *r, adopt_tag) noexcept : r_(r) {}
+  SharedStream begin_shared_(const ttft_request *req, Time t) noexcept {
+    SharedStream out;
+    SharedStream::State *st = new (std::nothrow) SharedStream::State(r_, 0);
+    if (st == nullptr) return out;
+    st->seq = req != nullptr ? ttft_begin_ex(r_, req, t.ns()) : ttft_begin(r_, t.ns());
+    if (st->seq == 0) {
+      delete st;
+      return out;
+    }
+    out.st_ = st;
+    return out;
+  }
   static ttft_registry *create(const ttft_config *c) {
     ttft_registry *r = ttft_registry_new(c);
     if (r == nullptr) throw Error(TTFT_EINVAL, "ttft_registry_new (invalid config or out of memory)");

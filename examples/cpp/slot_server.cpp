@@ -9,6 +9,11 @@
 // prints the same numbers on every run and checks them; in a real server
 // every Time argument below is simply omitted (the library reads the clock).
 //
+// The hooks: begin at arrival in the HTTP handler (queueing for a slot is in
+// TTFT); mark_scheduled and annotate (prompt-cache reuse) when a slot picks
+// the task up; one Registry::step_emitted per decode step for every slot
+// whose text became visible in it; end after the step that finished it.
+//
 // Build: c++ -std=c++17 -I include examples/cpp/slot_server.cpp -lttft
 #include <ttft.hpp>
 
@@ -44,6 +49,7 @@ struct Incoming {
   bool disconnect_while_queued = false;
   bool speculative = false;           // draft model: several tokens per step
   bool sampler_throws = false;        // a server-side failure mid-stream
+  int system_prompt = 0;              // requests with the same one share a prompt prefix
 };
 
 constexpr std::uint32_t kContext = 4096;     // per-slot context
@@ -70,6 +76,9 @@ struct Slot {
   std::uint32_t n_held = 0;        // decoded but not yet visible (partial UTF-8)
   std::uint32_t n_sent = 0;        // tokens visible to the client
   std::string pending;             // text waiting for a complete character
+  int cached_system_prompt = -1;   // what the slot's KV cache still holds
+  bool finished = false;           // ends after this step's emissions are recorded
+  ttft_status end_status = TTFT_COMPLETED;
 };
 
 class Server {
@@ -132,6 +141,8 @@ class Server {
     if (batch_tokens == 0) return;
     // The forward pass of the whole batch.
     clock.advance(12ms + std::chrono::microseconds(20) * batch_tokens);
+    step_seqs_.clear();
+    step_tokens_.clear();
     for (Slot &slot : slots_) {
       try {
         step_slot(slot);
@@ -142,6 +153,19 @@ class Server {
         slot.task.stream.end(TTFT_ERROR, clock.now());
         release(slot);
       }
+    }
+    // Everything that became visible in this step, in one call (one clock
+    // read when the time is omitted); then the ends of the streams this
+    // step finished, which must come after their last tokens.
+    if (!step_seqs_.empty()) {
+      const long accepted = reg_.step_emitted(step_seqs_, step_tokens_, clock.now());
+      if (accepted != static_cast<long>(step_seqs_.size()))
+        std::printf("  step: %ld of %zu emissions accepted\n", accepted, step_seqs_.size());
+    }
+    for (Slot &slot : slots_) {
+      if (!slot.finished) continue;
+      slot.task.stream.end(slot.end_status, clock.now());
+      release(slot);
     }
   }
 
@@ -163,8 +187,14 @@ class Server {
       slot.state = SlotState::processing_prompt;
       slot.n_prompt_done = slot.n_decoded = slot.n_held = slot.n_sent = 0;
       slot.pending.clear();
-      // First admission: queue time ends, prefill starts.
+      slot.finished = false;
+      // First admission: queue time ends, prefill starts. Only now is it
+      // known whether the slot's cache holds the prompt's prefix.
       slot.task.stream.mark_scheduled(clock.now());
+      const bool reused = slot.cached_system_prompt == slot.task.in.system_prompt;
+      slot.task.stream.annotate(0, reused);
+      slot.cached_system_prompt = slot.task.in.system_prompt;
+      if (reused) slot.n_prompt_done = std::min(kBatchTokens, slot.task.in.prompt_tokens - 1);
     }
   }
 
@@ -192,19 +222,31 @@ class Server {
     const bool gone = slot.task.in.disconnect_after >= 0 &&
                       slot.n_sent >= static_cast<std::uint32_t>(slot.task.in.disconnect_after);
     if (gone) {
-      // The client disconnected (the HTTP write failed). Ending here, or
-      // just letting the Stream go, records CANCELLED.
-      slot.task.stream.end(TTFT_CANCELLED, clock.now());
-      release(slot);
+      // The client disconnected (the HTTP write failed): CANCELLED, after
+      // this step's emissions (just letting the Stream go would also
+      // record CANCELLED).
+      slot.finished = true;
+      slot.end_status = TTFT_CANCELLED;
     } else if (done) {
       if (slot.n_held > 0) {  // flush whatever the detokenizer still holds
-        slot.n_sent += slot.n_held;
-        slot.task.stream.token(slot.n_held, clock.now());
+        emit(slot, slot.n_held);
         slot.n_held = 0;
       }
-      slot.task.stream.end(TTFT_COMPLETED, clock.now());
-      release(slot);
+      slot.finished = true;
+      slot.end_status = TTFT_COMPLETED;
     }
+  }
+
+  /* n tokens of the slot are visible now: part of this step's call. */
+  void emit(Slot &slot, std::uint32_t n) {
+    if (n == 0) return;
+    if (!step_seqs_.empty() && step_seqs_.back() == slot.task.stream.handle()) {
+      step_tokens_.back() += n;  // one emission per slot and step
+    } else {
+      step_seqs_.push_back(slot.task.stream.handle());
+      step_tokens_.push_back(n);
+    }
+    slot.n_sent += n;
   }
 
   /* Send what is printable; the tokens it carries become visible now.
@@ -214,9 +256,8 @@ class Server {
     if (slot.pending.empty() || static_cast<unsigned char>(slot.pending.back()) == 0xC3) return;
     const std::uint32_t visible = slot.n_held;
     slot.pending.clear();  // (the SSE write of the text would be here)
-    slot.n_sent += visible;
     slot.n_held = 0;
-    slot.task.stream.token(visible, clock.now());
+    emit(slot, visible);
   }
 
   void release(Slot &slot) {
@@ -228,6 +269,8 @@ class Server {
   ttft::Class chat_, batch_;
   std::vector<Slot> slots_;
   std::deque<Task> queue_;
+  std::vector<ttft_seq> step_seqs_;          // this step's emissions
+  std::vector<std::uint32_t> step_tokens_;
 };
 
 int expect(const char *what, std::uint64_t actual, std::uint64_t expected) {
@@ -256,7 +299,7 @@ int main() {
       {10ms, 600, 40, false},
       {20ms, 100, 30, true, /*disconnect_after=*/8},
       {30ms, 300, 20, true, -1, /*disconnect_while_queued=*/true},
-      {40ms, 400, 33, true, -1, false, /*speculative=*/true},
+      {40ms, 400, 33, true, -1, false, /*speculative=*/true, false, /*system_prompt=*/1},
       {50ms, 4000, 200, false},  // longer than the context: rejected
       {60ms, 250, 12, true, -1, false, false, /*sampler_throws=*/true},
   };
@@ -291,6 +334,12 @@ int main() {
   // Tokens the clients saw: 24 + 16 + 40 + 8 + 33 + 4 (before the failure).
   bad += expect("tokens", snap.counter(TTFT_COUNTER_TOKENS), 125);
   bad += expect("ttft observations", snap.count(TTFT_METRIC_TTFT), 6);
+  // Slots keep their last prompt: tasks 3 and 7 found system prompt 0 in
+  // the slot they got (a prefix-cache hit, annotated at pickup); 0, 1, 2
+  // came to empty slots and task 5 brought another system prompt.
+  bad += expect("prefix hits", snap.split_count(TTFT_SPLIT_PREFIX_CACHE, 1), 2);
+  bad += expect("prefix misses", snap.split_count(TTFT_SPLIT_PREFIX_CACHE, 0), 4);
+  bad += expect("stale hook calls", snap.counter(TTFT_COUNTER_STALE), 0);
   std::printf("chat TTFT p50 %.1f ms, p99 %.1f ms; TPOT p50 %.1f ms; attainment %.2f\n",
               std::chrono::duration<double, std::milli>(snap.quantile(TTFT_METRIC_TTFT, 0.5, chat)).count(),
               std::chrono::duration<double, std::milli>(snap.quantile(TTFT_METRIC_TTFT, 0.99, chat)).count(),

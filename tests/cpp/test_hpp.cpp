@@ -1,4 +1,6 @@
-// test_hpp.cpp — ttft.hpp: RAII, move semantics, chrono quantiles, errors.
+// test_hpp.cpp — ttft.hpp: RAII, move semantics, chrono quantiles, errors,
+// and the 1.1 additions: SharedStream (copies, last owner cancels, threads),
+// step_emitted, annotate, status views, the 1.1 Config fields.
 //
 // Built by tests/cpp.cmake with g++ and clang++, -std=c++17 and c++20,
 // -Wall -Wextra -Werror (and more), linked against libttft.so, and run.
@@ -10,6 +12,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <iostream>
 #include <sstream>
 #include <stdexcept>
@@ -98,6 +101,19 @@ static_assert(std::is_same<decltype(std::declval<const ttft::Snapshot &>().quant
                            std::chrono::nanoseconds>::value,
               "quantiles are chrono durations");
 static_assert(std::is_convertible<std::chrono::steady_clock::time_point, ttft::Time>::value, "");
+static_assert(std::is_copy_constructible<ttft::SharedStream>::value, "SharedStream is copyable");
+static_assert(std::is_copy_assignable<ttft::SharedStream>::value, "");
+static_assert(std::is_nothrow_copy_constructible<ttft::SharedStream>::value, "");
+static_assert(std::is_nothrow_copy_assignable<ttft::SharedStream>::value, "");
+static_assert(std::is_nothrow_move_constructible<ttft::SharedStream>::value, "");
+static_assert(std::is_nothrow_move_assignable<ttft::SharedStream>::value, "");
+static_assert(std::is_nothrow_destructible<ttft::SharedStream>::value, "");
+static_assert(!std::is_convertible<ttft::Stream &&, ttft::SharedStream>::value,
+              "taking a Stream's ownership is explicit");
+static_assert(noexcept(std::declval<ttft::Registry &>().begin_shared()), "hooks never throw");
+static_assert(noexcept(std::declval<ttft::Registry &>().step_emitted(std::vector<ttft_seq>())), "");
+static_assert(noexcept(std::declval<ttft::Stream &>().annotate(1u)), "");
+static_assert(noexcept(std::declval<ttft::SharedStream &>().end(TTFT_COMPLETED)), "");
 static_assert(std::is_convertible<std::uint64_t, ttft::Time>::value, "");
 static_assert(ttft::Time().is_now() && ttft::Time(ttft::now_tag).is_now(), "");
 static_assert(ttft::Class().id() == TTFT_CLASS_DEFAULT && ttft::Class::all().id() == TTFT_CLASS_ALL, "");
@@ -512,6 +528,291 @@ void test_cross_thread_cancel() {
   EXPECT_EQ(reg.inflight(), 0L);
 }
 
+// ---------------------------------------------------------- SharedStream
+void test_shared_stream_copies_and_last_owner() {
+  ttft::Registry reg = small_registry();
+  {
+    ttft::SharedStream a = reg.begin_shared(T0);
+    EXPECT_TRUE(a.open());
+    EXPECT_EQ(a.use_count(), 1L);
+    {
+      ttft::SharedStream b = a;
+      EXPECT_EQ(a.use_count(), 2L);
+      EXPECT_EQ(b.handle(), a.handle());
+      EXPECT_EQ(b.token(1, T0 + 100), TTFT_OK);
+      // what a callback-style server does: copy it into std::function callbacks
+      std::function<int(std::uint32_t)> on_chunk = [b](std::uint32_t n) mutable {
+        return b.token(n, T0 + 200);
+      };
+      std::function<int(std::uint32_t)> copy_of_callback = on_chunk;
+      EXPECT_EQ(a.use_count(), 4L);
+      EXPECT_EQ(on_chunk(2), TTFT_OK);
+      EXPECT_EQ(copy_of_callback(1), TTFT_OK);
+    }
+    EXPECT_EQ(a.use_count(), 1L);
+    EXPECT_EQ(reg.inflight(), 1L);  // copies going away end nothing
+    EXPECT_EQ(counter(reg, TTFT_COUNTER_CANCELLED), 0u);
+  }  // the last owner: CANCELLED
+  ttft::Snapshot snap = reg.snapshot();
+  EXPECT_EQ(reg.inflight(), 0L);
+  EXPECT_EQ(snap.counter(TTFT_COUNTER_CANCELLED), 1u);
+  EXPECT_EQ(snap.counter(TTFT_COUNTER_TOKENS), 4u);
+  EXPECT_EQ(snap.counter(TTFT_COUNTER_ABANDONED), 0u);
+  EXPECT_EQ(snap.quantile(TTFT_METRIC_TTFT, 1.0), std::chrono::nanoseconds(100));
+  EXPECT_EQ(snap.counter(TTFT_COUNTER_STALE), 0u);
+
+  // Ended through one copy: every copy sees it, and the last owner does
+  // not end it again (no stale end is recorded).
+  {
+    ttft::SharedStream a = reg.begin_shared(ttft::Request().prompt_tokens(10), T0);
+    ttft::SharedStream b = a;
+    EXPECT_EQ(b.token(1, T0 + 5), TTFT_OK);
+    EXPECT_EQ(a.end(TTFT_COMPLETED, T0 + 10), TTFT_OK);
+    EXPECT_TRUE(!b.open());
+    EXPECT_TRUE(!b);
+    EXPECT_EQ(b.token(1, T0 + 11), TTFT_ESTALE);
+    EXPECT_EQ(b.end(TTFT_ERROR, T0 + 12), TTFT_ESTALE);
+    EXPECT_EQ(b.mark_scheduled(T0 + 12), TTFT_ESTALE);
+    EXPECT_TRUE(!b.stats().has_value());
+  }
+  snap = reg.snapshot();
+  EXPECT_EQ(snap.counter(TTFT_COUNTER_COMPLETED), 1u);
+  EXPECT_EQ(snap.counter(TTFT_COUNTER_ERRORS), 0u);
+  EXPECT_EQ(snap.counter(TTFT_COUNTER_CANCELLED), 1u);
+  EXPECT_EQ(snap.counter(TTFT_COUNTER_STALE), 0u);
+
+  // A bad status keeps it open; the last owner still cancels it.
+  {
+    ttft::SharedStream a = reg.begin_shared(T0);
+    EXPECT_EQ(a.end(TTFT_STATUS_COUNT_, T0 + 1), TTFT_EINVAL);
+    EXPECT_TRUE(a.open());
+    const auto info = a.stats();
+    EXPECT_TRUE(info.has_value() && info->t_begin_ns == T0);
+  }
+  EXPECT_EQ(counter(reg, TTFT_COUNTER_CANCELLED), 2u);
+
+  // Assignment: copy-assigning over the last owner of another stream
+  // cancels that one; self-assignment and moves change nothing.
+  {
+    ttft::SharedStream x = reg.begin_shared(T0);
+    ttft::SharedStream y = reg.begin_shared(T0);
+    EXPECT_EQ(reg.inflight(), 2L);
+    y = x;
+    EXPECT_EQ(reg.inflight(), 1L);
+    EXPECT_EQ(counter(reg, TTFT_COUNTER_CANCELLED), 3u);
+    EXPECT_EQ(x.use_count(), 2L);
+    ttft::SharedStream &alias = x;
+    x = alias;
+    EXPECT_EQ(x.use_count(), 2L);
+    ttft::SharedStream z(std::move(y));
+    EXPECT_TRUE(!y.open());  // NOLINT(bugprone-use-after-move): documented state
+    EXPECT_EQ(y.token(1, T0 + 1), TTFT_ESTALE);  // NOLINT
+    EXPECT_EQ(y.use_count(), 0L);  // NOLINT
+    EXPECT_EQ(z.use_count(), 2L);
+    y = std::move(z);
+    EXPECT_EQ(y.use_count(), 2L);
+    y.reset();
+    EXPECT_EQ(x.use_count(), 1L);
+    EXPECT_EQ(reg.inflight(), 1L);
+  }
+  EXPECT_EQ(reg.inflight(), 0L);
+  EXPECT_EQ(counter(reg, TTFT_COUNTER_CANCELLED), 4u);
+
+  // From a Stream: ownership moves over (explicitly).
+  {
+    ttft::Stream s = reg.begin(T0);
+    const ttft_seq h = s.handle();
+    ttft::SharedStream sh(std::move(s));
+    EXPECT_TRUE(!s.open());  // NOLINT(bugprone-use-after-move)
+    EXPECT_EQ(sh.handle(), h);
+    EXPECT_TRUE(sh.registry() == reg.get());
+    ttft::SharedStream from_empty{ttft::Stream()};
+    EXPECT_TRUE(!from_empty.open());
+    EXPECT_EQ(from_empty.handle(), ttft_seq{0});
+  }
+  EXPECT_EQ(counter(reg, TTFT_COUNTER_CANCELLED), 5u);
+  EXPECT_EQ(reg.inflight(), 0L);
+
+  // A full registry gives an empty SharedStream, counted as dropped.
+  ttft::Registry one = small_registry(1);
+  ttft::SharedStream held = one.begin_shared(T0);
+  ttft::SharedStream refused = one.begin_shared(T0);
+  EXPECT_TRUE(held.open());
+  EXPECT_TRUE(!refused.open());
+  EXPECT_EQ(refused.token(1, T0 + 1), TTFT_ESTALE);
+  EXPECT_EQ(refused.end(TTFT_COMPLETED, T0 + 1), TTFT_ESTALE);
+  EXPECT_EQ(one.snapshot().counter(TTFT_COUNTER_DROPPED), 1u);
+  EXPECT_EQ(held.end(TTFT_COMPLETED, T0 + 2), TTFT_OK);
+}
+
+/* Copies in several threads: the stream is cancelled exactly once, by
+ * whichever copy goes last, and two copies racing end() record one end. */
+void test_shared_stream_threads() {
+  ttft::Registry reg = small_registry(64);
+  constexpr int kRounds = 200;
+  constexpr int kThreads = 4;
+  std::atomic<int> ok_ends{0}, stale_ends{0}, token_errors{0};
+  for (int round = 0; round < kRounds; round++) {
+    ttft::SharedStream s = reg.begin_shared(T0);
+    std::vector<std::thread> ts;
+    std::atomic<bool> go{false};
+    for (int k = 0; k < kThreads; k++) {
+      ts.emplace_back([copy = s, &go, &ok_ends, &stale_ends, &token_errors, round, k]() mutable {
+        while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
+        // each thread owns its copy; hooks in order per thread, ends race
+        if (k == 0) {
+          const int rc = copy.token(1);
+          if (rc != TTFT_OK && rc != TTFT_ESTALE) token_errors.fetch_add(1, std::memory_order_relaxed);
+        }
+        if (round % 2 == 0 && k >= 2) {  // two copies race to end
+          const int rc = copy.end(TTFT_COMPLETED);
+          if (rc == TTFT_OK) ok_ends.fetch_add(1, std::memory_order_relaxed);
+          else if (rc == TTFT_ESTALE) stale_ends.fetch_add(1, std::memory_order_relaxed);
+        }
+      });  // each thread's copy is destroyed when the thread's lambda is
+    }
+    s.reset();  // the main thread lets go first (or not: threads may be faster)
+    go.store(true, std::memory_order_release);
+    for (auto &t : ts) t.join();
+  }
+  ttft::Snapshot snap = reg.snapshot();
+  EXPECT_EQ(reg.inflight(), 0L);
+  EXPECT_EQ(token_errors.load(), 0);
+  EXPECT_EQ(ok_ends.load(), kRounds / 2);
+  EXPECT_EQ(stale_ends.load(), kRounds / 2);
+  EXPECT_EQ(snap.counter(TTFT_COUNTER_COMPLETED), static_cast<std::uint64_t>(kRounds / 2));
+  EXPECT_EQ(snap.counter(TTFT_COUNTER_CANCELLED), static_cast<std::uint64_t>(kRounds / 2));
+  EXPECT_EQ(snap.counter(TTFT_COUNTER_BEGUN), static_cast<std::uint64_t>(kRounds));
+}
+
+// ------------------------------------------------- step_emitted, annotate
+void test_step_and_annotate() {
+  ttft::Registry reg = small_registry();
+  ttft::Stream a = reg.begin(T0), b = reg.begin(T0), c = reg.begin(T0);
+  const std::vector<ttft_seq> seqs = {a.handle(), b.handle(), c.handle()};
+  EXPECT_EQ(reg.step_emitted(seqs, T0 + 1000000), 3L);
+  EXPECT_EQ(reg.step_emitted(seqs, {1, 2, 0}, T0 + 2000000), 2L);  // 0: no emission
+  EXPECT_EQ(reg.step_emitted(seqs, std::vector<std::uint32_t>{1, 1}, T0 + 3000000), static_cast<long>(TTFT_EINVAL));
+  const std::uint32_t n[] = {3, 3, 3};
+  EXPECT_EQ(reg.step_emitted(seqs.data(), n, 3, T0 + 4000000), 3L);
+  EXPECT_EQ(reg.step_emitted(seqs.data(), nullptr, 2, T0 + 5000000), 2L);  // a and b
+  EXPECT_EQ(reg.step_emitted(nullptr, nullptr, 1, T0 + 5000000), static_cast<long>(TTFT_EINVAL));
+  EXPECT_EQ(reg.step_emitted(nullptr, nullptr, 0, T0 + 5000000), 0L);
+  EXPECT_EQ(b.end(TTFT_CANCELLED, T0 + 5500000), TTFT_OK);
+  EXPECT_EQ(reg.step_emitted(seqs, T0 + 6000000), 2L);  // b is stale: skipped, counted
+  EXPECT_EQ(a.stats()->tokens, 7u);
+  EXPECT_EQ(c.stats()->tokens, 5u);
+  ttft::Snapshot snap = reg.snapshot();
+  EXPECT_EQ(snap.counter(TTFT_COUNTER_STALE), 1u);
+  EXPECT_EQ(snap.counter(TTFT_COUNTER_TOKENS), 7u + 7u + 5u);
+  EXPECT_EQ(snap.quantile(TTFT_METRIC_TTFT, 1.0), std::chrono::nanoseconds(1ms));
+  // a's 3-token emission after 2 ms adds 3 gaps of 667 us per token
+  EXPECT_EQ(snap.count(TTFT_METRIC_ITL), 4u + 2u + 3u);
+  EXPECT_TRUE(snap.count(TTFT_METRIC_ITL_PER_TOKEN) > snap.count(TTFT_METRIC_ITL));
+  ttft::Registry null_reg = ttft::Registry::adopt(ttft_registry_new(nullptr));
+  ttft::Registry moved(std::move(null_reg));
+  EXPECT_EQ(null_reg.step_emitted(seqs), static_cast<long>(TTFT_EINVAL));  // NOLINT: NULL registry
+
+  // annotate: at slot pickup, before the first token
+  ttft::Registry r2 = small_registry();
+  {
+    ttft::Stream s = r2.begin(T0);
+    EXPECT_EQ(s.annotate(812, true), TTFT_OK);
+    EXPECT_EQ(r2.annotate(s.handle(), 0, std::nullopt), TTFT_OK);  // leaves both as they are
+    EXPECT_EQ(s.token(1, T0 + 40000000), TTFT_OK);
+    EXPECT_EQ(s.annotate(5000, false), TTFT_ERANGE);  // too late: nothing changes
+    EXPECT_EQ(r2.annotate(s.handle(), 0, false), TTFT_ERANGE);
+    EXPECT_EQ(s.end(TTFT_COMPLETED, T0 + 50000000), TTFT_OK);
+    EXPECT_EQ(s.annotate(1, true), TTFT_ESTALE);  // ended (empty Stream)
+  }
+  ttft::SharedStream sh = r2.begin_shared(T0);
+  EXPECT_EQ(sh.annotate(0, false), TTFT_OK);
+  EXPECT_EQ(r2.mark(sh.handle(), TTFT_PHASE_SCHEDULED, T0 + 1000), TTFT_OK);
+  EXPECT_EQ(sh.token(1, T0 + 2000), TTFT_OK);
+  EXPECT_EQ(sh.end(TTFT_COMPLETED, T0 + 3000), TTFT_OK);
+  EXPECT_EQ(r2.annotate(sh.handle(), 10), TTFT_ESTALE);  // through the library: counted
+  snap = r2.snapshot();
+  EXPECT_EQ(snap.split_count(TTFT_SPLIT_PREFIX_CACHE, 1), 1u);
+  EXPECT_EQ(snap.split_count(TTFT_SPLIT_PREFIX_CACHE, 0), 1u);
+  EXPECT_EQ(snap.split_count(TTFT_SPLIT_PROMPT_BAND, 2), 1u);  // 512 <= 812 < 2048
+  EXPECT_EQ(snap.split_quantile(TTFT_SPLIT_PREFIX_CACHE, 1, 1.0), std::chrono::nanoseconds(40ms));
+  EXPECT_EQ(snap.quantile(TTFT_METRIC_QUEUE, 1.0), std::chrono::nanoseconds(1000));
+  EXPECT_EQ(snap.counter(TTFT_COUNTER_STALE), 1u);
+}
+
+// ---------------------------------------------------------- status views
+void test_status_views() {
+  ttft::Registry reg = small_registry();
+  const ttft::Class chat = reg.add_class("chat");
+  for (std::uint64_t k = 1; k <= 3; k++) {
+    ttft::Stream s = reg.begin(ttft::Request().cls(k == 3 ? chat : ttft::Class()), T0);
+    EXPECT_EQ(s.token(1, T0 + k * 1000000), TTFT_OK);
+    EXPECT_EQ(s.token(2, T0 + k * 1000000 + 500000), TTFT_OK);
+    EXPECT_EQ(s.end(TTFT_COMPLETED, T0 + 10000000), TTFT_OK);
+  }
+  {
+    ttft::Stream s = reg.begin(T0);
+    EXPECT_EQ(s.token(1, T0 + 100000), TTFT_OK);  // a fast first token, then the client left
+  }
+  {
+    ttft::Stream s = reg.begin(T0);
+    EXPECT_EQ(s.end(TTFT_ERROR, T0 + 20000000), TTFT_OK);
+  }
+  ttft::Snapshot snap = reg.snapshot();
+  EXPECT_EQ(snap.count(TTFT_METRIC_TTFT), 4u);
+  EXPECT_EQ(snap.quantile(TTFT_METRIC_TTFT, 0.0), std::chrono::nanoseconds(100us));
+  const auto done = snap.status(TTFT_COMPLETED);
+  EXPECT_EQ(done.status(), TTFT_COMPLETED);
+  EXPECT_EQ(done.count(TTFT_METRIC_TTFT), 3u);
+  EXPECT_EQ(done.quantile(TTFT_METRIC_TTFT, 0.0), std::chrono::nanoseconds(1ms));
+  EXPECT_EQ(done.quantile(TTFT_METRIC_TTFT, 1.0), std::chrono::nanoseconds(3ms));
+  EXPECT_EQ(done.quantile(TTFT_METRIC_E2E, 1.0), std::chrono::nanoseconds(10ms));
+  EXPECT_EQ(done.quantile_value(TTFT_METRIC_OUTPUT_TOKENS, 1.0), 3u);
+  EXPECT_EQ(done.count(TTFT_METRIC_TTFT, chat), 1u);
+  EXPECT_EQ(done.quantile(TTFT_METRIC_TTFT, 0.5, chat), std::chrono::nanoseconds(3ms));
+  EXPECT_EQ(snap.status(TTFT_CANCELLED).count(TTFT_METRIC_TTFT), 1u);
+  EXPECT_EQ(snap.status(TTFT_CANCELLED).count(TTFT_METRIC_TPOT), 0u);
+  EXPECT_EQ(snap.status(TTFT_ERROR).count(TTFT_METRIC_E2E), 1u);
+  EXPECT_EQ(snap.status(TTFT_ERROR).count(TTFT_METRIC_TTFT), 0u);
+  // no view for other metrics or statuses: 0, never a throw
+  EXPECT_EQ(done.count(TTFT_METRIC_ITL), 0u);
+  EXPECT_EQ(snap.status(TTFT_STATUS_COUNT_).count(TTFT_METRIC_TTFT), 0u);
+  EXPECT_EQ(ttft::Snapshot().status(TTFT_COMPLETED).count(TTFT_METRIC_TTFT), 0u);
+}
+
+// ------------------------------------------------------------ 1.1 config
+void test_config_11() {
+  ttft::Registry reg(ttft::Config()
+                         .max_inflight(8)
+                         .max_classes(4)
+                         .native_histograms(true)
+                         .native_schema(3)
+                         .export_idle_classes(true)
+                         .memory_limit(std::uint64_t{1} << 20));
+  (void)reg.add_class("idle");
+  {
+    ttft::Stream s = reg.begin(T0);
+    EXPECT_EQ(s.token(1, T0 + 1000), TTFT_OK);
+  }
+  ttft::Snapshot snap = reg.snapshot();
+  EXPECT_TRUE(snap.format(TTFT_FORMAT_PROMETHEUS).find("class=\"idle\"") != std::string::npos);
+  const std::string pb = snap.format(TTFT_FORMAT_PROMETHEUS_PROTOBUF);
+  EXPECT_EQ(static_cast<long>(pb.size()), ttft_snapshot_format(snap.get(), TTFT_FORMAT_PROMETHEUS_PROTOBUF, nullptr, 0));
+  EXPECT_TRUE(pb.size() > 100);
+  EXPECT_TRUE(snap.gauge(TTFT_GAUGE_MEMORY) > 0);
+  EXPECT_EQ(snap.gauge(TTFT_GAUGE_COARSE), 0u);
+  ttft::Registry quiet(ttft::Config().max_inflight(8).max_classes(4));
+  (void)quiet.add_class("idle");
+  EXPECT_TRUE(quiet.snapshot().format(TTFT_FORMAT_PROMETHEUS).find("class=\"idle\"") == std::string::npos);
+  EXPECT_THROWS_CODE(ttft::Registry(ttft::Config().native_schema(9)), TTFT_EINVAL);
+  EXPECT_THROWS_CODE(ttft::Registry(ttft::Config().memory_limit(1000)), TTFT_EINVAL);
+  // metrics past TTFT_PROM_CONFIG_METRICS have no buckets of their own
+  // (the builder used to write past ttft_config.prom_buckets[] for them)
+  EXPECT_THROWS_CODE(ttft::Config().prom_buckets(TTFT_METRIC_ITL_PER_TOKEN, {1000, 2000}), TTFT_EINVAL);
+  ttft::Registry with_buckets(ttft::Config().max_inflight(4).prom_buckets(TTFT_METRIC_ABANDONED_WAIT, {1000000, 2000000}));
+  EXPECT_TRUE(static_cast<bool>(with_buckets));
+}
+
 #ifdef TTFT_TEST_HTTP
 void test_http() {
   ttft::Registry reg = small_registry();
@@ -533,6 +834,11 @@ int main() {
   test_classes_and_config();
   test_snapshot_io();
   test_cross_thread_cancel();
+  test_shared_stream_copies_and_last_owner();
+  test_shared_stream_threads();
+  test_step_and_annotate();
+  test_status_views();
+  test_config_11();
 #ifdef TTFT_TEST_HTTP
   test_http();
 #endif
