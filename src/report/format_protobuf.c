@@ -73,8 +73,8 @@
  * buckets) comes from the library's allocator; without it the call fails
  * with TTFT_ENOMEM, never with a short output. Output goes into the string
  * builder with snprintf rules: binary, NUL bytes included; the caller gets
- * the full length. About 2.6x the time of the text exposition (4 classes,
- * 20 000 streams: 6.3 ms vs 2.4 ms, medians on a busy 2-core machine).
+ * the full length. About 2 to 2.6x the time of the text exposition (4
+ * classes, 20 000 streams; medians on a busy 2-core machine).
  */
 #include <math.h>
 #include <string.h>
