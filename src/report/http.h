@@ -1,15 +1,20 @@
 /*
- * http.h — the request parser of the optional /metrics endpoint (http.c).
+ * http.h — internals of the optional /metrics endpoint (http.c): the
+ * request parser, and the server's statistics and test options.
  *
  * The parser is a pure function over bytes: no I/O, no allocation, no
  * global state, never reads past len and needs no NUL terminator. The
  * server calls it again with the whole buffer each time more bytes of a
  * request arrive; tests/fuzz/fuzz_http.c feeds it arbitrary input.
+ *
+ * Everything here is hidden: only programs linked against the static
+ * library (tests, fuzz targets) can reach it.
  */
 #ifndef TTFT_HTTP_H
 #define TTFT_HTTP_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "common/snapshot.h"
 
@@ -71,5 +76,58 @@ typedef struct ttft__http_req {
  * *out is written only on TTFT__HTTP_COMPLETE. buf may be NULL when len
  * is 0; out must not be NULL. Thread-safe. */
 TTFT_HIDDEN int ttft__http_parse(const char *buf, size_t len, ttft__http_req *out);
+
+/* ---------------------------------------------------------------- server */
+
+/* Defaults of the server's limits (docs/http.md, "Hostile clients"). */
+#define TTFT__HTTP_MAX_CONN 64                      /* connections kept */
+#define TTFT__HTTP_RESPONSE_CAP ((size_t)64 << 20)  /* bytes of rendered
+                                                       bodies held at once */
+#define TTFT__HTTP_RENDER_INTERVAL_NS UINT64_C(250000000) /* a body is reused
+                                                       for at least this long */
+#define TTFT__HTTP_RENDER_COST_FACTOR 4             /* ... and for this many
+                                                       times its render time */
+
+/* Options of ttft__http_start_opts; zero fields take the defaults above,
+ * except the two render fields, whose zero is meaningful (set
+ * render_defaults = 1 to take theirs). For tests. */
+typedef struct ttft__http_opts {
+  size_t response_cap;            /* 0 = TTFT__HTTP_RESPONSE_CAP */
+  int render_defaults;            /* 1: the two fields below are ignored */
+  uint64_t render_interval_ns;    /* reuse window floor; 0 = no floor */
+  unsigned render_cost_factor;    /* 0 = the window does not grow with
+                                     the render time */
+} ttft__http_opts;
+
+/* ttft_http_start with options (o NULL = the defaults). */
+TTFT_HIDDEN int ttft__http_start_opts(ttft_registry *r, const char *addr, const ttft__http_opts *o,
+                                      ttft_http **out);
+
+/* What the server holds and has done since it started. */
+typedef struct ttft__http_stats {
+  unsigned conns;         /* connections in the table */
+  unsigned reading;       /* ... waiting for (the rest of) a request head */
+  unsigned writing;       /* ... sending a response */
+  unsigned lingering;     /* ... response sent, waiting for the close */
+  size_t held_bytes;      /* rendered bodies alive now (shared, counted once,
+                             with their bookkeeping) */
+  size_t held_peak;       /* the most held_bytes has been */
+  size_t held_cap;        /* the cap held_bytes never exceeds */
+  size_t in_bytes;        /* request-head buffers alive now */
+  unsigned bodies;        /* rendered bodies alive now */
+  uint64_t accepted;      /* connections accepted */
+  uint64_t renders;       /* bodies rendered (a snapshot formatted) */
+  uint64_t reuses;        /* responses that shared a fresh body */
+  uint64_t stale_reuses;  /* responses that shared an older body because a
+                             new one would not fit under the cap */
+  uint64_t evicted_linger, evicted_reader, evicted_writer; /* for room */
+  uint64_t evicted_for_memory; /* stalled writers closed to free a body */
+  uint64_t refused_memory;     /* 503: no body fitted under the cap */
+  uint64_t protobuf_fallbacks; /* protobuf asked for, text sent */
+} ttft__http_stats;
+
+/* Copy srv's statistics into *out (waits for the server thread to finish
+ * its current step). Thread-safe. */
+TTFT_HIDDEN void ttft__http_get_stats(ttft_http *srv, ttft__http_stats *out);
 
 #endif
