@@ -39,7 +39,16 @@ if(TTFT_FUZZ)
   set(_fz_san -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
   # ttft_static's sources, definitions and include directories, compiled
   # again with coverage for the fuzzer
-  get_target_property(_fz_src ttft_static SOURCES)
+  get_target_property(_fz_src_rel ttft_static SOURCES)
+  # the sources are listed relative to the top-level directory
+  set(_fz_src "")
+  foreach(f ${_fz_src_rel})
+    if(IS_ABSOLUTE "${f}")
+      list(APPEND _fz_src "${f}")
+    else()
+      list(APPEND _fz_src "${PROJECT_SOURCE_DIR}/${f}")
+    endif()
+  endforeach()
   get_target_property(_fz_defs ttft_static COMPILE_DEFINITIONS)
   get_target_property(_fz_incs ttft_static INCLUDE_DIRECTORIES)
   # Two instrumented copies: with comparison tracing (the parsers, where it

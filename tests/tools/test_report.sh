@@ -315,6 +315,22 @@ sed 's/ttft-snapshot=VFRGU/ttft-snapshot=VFRGUxx/' b.log >badline.log
 expect_rc 2 "$REPORT" badline.log
 expect_rc 2 "$REPORT" --diff a.ttfs garbage.txt
 
+# ------------------------------------------------------------ older encodings
+# a snapshot written by libttft 1.0 (encoding version 1) reads, merges with
+# a current one, and the merge writes JSON with the 1.1 fields
+FIXTURE="$(cd "$(dirname "$0")/.." && pwd)/fixtures/snapshot-1.0.ttfs"
+expect_rc 0 "$REPORT" "$FIXTURE"
+expect_grep out.txt "clock starts at: client_send" "1.0 file: labels"
+expect_grep out.txt "^chat " "1.0 file: classes"
+expect_rc 0 "$REPORT" --format json "$FIXTURE" a.ttfs
+if need_tool python3; then
+  cp out.txt v1merge.json
+  n=$(json_get v1merge.json "d['counters']['begun']")
+  [ "$n" = "1203" ] && ok || fail "1.0 file merged with a.ttfs: begun $n, expected 603 + 600"
+  k=$(json_get v1merge.json "sorted(d['by_status'].keys())")
+  [ "$k" = "['cancelled', 'completed', 'error']" ] && ok || fail "by_status keys $k"
+fi
+
 # ------------------------------------------------------------ usage
 expect_rc 1 "$REPORT"
 expect_rc 1 "$REPORT" --format yaml a.ttfs
