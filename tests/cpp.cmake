@@ -11,6 +11,11 @@
 #   cpp_header_noshort_<cc>    TTFT_NO_SHORT_NAMES frees token_emitted/stream_end
 #   cpp_header_cxx_<cxx>_<std> a C++ TU including only ttft.h (C++11 and C++20)
 #   cpp_example_slot_server_<cxx>  examples/cpp/slot_server.cpp builds and runs
+#   cpp_example_callback_server_<cxx>  examples/cpp/callback_server.cpp (SharedStream in
+#                              callbacks, the clock started at accept) builds and runs
+#   cpp_samples_<cxx>          every C++ sample of ttft.hpp's comments and of docs/*.md
+#                              compiles as written (tests/cpp/samples.py); those with a
+#                              main() are linked and run
 # Under TTFT_SANITIZE only the compiler family that built the library is used
 # (sanitizer runtimes of gcc and clang do not mix), with the same flags.
 
@@ -38,6 +43,8 @@ if(TTFT_SANITIZE)
     set(TTFT_CPP_FAMILIES gnu)
   endif()
 endif()
+
+find_program(TTFT_SAMPLES_PYTHON NAMES python3)
 
 set(TTFT_CPP_HTTP "")
 if(TTFT_WITH_HTTP AND TTFT_HAVE_PTHREADS)
@@ -86,6 +93,22 @@ foreach(fam ${TTFT_CPP_FAMILIES})
       SOURCE ${TTFT_CPP_SRC}/header_cxx.cpp FLAGS -std=c++${std} -pedantic -Wall -Wextra -Werror -Wshadow -Wconversion -Wundef)
   endforeach()
 
-  ttft_cpp_test(NAME cpp_example_slot_server_${cxx} COMPILER ${cxx} LIB shared
-    SOURCE ${PROJECT_SOURCE_DIR}/examples/cpp/slot_server.cpp FLAGS -std=c++17 -O1 ${TTFT_CXX_WARN})
+  foreach(example slot_server callback_server)
+    ttft_cpp_test(NAME cpp_example_${example}_${cxx} COMPILER ${cxx} LIB shared
+      SOURCE ${PROJECT_SOURCE_DIR}/examples/cpp/${example}.cpp FLAGS -std=c++17 -O1 ${TTFT_CXX_WARN})
+  endforeach()
+
+  if(TTFT_SAMPLES_PYTHON)
+    add_test(NAME cpp_samples_${cxx}
+      COMMAND ${TTFT_SAMPLES_PYTHON} ${TTFT_CPP_SRC}/samples.py --cxx ${cxx}
+              --root ${PROJECT_SOURCE_DIR} --lib $<TARGET_FILE:ttft_shared>
+              --out ${TTFT_CPP_OUT}/samples_${cxx} -- ${TTFT_CPP_SAN})
+    set_tests_properties(cpp_samples_${cxx} PROPERTIES LABELS "cpp;shared;docs" TIMEOUT 600
+                         SKIP_RETURN_CODE 77)
+  else()
+    # No silent skip: a test that says what is missing and fails.
+    add_test(NAME cpp_samples_${cxx} COMMAND ${CMAKE_COMMAND} -E echo
+      "FAIL: cpp_samples needs python3 to extract the samples")
+    set_tests_properties(cpp_samples_${cxx} PROPERTIES FAIL_REGULAR_EXPRESSION "FAIL:" LABELS cpp)
+  endif()
 endforeach()
