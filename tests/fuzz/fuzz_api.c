@@ -2,14 +2,21 @@
  * fuzz_api.c — the whole API driven by a program read from the fuzz input,
  * checked step by step against a shadow model.
  *
- * Input: 4 config bytes (max_inflight 1..8, max_threads 0..3 — 0 puts every
- * call through the shared atomic shard —, max_classes 1..4, stall budget),
- * then operations, one opcode byte each followed by its operands:
+ * Input: 4 config bytes (max_inflight 1..8; max_threads 0..1 — 0 puts every
+ * call through the shared atomic shard — with, in the same byte, three
+ * classic bounds per metric or (1 in 8) the default grids, idle classes
+ * exported or not, summaries, the native schema; max_classes 1..3; stall
+ * budget), a small registry (the least bucket memory, so the pool runs dry
+ * and coarse binning is exercised too), then operations, one opcode byte
+ * each followed by its operands:
  *   begin / begin_ex (class id incl. invalid ones, prompt tokens, prefix),
  *   mark (any phase value), token_emitted (any n, incl. 0 and huge),
- *   stream_end (any status value), class_add (valid and invalid names,
- *   budgets), seq_stats, stalled_now, inflight, snapshot (+ every format,
- *   encode/decode in both forms, merge with itself, delta with the last).
+ *   step_emitted (up to 8 handles, repeats and dead ones, n each or NULL),
+ *   annotate (prompt tokens, prefix incl. invalid, before and after the
+ *   first token), stream_end (any status value), class_add (valid and
+ *   invalid names, budgets), seq_stats, stalled_now, inflight, snapshot
+ *   (+ one of: a format chosen by the input, with snprintf rules; the codec
+ *   round trip in both forms; merge with itself; delta with the last).
  * Handles are picked among those issued (live or ended) or invented.
  * Timestamps: TTFT_NOW, small steps forward, steps backward, raw 64-bit.
  *
@@ -17,11 +24,14 @@
  * clock. A sequence that ever used TTFT_NOW is "fuzzy": its clock-dependent
  * outcomes (CLOCK_CLAMPED, STALLS, STALLED_SEQS, SLO_MET with budgets) are
  * allowed as a range. Invariants after every step: return codes, handles,
- * the inflight count; after every snapshot: every counter and histogram
- * count per class and in total, exact min/max/sum where the model knows
- * them, quantiles within [min, max] and monotone in q, the split counts,
- * formats well-formed with snprintf rules, encode -> decode -> encode
- * bit-exact, merge doubles, delta subtracts.
+ * the inflight count, the stale-call count; after every snapshot: every
+ * counter and histogram count per class and in total (token-weighted ITL
+ * included), the per-status views per class, exact min/max/sum where the
+ * model knows them, quantiles within [min, max] and monotone in q, the
+ * split counts, formats well-formed (JSON that parses, exposition lines
+ * that parse, protobuf framing), encode -> decode -> encode bit-exact,
+ * merge doubles, delta subtracts; after the input: no block left
+ * allocated.
  */
 #include <math.h>
 #include <stdint.h>
@@ -31,6 +41,90 @@
 
 #include "fuzz_common.h"
 #include "ttft.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define FZ_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FZ_ASAN 1
+#endif
+#endif
+#ifdef FZ_ASAN
+#include <sanitizer/asan_interface.h>
+#else
+#define ASAN_POISON_MEMORY_REGION(a, n) ((void)(a), (void)(n))
+#define ASAN_UNPOISON_MEMORY_REGION(a, n) ((void)(a), (void)(n))
+#endif
+
+/* ------------------------------------------------------------ allocator
+ * Every execution creates a registry of about a megabyte (its bucket pool
+ * is touched at creation). ASan gives each block above 128 KiB a mapping
+ * of its own, so each execution would fault that megabyte in afresh, which
+ * cost more than everything else together. Large blocks are therefore kept
+ * for the next execution (poisoned while kept, so a use after free is
+ * still caught). The allocator also counts live blocks: every execution
+ * must end with none (the library leaks nothing). */
+#define FZ_CACHE_MIN 16384u
+#define FZ_CACHE_SLOTS 256
+typedef struct fz_block {
+  size_t n;
+  size_t pad_;
+} fz_block;
+static struct {
+  size_t n;
+  fz_block *b;
+} g_cache[FZ_CACHE_SLOTS];
+static int g_ncache;
+static long g_live_blocks;
+
+static void fz_cache_drop(void) {
+  for (int i = 0; i < g_ncache; i++) {
+    ASAN_UNPOISON_MEMORY_REGION(g_cache[i].b, sizeof(fz_block) + g_cache[i].n);
+    free(g_cache[i].b);
+  }
+  g_ncache = 0;
+}
+
+static void *fz_alloc(void *ctx, size_t n) {
+  (void)ctx;
+  fz_block *b = NULL;
+  if (n >= FZ_CACHE_MIN)
+    for (int i = 0; i < g_ncache; i++)
+      if (g_cache[i].n == n) {
+        b = g_cache[i].b;
+        g_cache[i] = g_cache[--g_ncache];
+        ASAN_UNPOISON_MEMORY_REGION(b, sizeof *b + n);
+        break;
+      }
+  if (!b) b = malloc(sizeof *b + n);
+  if (!b) return NULL;
+  b->n = n;
+  g_live_blocks++;
+  return b + 1;
+}
+
+static void fz_free(void *ctx, void *p) {
+  (void)ctx;
+  if (!p) return;
+  fz_block *b = (fz_block *)p - 1;
+  g_live_blocks--;
+  if (b->n >= FZ_CACHE_MIN && g_ncache < FZ_CACHE_SLOTS) {
+    g_cache[g_ncache].n = b->n;
+    g_cache[g_ncache++].b = b;
+    ASAN_POISON_MEMORY_REGION(b, sizeof *b + b->n);
+    return;
+  }
+  free(b);
+}
+
+static void fz_allocator_install(void) {
+  static int done;
+  if (done) return;
+  done = 1;
+  static const ttft_allocator a = {fz_alloc, fz_free, NULL};
+  ttft_set_allocator(&a);
+  atexit(fz_cache_drop);
+}
 
 #define MAX_HANDLES 64
 #define MAX_OPS 1500
@@ -561,13 +655,29 @@ static void op_stalled_now(model *m, fz_in *in) {
 }
 
 /* ------------------------------------------------------------ snapshots */
-static void check_format(const ttft_snapshot *s, ttft_format f, char **out, long *out_len) {
-  long n = ttft_snapshot_format(s, f, NULL, 0);
-  FUZZ_CHECK(n > 0, "format %d size: %ld", (int)f, n);
-  char *buf = malloc((size_t)n + 1);
-  FUZZ_CHECK(buf != NULL, "malloc");
-  long n2 = ttft_snapshot_format(s, f, buf, (size_t)n + 1);
-  FUZZ_CHECK(n2 == n, "format %d: %ld then %ld", (int)f, n, n2);
+/* Render s in format f and check it is well-formed: into a buffer of its
+ * exact size plus one when the library's size query is used (thorough),
+ * else straight into a large buffer (one render instead of two). Thorough
+ * also checks snprintf rules on a truncated copy. Formatting dominated an
+ * execution, so only one format per snapshot is done thoroughly. */
+static void check_format(const ttft_snapshot *s, ttft_format f, char **out, long *out_len, int thorough) {
+  static char big[1 << 20];
+  long n;
+  char *buf;
+  if (thorough) {
+    n = ttft_snapshot_format(s, f, NULL, 0);
+    FUZZ_CHECK(n > 0, "format %d size: %ld", (int)f, n);
+    buf = malloc((size_t)n + 1);
+    FUZZ_CHECK(buf != NULL, "malloc");
+    long n2 = ttft_snapshot_format(s, f, buf, (size_t)n + 1);
+    FUZZ_CHECK(n2 == n, "format %d: %ld then %ld", (int)f, n, n2);
+  } else {
+    n = ttft_snapshot_format(s, f, big, sizeof big);
+    FUZZ_CHECK(n > 0 && (size_t)n < sizeof big, "format %d: %ld", (int)f, n);
+    buf = malloc((size_t)n + 1);
+    FUZZ_CHECK(buf != NULL, "malloc");
+    memcpy(buf, big, (size_t)n + 1);
+  }
   if (f == TTFT_FORMAT_PROMETHEUS_PROTOBUF) /* binary: NUL bytes allowed, framing checked */
     FUZZ_CHECK(buf[n] == '\0' && fz_protobuf_delimited_ok((const uint8_t *)buf, (size_t)n),
                "protobuf exposition is not a sequence of length-delimited messages");
@@ -579,14 +689,15 @@ static void check_format(const ttft_snapshot *s, ttft_format f, char **out, long
     int bad = fz_exposition_bad_line(buf, (size_t)n, f == TTFT_FORMAT_OPENMETRICS);
     FUZZ_CHECK(bad == 0, "%s line %d is malformed:\n%s", ttft_format_name(f), bad, buf);
   }
-  /* truncated: same return, a NUL-terminated prefix */
-  size_t cap = (size_t)n / 2 + 1;
-  char *part = malloc(cap);
-  FUZZ_CHECK(part != NULL, "malloc");
-  long n3 = ttft_snapshot_format(s, f, part, cap);
-  FUZZ_CHECK(n3 == n && part[cap - 1] == '\0' && memcmp(part, buf, cap - 1) == 0,
-             "format %d truncated to %zu: %ld", (int)f, cap, n3);
-  free(part);
+  if (thorough) { /* truncated: same return, a NUL-terminated prefix */
+    size_t cap = (size_t)n / 2 + 1;
+    char *part = malloc(cap);
+    FUZZ_CHECK(part != NULL, "malloc");
+    long n3 = ttft_snapshot_format(s, f, part, cap);
+    FUZZ_CHECK(n3 == n && part[cap - 1] == '\0' && memcmp(part, buf, cap - 1) == 0,
+               "format %d truncated to %zu: %ld", (int)f, cap, n3);
+    free(part);
+  }
   *out = buf;
   *out_len = n;
 }
@@ -735,17 +846,18 @@ static void check_same_data(const ttft_snapshot *a, const ttft_snapshot *b, uint
   }
 }
 
-static void snap_formats(const ttft_snapshot *s) {
-  for (int f = 0; f < TTFT_FORMAT_COUNT_; f++) {
-    char *t;
-    long l;
-    check_format(s, (ttft_format)f, &t, &l);
-    free(t);
-  }
+/* the format `pick` names, thoroughly (one per snapshot: the input
+ * chooses which; rendering all five each time cost most of an execution) */
+static void snap_formats(const ttft_snapshot *s, unsigned pick) {
+  char *t;
+  long l;
+  check_format(s, (ttft_format)(pick % TTFT_FORMAT_COUNT_), &t, &l, 1);
+  free(t);
 }
 
-/* encode -> decode -> encode is bit-exact; the decoded data formats the same */
-static void snap_codec(const ttft_snapshot *s) {
+/* encode -> decode -> encode is bit-exact; the decoded data formats the
+ * same (in the format `pick` names) */
+static void snap_codec(const ttft_snapshot *s, unsigned pick) {
   long n = ttft_snapshot_encode(s, NULL, 0);
   FUZZ_CHECK(n > 0, "encode size %ld", n);
   unsigned char *e1 = malloc((size_t)n), *e2 = malloc((size_t)n);
@@ -756,13 +868,14 @@ static void snap_codec(const ttft_snapshot *s) {
   FUZZ_CHECK(d != NULL, "decode of a fresh encoding: %d", err);
   FUZZ_CHECK(ttft_snapshot_encode(d, e2, (size_t)n) == n && memcmp(e1, e2, (size_t)n) == 0, "re-encode differs");
   check_same_data(s, d, 1, "decoded");
-  for (int f = 0; f < TTFT_FORMAT_COUNT_; f++) {
+  {
+    ttft_format f = (ttft_format)(pick % TTFT_FORMAT_COUNT_);
     char *t1, *t2;
     long l1, l2;
-    check_format(s, (ttft_format)f, &t1, &l1);
-    check_format(d, (ttft_format)f, &t2, &l2);
+    check_format(s, f, &t1, &l1, 0);
+    check_format(d, f, &t2, &l2, 0);
     FUZZ_CHECK(l2 == l1 && memcmp(t2, t1, (size_t)l2) == 0, "decoded snapshot formats differently (%s)",
-               ttft_format_name((ttft_format)f));
+               ttft_format_name(f));
     free(t1);
     free(t2);
   }
@@ -781,7 +894,7 @@ static void snap_codec(const ttft_snapshot *s) {
 }
 
 /* merge with itself doubles; classes matched by name */
-static void snap_merge(const ttft_snapshot *s) {
+static void snap_merge(const ttft_snapshot *s, unsigned pick) {
   int err = 0;
   ttft_snapshot *mg = ttft_snapshot_merge(s, s, &err);
   FUZZ_CHECK(mg != NULL, "merge: %d", err);
@@ -789,13 +902,13 @@ static void snap_merge(const ttft_snapshot *s) {
   check_same_data(s, mg, 2, "merge(s, s)");
   char *t;
   long l;
-  check_format(mg, TTFT_FORMAT_OPENMETRICS, &t, &l);
+  check_format(mg, (ttft_format)(pick % TTFT_FORMAT_COUNT_), &t, &l, 0);
   free(t);
   ttft_snapshot_free(mg);
 }
 
 /* delta with the previous snapshot subtracts */
-static void snap_delta(const ttft_snapshot *s, const ttft_snapshot *prev) {
+static void snap_delta(const ttft_snapshot *s, const ttft_snapshot *prev, unsigned pick) {
   int err = 0;
   ttft_snapshot *dl = ttft_snapshot_delta(s, prev, &err);
   FUZZ_CHECK(dl != NULL, "delta: %d", err);
@@ -811,14 +924,13 @@ static void snap_delta(const ttft_snapshot *s, const ttft_snapshot *prev) {
   }
   char *t;
   long l;
-  check_format(dl, TTFT_FORMAT_JSON, &t, &l);
+  check_format(dl, (ttft_format)(pick % TTFT_FORMAT_COUNT_), &t, &l, 0);
   free(t);
   ttft_snapshot_free(dl);
 }
 
-/* A snapshot checked against the model, then one of: every format, the
- * codec round trip, merge, delta (each costs several snapshot-sized
- * allocations; doing all every time would slow the fuzzer down 4x). */
+/* A snapshot checked against the model, then one of: a format, the codec
+ * round trip, merge, delta — the input picks which, and which format. */
 static void op_snapshot(model *m, fz_in *in) {
   uint8_t what = fz_u8(in);
   if (m->nsnap >= MAX_SNAPSHOTS) return;
@@ -827,12 +939,12 @@ static void op_snapshot(model *m, fz_in *in) {
   FUZZ_CHECK(s != NULL, "snapshot_take");
   check_snapshot_data(m, s);
   switch (what % 4) {
-  case 0: snap_formats(s); break;
-  case 1: snap_codec(s); break;
-  case 2: snap_merge(s); break;
+  case 0: snap_formats(s, what >> 2); break;
+  case 1: snap_codec(s, what >> 2); break;
+  case 2: snap_merge(s, what >> 2); break;
   default:
-    if (m->prev) snap_delta(s, m->prev);
-    else snap_formats(s);
+    if (m->prev) snap_delta(s, m->prev, what >> 2);
+    else snap_formats(s, what >> 2);
     break;
   }
   ttft_snapshot_free(m->prev);
@@ -845,13 +957,32 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static model mm;
   model *m = &mm;
   memset(m, 0, sizeof *m);
+  fz_allocator_install();
+  long live_at_start = g_live_blocks;
   static const uint64_t stalls[] = {1, 1000, 40000, 1000000, 500000000, UINT64_MAX};
   ttft_config cfg;
   ttft_config_init(&cfg);
   cfg.max_inflight = 1 + fz_u8(&in) % 8;
-  cfg.max_threads = fz_u8(&in) % 2; /* 0: every call through the shared shard */
+  uint8_t th = fz_u8(&in);
+  cfg.max_threads = th % 2; /* 0: every call through the shared shard */
   cfg.max_classes = 1 + fz_u8(&in) % 3;
+  /* A small exposition: three classic bounds per metric (the default grids
+   * have up to 62, and rendering them dominated an execution), except in
+   * one input of eight; idle classes exported in one of four. */
+  static const uint64_t few_ns[3] = {1000000, 50000000, 2000000000}, few_tok[3] = {0, 4, 64};
+  if ((th >> 1) % 8) {
+    for (int k = 0; k < TTFT_PROM_CONFIG_METRICS; k++) {
+      cfg.prom_buckets[k] = k == TTFT_METRIC_OUTPUT_TOKENS ? few_tok : few_ns;
+      cfg.prom_n_buckets[k] = 3;
+    }
+  }
+  cfg.export_idle_classes = (th >> 4) % 4 == 0;
+  cfg.prom_summaries = (th >> 6) == 3;
+  cfg.native_schema = (int)(th % 13) - 4;
   cfg.stall_threshold_ns = stalls[fz_u8(&in) % 6];
+  /* the least bucket memory: the pool runs dry, and observations are
+   * binned by power of two (TTFT_GAUGE_COARSE), a path worth fuzzing */
+  cfg.memory_limit = TTFT_MIN_MEMORY_LIMIT;
   m->r = ttft_registry_new(&cfg);
   FUZZ_CHECK(m->r != NULL, "registry_new");
   m->max_inflight = cfg.max_inflight;
@@ -899,5 +1030,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ttft_snapshot_free(s);
   ttft_snapshot_free(m->prev);
   ttft_registry_free(m->r);
+  FUZZ_CHECK(g_live_blocks == live_at_start, "%ld block(s) still allocated after freeing everything",
+             g_live_blocks - live_at_start);
   return 0;
 }
