@@ -7,7 +7,10 @@
 #     import and record with no TTFT_LIBRARY, no cmake and no build tree, and
 #     the whole Python test suite must pass against that library;
 #  2. cmake --install into a scratch prefix, then import the installed package
-#     with no TTFT_LIBRARY: it must find the installed libttft by itself.
+#     with no TTFT_LIBRARY: it must find the installed libttft by itself;
+#  3. the Python test suite against the ASan+UBSan library of build-asan
+#     (20-sanitizers.sh builds it; 20 excludes the python label because a
+#     CPython process needs the ASan runtime preloaded, which is done here).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 REPO="$PWD"
@@ -49,3 +52,23 @@ cmake --install "$BUILD" --prefix "$tmp/prefix" >/dev/null
 site="$(find "$tmp/prefix" -type d -name ttft -path '*-packages/ttft' | head -n1)"
 [ -n "$site" ] || { echo "installed ttft package not found under $tmp/prefix"; exit 1; }
 (cd "$tmp" && env -u TTFT_LIBRARY PYTHONPATH="$(dirname "$site")" "$PY" -c "$smoke")
+
+echo "-- the Python test suite under ASan+UBSan (build-asan/libttft.so.1, runtime preloaded)"
+ASAN_LIB="$REPO/build-asan/libttft.so.1"
+if [ ! -f "$ASAN_LIB" ]; then
+  if [ -n "${CI:-}" ]; then
+    echo "build-asan/libttft.so.1 is missing: 20-sanitizers.sh must run before this step"; exit 1
+  fi
+  echo "skipped: no $ASAN_LIB (run .ci/steps.d/20-sanitizers.sh first)"
+  exit 0
+fi
+rt="$(clang -print-file-name=libclang_rt.asan-x86_64.so)"
+[ -f "$rt" ] || { echo "the ASan runtime $rt is missing (libclang-rt-14-dev)"; exit 1; }
+# detect_leaks=0: CPython itself does not free everything at exit
+(cd "$REPO/python/tests" && for t in test_*.py; do
+   [ "$t" = test_setup.py ] && continue
+   ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:abort_on_error=1" \
+   UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" \
+   LD_PRELOAD="$rt" TTFT_LIBRARY="$ASAN_LIB" PYTHONDONTWRITEBYTECODE=1 \
+     "$PY" -m unittest -q "${t%.py}"
+ done)
