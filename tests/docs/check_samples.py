@@ -16,7 +16,7 @@ What is checked, by fence language:
               LD_LIBRARY_PATH naming the built library), in a scratch
               directory that holds report.json (a JSON report) for samples
               that read one; exit 0
-Other languages (sh, yaml, promql, json, go, rust, js, unlabelled diagrams)
+Other languages (sh, yaml, promql, json, cmake, go, rust, js, unlabelled text)
 are listed, not built; a language this script does not know fails the test,
 so that a new kind of sample is not skipped silently.
 
@@ -57,7 +57,7 @@ CXX_FLAGS = ["-std=c++17", "-pedantic", "-Wall", "-Wextra", "-Werror", "-Wshadow
              "-Wno-unused-but-set-variable", "-pthread"]
 BUILT = {"c": "c", "cpp": "cpp", "c++": "cpp", "python": "python", "py": "python"}
 LISTED = {"sh", "bash", "console", "yaml", "yml", "promql", "json", "go", "rust", "js",
-          "javascript", "text", "", "ini", "toml", "proto", "diff"}
+          "javascript", "text", "", "ini", "toml", "proto", "diff", "cmake", "make"}
 TIMEOUT = 120
 
 
