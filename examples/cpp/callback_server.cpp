@@ -178,11 +178,18 @@ class Server {
    * This is where the clock starts; the handler may run much later. */
   void on_accept(const Incoming &in) {
     const ttft::time_point t_accept = ttft::now();
-    pending_.push_back([this, in, t_accept] { handle(in, t_accept); });
+    const Clock::time_point planned = loop_.now();
+    pending_.push_back([this, in, t_accept, planned] {
+      planned_wait_ = std::max(planned_wait_, loop_.now() - planned);
+      handle(in, t_accept);
+    });
     dispatch();
   }
 
+  /* The longest wait for a worker: measured, and as the loop planned it
+   * (exact: two workers, 15 ms each). */
   std::chrono::nanoseconds max_http_queue_wait() const { return max_wait_; }
+  std::chrono::nanoseconds planned_http_queue_wait() const { return planned_wait_; }
 
  private:
   /* A worker runs the handler: 15 ms of parsing and tokenizing, then the
@@ -249,6 +256,7 @@ class Server {
   std::deque<std::function<void()>> pending_;  // accepted, waiting for a worker
   std::map<int, std::function<void()>> close_handlers_;
   std::chrono::nanoseconds max_wait_{0};
+  std::chrono::nanoseconds planned_wait_{0};
 };
 
 int expect(const char *what, std::uint64_t actual, std::uint64_t expected) {
@@ -307,9 +315,12 @@ int main() {
   bad += expect("prefix misses", snap.split_count(TTFT_SPLIT_PREFIX_CACHE, 0), 5);
   bad += expect("inflight", static_cast<std::uint64_t>(reg.inflight()), 0);
   // The queue in front of the workers is in TTFT: the last two requests
-  // waited 3 x 15 ms for a worker, and every TTFT includes its own wait.
-  bad += expect("HTTP queue wait >= 45 ms", server.max_http_queue_wait() >= 45ms, 1);
-  bad += expect("TTFT max >= that wait",
+  // waited 3 x 15 ms for a worker (as planned; measured, it is a little
+  // more or less depending on when the accept ran), and every TTFT
+  // includes its own measured wait (q = 1 is the exact maximum).
+  bad += expect("planned HTTP queue wait (ms)",
+                static_cast<std::uint64_t>(server.planned_http_queue_wait() / 1ms), 45);
+  bad += expect("TTFT max >= the measured wait",
                 snap.quantile(TTFT_METRIC_TTFT, 1.0) >= server.max_http_queue_wait(), 1);
   return bad == 0 ? 0 : 1;
 }
