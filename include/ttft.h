@@ -571,7 +571,8 @@ struct ttft_config {
                                   beside the classic ones; 0: classic only   */
   int native_schema;           /* native bucket schema, -4 .. 8: bucket
                                   boundaries grow by 2^(2^-schema); default 7
-                                  (0.54 % wide buckets), docs/prometheus.md  */
+                                  (0.54 % wide buckets; PromQL quantiles
+                                  within 0.94 % of exact), docs/prometheus.md */
   int export_idle_classes;     /* 0 (default): classes that never saw a begin
                                   are left out of every exposition and
                                   report; 1: export every class               */
