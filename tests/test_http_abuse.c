@@ -43,8 +43,9 @@
 #ifndef TTFT_TEST_HTTP_BUILT
 #  define TTFT_TEST_HTTP_BUILT 1
 #endif
-#ifndef TTFT_TEST_INTERNALS
-#  define TTFT_TEST_INTERNALS 0
+#if !defined(TTFT_TEST_INTERNALS) || !TTFT_TEST_HTTP_BUILT
+#  undef TTFT_TEST_INTERNALS
+#  define TTFT_TEST_INTERNALS 0 /* nothing to reach in a build without the endpoint */
 #endif
 #if TTFT_TEST_HTTP_BUILT && TTFT_TEST_INTERNALS
 #  include "report/http.h"
