@@ -133,6 +133,9 @@ typedef struct ttft_config ttft_config;     /* tier 3; NULL = defaults      */
 typedef uint64_t ttft_seq;
 
 #define TTFT_NOW UINT64_C(0) /* "read the library's clock" */
+/* Bindings should not map a caller's literal 0 to TTFT_NOW: a replayed
+ * trace that starts at 0 would read the live clock (the Python bindings
+ * refuse t_ns=0; None means now). */
 
 typedef enum ttft_metric {
   TTFT_METRIC_TTFT = 0,          /* t_first - t_begin, ns                     */
