@@ -133,6 +133,9 @@ typedef struct ttft_config ttft_config;     /* tier 3; NULL = defaults      */
 typedef uint64_t ttft_seq;
 
 #define TTFT_NOW UINT64_C(0) /* "read the library's clock" */
+/* Bindings should not map a caller's literal 0 to TTFT_NOW: a replayed
+ * trace that starts at 0 would read the live clock (the Python bindings
+ * refuse t_ns=0; None means now). */
 
 typedef enum ttft_metric {
   TTFT_METRIC_TTFT = 0,          /* t_first - t_begin, ns                     */
@@ -571,7 +574,8 @@ struct ttft_config {
                                   beside the classic ones; 0: classic only   */
   int native_schema;           /* native bucket schema, -4 .. 8: bucket
                                   boundaries grow by 2^(2^-schema); default 7
-                                  (0.54 % wide buckets), docs/prometheus.md  */
+                                  (0.54 % wide buckets; PromQL quantiles
+                                  within 0.94 % of exact), docs/prometheus.md */
   int export_idle_classes;     /* 0 (default): classes that never saw a begin
                                   are left out of every exposition and
                                   report; 1: export every class               */
@@ -705,18 +709,25 @@ TTFT_API ttft_snapshot *ttft_snapshot_decode_base64(const char *text, size_t len
 typedef struct ttft_http ttft_http; /* opaque */
 
 /* Serve r over HTTP on addr ("127.0.0.1:9464", "[::1]:9464", ":9464" means
- * 127.0.0.1; port 0 picks a free port): GET /metrics (Prometheus text, or
- * OpenMetrics when Accept asks for application/openmetrics-text), /report
- * (text), /report.json. One background thread; bounded request size and
- * read timeouts. *out receives the server. Returns TTFT_OK, TTFT_EINVAL
- * (NULL, bad address), TTFT_EIO (bind/listen failed), TTFT_ENOMEM,
- * TTFT_ENOTSUP (built without HTTP). r must outlive the server. */
+ * 127.0.0.1; port 0 picks a free port): GET /metrics (Prometheus text;
+ * OpenMetrics or the protobuf exposition when Accept asks for them, text
+ * when the protobuf format fails; docs/http.md), /report (text),
+ * /report.json. One background thread; at most 64 connections (a full
+ * table drops its oldest idle or stuck one for a newcomer), bounded request
+ * size, deadlines, and at most 64 MiB of rendered responses, shared between
+ * clients and reused for at least 250 ms. *out receives the server. Returns
+ * TTFT_OK, TTFT_EINVAL (NULL, bad address), TTFT_EIO (bind/listen failed),
+ * TTFT_ENOMEM, TTFT_ENOTSUP (built without HTTP). r must outlive the
+ * server. Thread-safe. */
 TTFT_API int ttft_http_start(ttft_registry *r, const char *addr, ttft_http **out);
 
 /* The TCP port the server listens on, or TTFT_EINVAL for NULL. */
 TTFT_API int ttft_http_port(const ttft_http *srv);
 
-/* Stop the server, join its thread and free it. NULL is a no-op. */
+/* Stop the server, join its thread and free it; does not wait for clients.
+ * In a child forked while the server ran (where it does not serve) it only
+ * frees the child's copy: closes the child's descriptors, never touches the
+ * parent's server, never joins. NULL is a no-op. Once per server. */
 TTFT_API void ttft_http_stop(ttft_http *srv);
 
 #ifdef __cplusplus

@@ -23,7 +23,7 @@ echo "   soak took $(( $(date +%s) - start ))s"
 # (valgrind serialises threads and runs ~50x slower); the HTTP test has its
 # own valgrind test (tests/http.cmake).
 VG="valgrind --quiet --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect --show-leak-kinds=definite,indirect"
-quick="test_badinput test_alloc_fail test_timeline test_classes test_merge test_format test_prometheus test_registry test_step test_memory"
+quick="test_badinput test_alloc_fail test_timeline test_classes test_merge test_format test_prometheus test_registry test_step test_memory test_protobuf"
 for t in $quick; do
   bin="$BUILD/tests/${t}_shared"
   [ -x "$bin" ] || { echo "valgrind: $bin missing"; exit 1; }

@@ -270,6 +270,14 @@ __attribute__((noinline, cold)) static void seq_gaps_halve(ttft__slot *sl) {
   }
 }
 
+/* The sequence's own gap counter (the pooled index >> 3) and worst gap. */
+TTFT__INLINE void seq_gap(ttft__slot *sl, uint32_t i, uint64_t gap) {
+  uint32_t j = ttft__sg_index(i);
+  _Atomic uint64_t *w = &sl->gh[j >> 2];
+  TTFT__ST(w, TTFT__LD(w) + (UINT64_C(1) << (16 * (j & 3))));
+  if (gap > TTFT__LD(&sl->max_gap)) TTFT__ST(&sl->max_gap, gap);
+}
+
 /* One gap before an emission of n tokens: the pooled ITL histogram (and,
  * for n > 1, n per-token observations of gap / n; see registry.h), the
  * sequence's own counter (the pooled index >> 3), the exact worst gap. */
@@ -282,10 +290,7 @@ TTFT__INLINE void record_gap(ttft_registry *r, int shared, ttft__crec *cr, ttft_
     hist_rec_at(r, shared, &cr->h[TTFT__LH_ITL_MULTI], i, gap);
     hist_rec_n(r, shared, &cr->h[TTFT_METRIC_ITL_PER_TOKEN], gap / n, n);
   }
-  uint32_t j = ttft__sg_index(i);
-  _Atomic uint64_t *w = &sl->gh[j >> 2];
-  TTFT__ST(w, TTFT__LD(w) + (UINT64_C(1) << (16 * (j & 3))));
-  if (gap > TTFT__LD(&sl->max_gap)) TTFT__ST(&sl->max_gap, gap);
+  seq_gap(sl, i, gap);
 }
 
 /* What every accepted emission stores last. */
@@ -363,9 +368,23 @@ TTFT__INLINE int emit_fast_in_call(ttft_registry *r, ttft__shard *sh, ttft_seq s
   if (TTFT_UNLIKELY(em == 0 || (em & 0x7FFFu) == 0 || t < TTFT__LD(&sl->t_event) ||
                     gap > TTFT__LD(&sl->stall_ns)))
     return 0;
+  /* single-token emissions whose power of two already has its chunk;
+   * anything else (a first value there, several tokens) takes the general
+   * path, so that this one makes no call and spills nothing */
+  if (TTFT_UNLIKELY(n_tokens != 1)) return 0;
   ttft__crec *cr = crec_of(sh, TTFT__LD(&sl->cls));
-  record_gap(r, 0, cr, sl, gap, n_tokens);
-  emission_done(0, cr, sl, t, em, n_tokens);
+  ttft__hist *h = &cr->h[TTFT_METRIC_ITL];
+  uint32_t i = ttft__hist_index(gap);
+  /* relaxed: only this shard's owner attaches its chunks */
+  ttft__chunk *ch = atomic_load_explicit(&h->chunk[i >> TTFT__CHUNK_BITS], memory_order_relaxed);
+  if (TTFT_UNLIKELY(!ch)) return 0;
+  _Atomic uint64_t *b = &ch->b[i & (TTFT__CHUNK_BUCKETS - 1)];
+  TTFT__ST(b, TTFT__LD(b) + 1);
+  TTFT__ST(&h->sum, TTFT__LD(&h->sum) + gap);
+  if (~gap > TTFT__LD(&h->min)) TTFT__ST(&h->min, ~gap);
+  if (gap > TTFT__LD(&h->max)) TTFT__ST(&h->max, gap);
+  seq_gap(sl, i, gap);
+  emission_done(0, cr, sl, t, em, 1);
   return 1;
 }
 
