@@ -110,8 +110,11 @@
  * and no "long enough in practice".
  *
  * Cost: on a private shard, two plain stores per call (no fence, no lock
- * prefix); one membarrier syscall per reclaim batch (every nslots/16 ends,
- * at most 64) by the thread that runs the reclaimer. A thread frozen
+ * prefix); one membarrier syscall per reclaim batch by the thread that runs
+ * the reclaimer, only when another thread owns a private shard, and then
+ * at most one per millisecond unless a begin finds no free slot (each one
+ * interrupts every running thread of the process: ~3 us here, more in a
+ * VM; a batch is tried every nslots/16 ends, at most 64). A thread frozen
  * inside a call holds back every later batch until it leaves: begins that
  * find the registry exhausted meanwhile wait at most 10 ms, then count a
  * drop.
@@ -129,6 +132,8 @@
 #endif
 
 #define TTFT__EXHAUSTED_WAIT_NS UINT64_C(10000000) /* a begin at capacity waits this long */
+#define TTFT__BARRIER_INTERVAL_NS UINT64_C(1000000) /* membarriers at most this often, unless a
+                                                      begin has no free slot */
 
 #if defined(__x86_64__) || defined(__i386__)
 #define cpu_relax() __builtin_ia32_pause()
@@ -187,7 +192,7 @@ void ttft__reclaim_atfork_child(void) {
 
 /* The reclaimer's side of the Dekker pair. Returns 0 when no barrier can
  * be made (see ttft__reclaim_atfork_child): then nothing may be freed. */
-static int heavy_barrier(const ttft_registry *r) {
+static int heavy_barrier(ttft_registry *r) {
   if (r->fence_mode) {
     /* seq_cst: pairs with the seq_cst fence of every private call */
     atomic_thread_fence(memory_order_seq_cst);
@@ -201,6 +206,7 @@ static int heavy_barrier(const ttft_registry *r) {
     rc = membarrier_call(MEMBARRIER_CMD_PRIVATE_EXPEDITED);
   } while (rc != 0 && errno == EINTR);
   errno = saved;
+  r->barrier_ns = ttft_now_ns(); /* the reclaim try-lock is held */
   return rc == 0;
 #else
   return 0;
@@ -406,8 +412,14 @@ static int any_pending(const ttft_registry *r) {
   return 0;
 }
 
-/* One step of reclamation, never blocking: returns 1 when it freed slots. */
-static int try_reclaim(ttft_registry *r, const ttft__shard *self) {
+/* One step of reclamation, never blocking: returns 1 when it freed slots.
+ * urgent: a begin found no free slot. Otherwise, when a new batch would
+ * need a membarrier (other threads own private shards), at most one is
+ * issued per TTFT__BARRIER_INTERVAL_NS: each one interrupts every running
+ * thread of the process, and ended slots can wait in their pending stacks
+ * (a begin that runs out of free slots reclaims at once). This only
+ * schedules the work; correctness never depends on time. */
+static int try_reclaim(ttft_registry *r, const ttft__shard *self, int urgent) {
   int z = 0;
   /* acquire: the previous reclaimer's limbo bookkeeping is visible */
   if (!atomic_compare_exchange_strong_explicit(&r->reclaiming, &z, 1, memory_order_acquire,
@@ -422,7 +434,12 @@ static int try_reclaim(ttft_registry *r, const ttft__shard *self) {
       freed = 1;
     }
   }
-  if (!TTFT__LD(&r->limbo_head) && take_pending(r)) {
+  int defer = 0;
+  if (!urgent && !TTFT__LD(&r->limbo_head) && !r->fence_mode && other_owners(r, self)) {
+    uint64_t now = ttft_now_ns();
+    if (now - r->barrier_ns < TTFT__BARRIER_INTERVAL_NS) defer = 1;
+  }
+  if (!defer && !TTFT__LD(&r->limbo_head) && take_pending(r)) {
     TTFT__ST(&r->limbo_head, 1);
     r->limbo_armed = limbo_start(r, self);
     if (r->limbo_armed && quiescent(r)) {
@@ -446,7 +463,7 @@ void ttft__slot_retire(ttft_registry *r, ttft__shard *sh, uint32_t idx) {
   uint32_t batch = r->nslots / 16;
   if (batch < 1) batch = 1;
   if (batch > 64) batch = 64;
-  if (n % batch == 0) try_reclaim(r, sh);
+  if (n % batch == 0) try_reclaim(r, sh, 0);
 }
 
 /* A free slot: the caller's own shard's first (slots it ended, cache-hot),
@@ -467,7 +484,7 @@ static uint32_t pop_any(ttft_registry *r, ttft__shard *self) {
 uint32_t ttft__slot_acquire(ttft_registry *r, ttft__shard *self) {
   uint32_t s = pop_any(r, self);
   if (TTFT_LIKELY(s)) return s;
-  try_reclaim(r, self);
+  try_reclaim(r, self, 1);
   s = pop_any(r, self);
   if (s) return s;
   /* Full, but ended slots may be waiting for calls still inside: wait for
@@ -476,7 +493,7 @@ uint32_t ttft__slot_acquire(ttft_registry *r, ttft__shard *self) {
   uint64_t t0 = ttft_now_ns();
   for (unsigned spins = 0;; spins++) {
     int busy = any_pending(r) || TTFT__LD(&r->limbo_head) != 0 || TTFT__LD(&r->reclaiming) != 0;
-    try_reclaim(r, self);
+    try_reclaim(r, self, 1);
     s = pop_any(r, self);
     if (s || !busy) return s;
     if (ttft_now_ns() - t0 > TTFT__EXHAUSTED_WAIT_NS) break;

@@ -223,6 +223,7 @@ struct ttft_registry {
   uint32_t *limbo_first;          /* [nshards] the batch, per ending shard:  */
   uint32_t *limbo_last;           /*   chain ends (index + 1) through .next */
   int limbo_armed;                /* the batch's barrier was made          */
+  uint64_t barrier_ns;            /* when the last membarrier was issued    */
   uint64_t *limbo_epoch;          /* [nshards] epoch seen / SRCU index     */
   unsigned char *limbo_wait;      /* [nshards] what it still waits for     */
   _Atomic int class_lock;         /* serialises class_add (setup path)     */
