@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 #include "ttft.h"
-#include "testutil.h"
+#include "task.h"
 
 #define T0 UINT64_C(1000)
 #define US UINT64_C(1000)
@@ -62,8 +62,8 @@ static void expect_empty(const ttft_snapshot *s, ttft_metric m, int line) {
 
 /* -------------------------------------------------------------------- */
 
-static void test_single_token(void) {
-  TU_SECTION("single-token output: TTFT, E2E, no TPOT");
+/* single-token output: TTFT, E2E, no TPOT */
+TEST(single_token) {
   ttft_registry *r = reg_new(0, 0);
   ttft_seq q = ttft_begin(r, T0);
   EXPECT_TRUE(q != 0);
@@ -99,9 +99,10 @@ static void test_single_token(void) {
   ttft_registry_free(r);
 }
 
-static void test_multi_token(void) {
-  TU_SECTION("multi-token steps, marks, TPOT, ITL, seq stats");
-  ttft_registry *r = reg_new(0, 0);
+/* The multi-token script: queued 2 us, first token at 10 us, then
+ * emissions of 3, 4 and 2 tokens with gaps of 3, 6 and 9 us, one
+ * preemption; the sequence is still live at T0 + 28 us. */
+static ttft_seq multi_token_script(ttft_registry *r) {
   ttft_seq q = ttft_begin(r, T0);
   EXPECT_ERR(TTFT_OK, ttft_mark(r, q, TTFT_PHASE_SCHEDULED, T0 + 2 * US));       /* queue 2 us */
   EXPECT_ERR(TTFT_OK, ttft_token_emitted(r, q, 1, T0 + 10 * US));                /* ttft 10 us */
@@ -111,7 +112,13 @@ static void test_multi_token(void) {
   EXPECT_ERR(TTFT_OK, ttft_mark(r, q, TTFT_PHASE_SCHEDULED, T0 + 15 * US));      /* re-admitted */
   EXPECT_ERR(TTFT_OK, ttft_token_emitted(r, q, 4, T0 + 19 * US));                /* gap 6 us */
   EXPECT_ERR(TTFT_OK, ttft_token_emitted(r, q, 2, T0 + 28 * US));                /* gap 9 us */
+  return q;
+}
 
+/* multi-token steps: the live sequence's own statistics and stall state */
+TEST(multi_token_seq_stats) {
+  ttft_registry *r = reg_new(0, 0);
+  ttft_seq q = multi_token_script(r);
   ttft_seq_info info;
   memset(&info, 0, sizeof info);
   info.struct_size = sizeof info;
@@ -132,8 +139,16 @@ static void test_multi_token(void) {
   EXPECT_EQ_INT(1, ttft_inflight(r));
   EXPECT_EQ_INT(0, ttft_stalled_now(r, T0 + 28 * US + 400 * MS)); /* within 500 ms */
   EXPECT_EQ_INT(1, ttft_stalled_now(r, T0 + 28 * US + 501 * MS)); /* live stall */
+  EXPECT_ERR(TTFT_OK, ttft_stream_end(r, q, TTFT_COMPLETED, T0 + 30 * US));
+  EXPECT_ERR(TTFT_ESTALE, ttft_seq_stats(r, q, &info));
+  EXPECT_EQ_INT(0, ttft_inflight(r));
+  ttft_registry_free(r);
+}
 
-  /* a snapshot of the live sequence: TTFT and ITL are in, TPOT is not */
+/* a snapshot of the live multi-token sequence: TTFT and ITL are in, TPOT is not */
+TEST(multi_token_live_snapshot) {
+  ttft_registry *r = reg_new(0, 0);
+  ttft_seq q = multi_token_script(r);
   ttft_snapshot *s = ttft_snapshot_take(r);
   EXPECT_SINGLE(s, TTFT_METRIC_TTFT, 10 * US);
   EXPECT_EQ_U64(3, ttft_snapshot_count(s, TTFT_METRIC_ITL));
@@ -143,9 +158,16 @@ static void test_multi_token(void) {
   /* the snapshot reads TTFT_NOW, ages after T0 + 28 us: the live stall shows */
   EXPECT_EQ_U64(1, ttft_snapshot_gauge(s, TTFT_GAUGE_LIVE_STALLS));
   ttft_snapshot_free(s);
-
   EXPECT_ERR(TTFT_OK, ttft_stream_end(r, q, TTFT_COMPLETED, T0 + 30 * US));
-  s = ttft_snapshot_take(r);
+  ttft_registry_free(r);
+}
+
+/* the multi-token sequence ended: TPOT, ITL, E2E, phases, per-sequence ITL */
+TEST(multi_token_completed) {
+  ttft_registry *r = reg_new(0, 0);
+  ttft_seq q = multi_token_script(r);
+  EXPECT_ERR(TTFT_OK, ttft_stream_end(r, q, TTFT_COMPLETED, T0 + 30 * US));
+  ttft_snapshot *s = ttft_snapshot_take(r);
   EXPECT_SINGLE(s, TTFT_METRIC_TTFT, 10 * US);
   EXPECT_SINGLE(s, TTFT_METRIC_QUEUE, 2 * US);
   EXPECT_SINGLE(s, TTFT_METRIC_PREFILL, 8 * US);
@@ -174,13 +196,11 @@ static void test_multi_token(void) {
   EXPECT_EQ_U64(0, ttft_snapshot_gauge(s, TTFT_GAUGE_INFLIGHT));
   EXPECT_EQ_U64(0, ttft_snapshot_gauge(s, TTFT_GAUGE_LIVE_STALLS));
   ttft_snapshot_free(s);
-  EXPECT_ERR(TTFT_ESTALE, ttft_seq_stats(r, q, &info));
-  EXPECT_EQ_INT(0, ttft_inflight(r));
   ttft_registry_free(r);
 }
 
-static void test_small_values_exact(void) {
-  TU_SECTION("values below 256 ns are exact at every quantile");
+/* values below 256 ns are exact at every quantile */
+TEST(small_values_exact) {
   ttft_registry *r = reg_new(0, 0);
   /* TTFTs 10, 20, ..., 100 ns */
   for (uint64_t v = 10; v <= 100; v += 10) {
@@ -211,8 +231,8 @@ static void test_small_values_exact(void) {
   ttft_registry_free(r);
 }
 
-static void test_single_emission_many_tokens(void) {
-  TU_SECTION("one emission of 4 tokens: TPOT 0, no ITL");
+/* one emission of 4 tokens: TPOT 0, no ITL */
+TEST(one_emission_many_tokens) {
   ttft_registry *r = reg_new(0, 0);
   ttft_seq q = ttft_begin(r, T0);
   EXPECT_ERR(TTFT_OK, ttft_token_emitted(r, q, 4, T0 + 7 * US));
@@ -228,8 +248,8 @@ static void test_single_emission_many_tokens(void) {
   ttft_registry_free(r);
 }
 
-static void test_cancel_and_error(void) {
-  TU_SECTION("cancelled before / after the first token, errors, empty completions");
+/* cancelled before / after the first token, errors, empty completions */
+TEST(cancel_and_error) {
   ttft_registry *r = reg_new(0, 0);
   /* abandoned: cancelled before any token, waited 7 ms */
   ttft_seq a = ttft_begin(r, T0);
@@ -292,8 +312,8 @@ static void test_cancel_and_error(void) {
   ttft_registry_free(r);
 }
 
-static void test_stalls(void) {
-  TU_SECTION("stalls: gaps above the budget, stalled sequences, live stalls");
+/* stalls: gaps above the budget, stalled sequences, live stalls */
+TEST(stalls) {
   ttft_registry *r = reg_new(0, 1 * MS); /* stall budget 1 ms */
   ttft_seq a = ttft_begin(r, T0);
   ttft_seq b = ttft_begin(r, T0);
@@ -351,8 +371,8 @@ static void test_stalls(void) {
   ttft_registry_free(r);
 }
 
-static void test_clock_backwards(void) {
-  TU_SECTION("time going backwards is clamped and counted");
+/* time going backwards is clamped and counted */
+TEST(clock_backwards) {
   ttft_registry *r = reg_new(0, 0);
   ttft_seq q = ttft_begin(r, 10 * US);
   EXPECT_ERR(TTFT_OK, ttft_mark(r, q, TTFT_PHASE_SCHEDULED, 5 * US));  /* clamped: queue 0 */
@@ -398,7 +418,8 @@ static void state_of(ttft_registry *r, state *st) {
 }
 
 /* Everything but the STALE counter, which counts exactly the rejected
- * calls these checks make (test_stale_counter checks it). */
+ * calls these checks make (test_registry.c, stale_counter_counts_each_rejected_hook,
+ * checks it). */
 static void expect_same_state(const state *a, const state *b, int line) {
   int bad = 0;
   for (int c = 0; c < TTFT_COUNTER_COUNT_; c++)
@@ -416,8 +437,8 @@ static void expect_same_state(const state *a, const state *b, int line) {
   EXPECT_FALSE(bad);
 }
 
-static void test_stale_handles(void) {
-  TU_SECTION("stale handles: after end, after slot reuse");
+/* stale handles: after end, after slot reuse */
+TEST(stale_handles) {
   ttft_registry *r = reg_new(1, 0); /* one slot: the second sequence reuses it */
   ttft_seq a = ttft_begin(r, T0);
   EXPECT_TRUE(a != 0);
@@ -475,8 +496,8 @@ static void test_stale_handles(void) {
   ttft_registry_free(r);
 }
 
-static void test_exhaustion(void) {
-  TU_SECTION("slot exhaustion counts DROPPED");
+/* slot exhaustion counts DROPPED */
+TEST(slot_exhaustion) {
   ttft_registry *r = reg_new(2, 0);
   ttft_seq a = ttft_begin(r, T0), b = ttft_begin(r, T0);
   EXPECT_TRUE(a != 0 && b != 0 && a != b);
@@ -505,8 +526,8 @@ static void test_exhaustion(void) {
   ttft_registry_free(r);
 }
 
-static void test_bad_input(void) {
-  TU_SECTION("bad input: EINVAL, ESTALE, NULL");
+/* bad input: EINVAL, ESTALE, NULL */
+TEST(bad_input) {
   ttft_registry *r = reg_new(0, 0);
   ttft_seq q = ttft_begin(r, T0);
   EXPECT_ERR(TTFT_OK, ttft_token_emitted(r, q, 1, T0 + 1 * US));
@@ -569,8 +590,8 @@ static void test_bad_input(void) {
   ttft_registry_free(r);
 }
 
-static void test_now(void) {
-  TU_SECTION("TTFT_NOW reads the library's clock");
+/* TTFT_NOW reads the library's clock */
+TEST(ttft_now) {
   ttft_registry *r = reg_new(0, 0);
   uint64_t t0 = ttft_now_ns();
   ttft_seq q = ttft_begin(r, TTFT_NOW);
@@ -593,17 +614,4 @@ static void test_now(void) {
   ttft_registry_free(r);
 }
 
-int main(void) {
-  test_single_token();
-  test_multi_token();
-  test_small_values_exact();
-  test_single_emission_many_tokens();
-  test_cancel_and_error();
-  test_stalls();
-  test_clock_backwards();
-  test_stale_handles();
-  test_exhaustion();
-  test_bad_input();
-  test_now();
-  return TU_DONE();
-}
+TU_MAIN()
