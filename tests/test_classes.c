@@ -5,7 +5,7 @@
 #include <stdlib.h>
 
 #include "ttft.h"
-#include "testutil.h"
+#include "task.h"
 
 #define T0 UINT64_C(1000)
 #define US UINT64_C(1000)
@@ -46,8 +46,28 @@ static void stream(ttft_registry *r, int cls, uint64_t ttft, uint32_t n, uint64_
 
 /* -------------------------------------------------------------------- */
 
-static void test_class_registry(void) {
-  TU_SECTION("class_add / class_find: ids and errors");
+/* The registry of the class tests below: max_classes 3, so "default",
+ * "chat" (a 100 ms TTFT budget) and the longest name allowed (63 bytes,
+ * every allowed sign; LONG_NAME) fill it. */
+static const char LONG_NAME[] = "Az09_.:-" "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx";
+_Static_assert(sizeof LONG_NAME == 64, "63 bytes and the NUL");
+
+static ttft_registry *three_classes(void) {
+  ttft_config c;
+  ttft_config_init(&c);
+  c.max_classes = 3;
+  c.max_threads = 1;
+  ttft_registry *r = reg_new(&c);
+  ttft_slo slo;
+  ttft_slo_init(&slo);
+  slo.ttft_ns = 100 * MS;
+  EXPECT_EQ_INT(1, ttft_class_add(r, "chat", &slo));
+  EXPECT_EQ_INT(2, ttft_class_add(r, LONG_NAME, NULL));
+  return r;
+}
+
+/* class_add / class_find: ids, name rules, EEXIST, EFULL */
+TEST(class_add_and_find) {
   ttft_config c;
   ttft_config_init(&c);
   c.max_classes = 3;
@@ -81,18 +101,20 @@ static void test_class_registry(void) {
   EXPECT_ERR(TTFT_EINVAL, ttft_class_add(r, "ok", &bad));
   bad.struct_size = sizeof bad + 16;
   EXPECT_ERR(TTFT_EINVAL, ttft_class_add(r, "ok", &bad));
-  name[63] = '\0'; /* 63 bytes: the longest allowed, with every allowed sign */
-  memcpy(name, "Az09_.:-", 8);
-  EXPECT_EQ_INT(2, ttft_class_add(r, name, NULL));
+  EXPECT_EQ_INT(2, ttft_class_add(r, LONG_NAME, NULL)); /* 63 bytes: the longest allowed */
   EXPECT_ERR(TTFT_EFULL, ttft_class_add(r, "batch", NULL)); /* max_classes = 3 */
   EXPECT_EQ_INT(1, ttft_class_find(r, "chat"));
-  EXPECT_EQ_INT(2, ttft_class_find(r, name));
+  EXPECT_EQ_INT(2, ttft_class_find(r, LONG_NAME));
   EXPECT_ERR(TTFT_ESTALE, ttft_class_find(r, "batch"));
   EXPECT_ERR(TTFT_ESTALE, ttft_class_find(r, "Chat"));
   EXPECT_ERR(TTFT_EINVAL, ttft_class_find(r, NULL));
   EXPECT_ERR(TTFT_EINVAL, ttft_class_find(NULL, "chat"));
+  ttft_registry_free(r);
+}
 
-  /* begin_ex refuses unknown classes and bad requests without counting */
+/* begin_ex refuses unknown classes and bad requests without counting */
+TEST(begin_ex_refuses_bad_requests) {
+  ttft_registry *r = three_classes();
   ttft_request q;
   ttft_request_init(&q);
   EXPECT_EQ_U64(sizeof q, q.struct_size);
@@ -121,10 +143,21 @@ static void test_class_registry(void) {
   ttft_snapshot *snap = ttft_snapshot_take(r);
   EXPECT_EQ_U64(2, ttft_snapshot_counter(snap, TTFT_COUNTER_BEGUN));
   EXPECT_EQ_U64(0, ttft_snapshot_counter(snap, TTFT_COUNTER_DROPPED));
+  ttft_snapshot_free(snap);
+  ttft_registry_free(r);
+}
+
+/* a snapshot's class queries: names, SLOs, per-class counters, attainment
+ * (one completed stream in "default" and one in class 2) */
+TEST(snapshot_class_queries) {
+  ttft_registry *r = three_classes();
+  stream(r, 0, 0, 0, 0, 1, TTFT_COMPLETED);
+  stream(r, 2, 0, 0, 0, 1, TTFT_COMPLETED);
+  ttft_snapshot *snap = ttft_snapshot_take(r);
   EXPECT_EQ_INT(3, ttft_snapshot_classes(snap));
   EXPECT_STREQ("default", ttft_snapshot_class_name(snap, 0));
   EXPECT_STREQ("chat", ttft_snapshot_class_name(snap, 1));
-  EXPECT_STREQ(name, ttft_snapshot_class_name(snap, 2));
+  EXPECT_STREQ(LONG_NAME, ttft_snapshot_class_name(snap, 2));
   EXPECT_NULL(ttft_snapshot_class_name(snap, 3));
   EXPECT_NULL(ttft_snapshot_class_name(snap, -1));
   ttft_slo got;
@@ -149,8 +182,11 @@ static void test_class_registry(void) {
   ttft_registry_free(r);
 }
 
-static void test_slo_verdicts(void) {
-  TU_SECTION("SLO verdicts, per-class counters and quantiles, attainment");
+/* The SLO workload: "chat" (TTFT 10 ms, TPOT 2 ms, E2E 100 ms) with 9
+ * streams of which 3 are good, "batch" (no budgets) with 4, 2 of them
+ * completed, and one completed stream in "default". Returns the registry;
+ * *chat_id and *batch_id get the class ids. */
+static ttft_registry *slo_workload(int *chat_id, int *batch_id) {
   ttft_config c;
   ttft_config_init(&c);
   c.max_threads = 1;
@@ -182,7 +218,15 @@ static void test_slo_verdicts(void) {
   stream(r, batch, 2 * MS, 2, 1 * MS, 3 * MS, TTFT_ERROR);
   /* default: one completed stream */
   stream(r, 0, 1 * MS, 2, 1 * MS, 4 * MS, TTFT_COMPLETED);
+  *chat_id = chat;
+  *batch_id = batch;
+  return r;
+}
 
+/* SLO verdicts: which streams are good, per class and in all, attainment */
+TEST(slo_verdicts) {
+  int chat, batch;
+  ttft_registry *r = slo_workload(&chat, &batch);
   ttft_snapshot *s = ttft_snapshot_take(r);
   EXPECT_EQ_U64(3, ttft_snapshot_class_counter(s, chat, TTFT_COUNTER_SLO_MET));
   EXPECT_EQ_U64(6, ttft_snapshot_class_counter(s, chat, TTFT_COUNTER_COMPLETED));
@@ -204,6 +248,16 @@ static void test_slo_verdicts(void) {
   EXPECT_EQ_U64(6, ttft_snapshot_counter(s, TTFT_COUNTER_SLO_MET));
   EXPECT_EQ_U64(14, ttft_snapshot_counter(s, TTFT_COUNTER_BEGUN));
   EXPECT_NEAR_REL(6.0 / 14.0, ttft_snapshot_attainment(s, TTFT_CLASS_ALL), 1e-12);
+  ttft_snapshot_free(s);
+  ttft_registry_free(r);
+}
+
+/* every counter and metric: the sum over classes equals TTFT_CLASS_ALL and
+ * the class-less queries */
+TEST(class_sums_equal_totals) {
+  int chat, batch;
+  ttft_registry *r = slo_workload(&chat, &batch);
+  ttft_snapshot *s = ttft_snapshot_take(r);
   for (int k = 0; k < TTFT_COUNTER_COUNT_; k++) {
     uint64_t sum = 0;
     for (int cl = 0; cl < 3; cl++) sum += ttft_snapshot_class_counter(s, cl, (ttft_counter)k);
@@ -222,8 +276,16 @@ static void test_slo_verdicts(void) {
     EXPECT_EQ_U64(ttft_snapshot_quantile(s, (ttft_metric)m, 0.9),
                   ttft_snapshot_class_quantile(s, TTFT_CLASS_ALL, (ttft_metric)m, 0.9));
   }
+  ttft_snapshot_free(s);
+  ttft_registry_free(r);
+}
 
-  /* per-class quantiles: chat TTFT is {5,10,6,10+1ns,5,5,5,5} ms */
+/* per-class counts, quantiles, sums and means; invalid per-class queries */
+TEST(class_quantiles) {
+  int chat, batch;
+  ttft_registry *r = slo_workload(&chat, &batch);
+  ttft_snapshot *s = ttft_snapshot_take(r);
+  /* chat TTFT is {5,10,6,10+1ns,5,5,5,5} ms */
   EXPECT_EQ_U64(8, ttft_snapshot_class_count(s, chat, TTFT_METRIC_TTFT));
   EXPECT_EQ_U64(5 * MS, ttft_snapshot_class_quantile(s, chat, TTFT_METRIC_TTFT, 0.0));
   EXPECT_NEAR_REL(5 * MS, ttft_snapshot_class_quantile(s, chat, TTFT_METRIC_TTFT, 0.5), 0.005);
@@ -255,8 +317,8 @@ static void test_slo_verdicts(void) {
   ttft_registry_free(r);
 }
 
-static void test_completed_without_tokens(void) {
-  TU_SECTION("a completed stream without tokens against a TTFT budget");
+/* a completed stream without tokens against a TTFT budget */
+TEST(completed_without_tokens) {
   ttft_config c;
   ttft_config_init(&c);
   c.max_threads = 1;
@@ -277,14 +339,22 @@ static void test_completed_without_tokens(void) {
   ttft_registry_free(r);
 }
 
-static void test_splits(void) {
-  TU_SECTION("TTFT split by prefix-cache hit/miss and prompt band (default edges)");
+/* The split workload (default band edges): 15 streams with prompts at
+ * each edge of the 7 bands, one with the prompt unknown, then the prefix
+ * cache: 1 hit (TTFT 1 ms), 2 misses (9 ms; 12 ms with a prompt of 300,
+ * band 1 too), one more hit (2 ms). What each band got is in *bands. */
+typedef struct band_tally {
+  uint64_t n[7], min[7], max[7];
+} band_tally;
+
+static const uint32_t DEFAULT_EDGES[6] = {128, 512, 2048, 8192, 32768, 131072};
+
+static ttft_registry *split_workload(band_tally *bands) {
   ttft_config c;
   ttft_config_init(&c);
   c.max_threads = 1;
   EXPECT_EQ_U64(6, c.n_prompt_bands);
-  static const uint32_t want_edges[6] = {128, 512, 2048, 8192, 32768, 131072};
-  for (int i = 0; i < 6; i++) EXPECT_EQ_U64(want_edges[i], c.prompt_band_edges[i]);
+  for (int i = 0; i < 6; i++) EXPECT_EQ_U64(DEFAULT_EDGES[i], c.prompt_band_edges[i]);
   ttft_registry *r = reg_new(&c);
   int chat = ttft_class_add(r, "chat", NULL);
 
@@ -296,17 +366,17 @@ static void test_splits(void) {
   } cases[] = {{1, 0},         {127, 0},    {128, 1},          {511, 1},     {512, 2},
                {2047, 2},      {2048, 3},   {8191, 3},         {8192, 4},    {32767, 4},
                {32768, 5},     {131071, 5}, {131072, 6},       {1000000, 6}, {UINT32_MAX, 6}};
-  uint64_t band_n[7] = {0}, band_max[7] = {0}, band_min[7];
-  for (int b = 0; b < 7; b++) band_min[b] = UINT64_MAX;
+  memset(bands, 0, sizeof *bands);
+  for (int b = 0; b < 7; b++) bands->min[b] = UINT64_MAX;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     uint64_t ttft = MS * (cases[i].band + 1) + (cases[i].prompt % 1000);
     ttft_seq q = begin_req(r, (int)(i % 2) ? chat : 0, cases[i].prompt, -1, T0);
     EXPECT_ERR(TTFT_OK, ttft_token_emitted(r, q, 1, T0 + ttft));
     EXPECT_ERR(TTFT_OK, ttft_stream_end(r, q, TTFT_COMPLETED, T0 + ttft));
     unsigned b = cases[i].band;
-    band_n[b]++;
-    if (ttft > band_max[b]) band_max[b] = ttft;
-    if (ttft < band_min[b]) band_min[b] = ttft;
+    bands->n[b]++;
+    if (ttft > bands->max[b]) bands->max[b] = ttft;
+    if (ttft < bands->min[b]) bands->min[b] = ttft;
   }
   /* prompt unknown (0): no band */
   ttft_seq q = begin_req(r, 0, 0, -1, T0);
@@ -322,22 +392,29 @@ static void test_splits(void) {
   q = begin_req(r, chat, 300, 0, T0); /* a miss with a prompt: band 1 too */
   EXPECT_ERR(TTFT_OK, ttft_token_emitted(r, q, 1, T0 + 12 * MS));
   EXPECT_ERR(TTFT_OK, ttft_stream_end(r, q, TTFT_COMPLETED, T0 + 12 * MS));
-  band_n[1]++;
-  band_max[1] = 12 * MS;
+  bands->n[1]++;
+  bands->max[1] = 12 * MS;
   q = begin_req(r, chat, 0, 1, T0);
   EXPECT_ERR(TTFT_OK, ttft_token_emitted(r, q, 1, T0 + 2 * MS));
   EXPECT_ERR(TTFT_OK, ttft_stream_end(r, q, TTFT_COMPLETED, T0 + 2 * MS));
+  return r;
+}
 
+/* TTFT split by prompt band (default edges): each band's bounds, count,
+ * min and max; out-of-range band and split queries */
+TEST(prompt_band_split) {
+  band_tally bands;
+  ttft_registry *r = split_workload(&bands);
   ttft_snapshot *s = ttft_snapshot_take(r);
   EXPECT_EQ_U64(7, ttft_snapshot_bands(s));
   for (unsigned b = 0; b < 7; b++) {
     uint32_t lo = 1, hi = 1;
     EXPECT_ERR(TTFT_OK, ttft_snapshot_band(s, b, &lo, &hi));
-    EXPECT_EQ_U64(b ? want_edges[b - 1] : 0, lo);
-    EXPECT_EQ_U64(b < 6 ? want_edges[b] : UINT32_MAX, hi);
-    EXPECT_EQ_U64(band_n[b], ttft_snapshot_split_count(s, TTFT_SPLIT_PROMPT_BAND, b));
-    EXPECT_EQ_U64(band_min[b], ttft_snapshot_split_quantile(s, TTFT_SPLIT_PROMPT_BAND, b, 0.0));
-    EXPECT_EQ_U64(band_max[b], ttft_snapshot_split_quantile(s, TTFT_SPLIT_PROMPT_BAND, b, 1.0));
+    EXPECT_EQ_U64(b ? DEFAULT_EDGES[b - 1] : 0, lo);
+    EXPECT_EQ_U64(b < 6 ? DEFAULT_EDGES[b] : UINT32_MAX, hi);
+    EXPECT_EQ_U64(bands.n[b], ttft_snapshot_split_count(s, TTFT_SPLIT_PROMPT_BAND, b));
+    EXPECT_EQ_U64(bands.min[b], ttft_snapshot_split_quantile(s, TTFT_SPLIT_PROMPT_BAND, b, 0.0));
+    EXPECT_EQ_U64(bands.max[b], ttft_snapshot_split_quantile(s, TTFT_SPLIT_PROMPT_BAND, b, 1.0));
   }
   uint32_t lo, hi;
   EXPECT_ERR(TTFT_EINVAL, ttft_snapshot_band(s, 7, &lo, &hi));
@@ -345,7 +422,16 @@ static void test_splits(void) {
   EXPECT_EQ_U64(0, ttft_snapshot_split_count(s, TTFT_SPLIT_PROMPT_BAND, 7));
   EXPECT_EQ_U64(0, ttft_snapshot_split_count(s, (ttft_split)5, 0));
   EXPECT_EQ_U64(0, ttft_snapshot_split_count(NULL, TTFT_SPLIT_PREFIX_CACHE, 0));
+  ttft_snapshot_free(s);
+  ttft_registry_free(r);
+}
 
+/* TTFT split by prefix-cache miss (0) and hit (1); the splits are a second
+ * recording, never instead of the TTFT metric */
+TEST(prefix_cache_split) {
+  band_tally bands;
+  ttft_registry *r = split_workload(&bands);
+  ttft_snapshot *s = ttft_snapshot_take(r);
   EXPECT_EQ_U64(2, ttft_snapshot_split_count(s, TTFT_SPLIT_PREFIX_CACHE, 0));
   EXPECT_EQ_U64(2, ttft_snapshot_split_count(s, TTFT_SPLIT_PREFIX_CACHE, 1));
   EXPECT_EQ_U64(0, ttft_snapshot_split_count(s, TTFT_SPLIT_PREFIX_CACHE, 2));
@@ -354,14 +440,13 @@ static void test_splits(void) {
   EXPECT_EQ_U64(1 * MS, ttft_snapshot_split_quantile(s, TTFT_SPLIT_PREFIX_CACHE, 1, 0.5));
   EXPECT_EQ_U64(2 * MS, ttft_snapshot_split_quantile(s, TTFT_SPLIT_PREFIX_CACHE, 1, 1.0));
   EXPECT_EQ_U64(0, ttft_snapshot_split_quantile(s, TTFT_SPLIT_PREFIX_CACHE, 1, -0.5));
-  /* splits are a second recording, never instead of the TTFT metric */
   EXPECT_EQ_U64(15 + 1 + 4, ttft_snapshot_count(s, TTFT_METRIC_TTFT));
   ttft_snapshot_free(s);
   ttft_registry_free(r);
 }
 
-static void test_custom_bands(void) {
-  TU_SECTION("custom prompt bands; invalid band configs");
+/* custom prompt bands: edges 100 and 1000 */
+TEST(custom_prompt_bands) {
   ttft_config c;
   ttft_config_init(&c);
   c.max_threads = 1;
@@ -396,14 +481,20 @@ static void test_custom_bands(void) {
   EXPECT_EQ_U64(0, ttft_snapshot_split_count(s, TTFT_SPLIT_PROMPT_BAND, 3));
   ttft_snapshot_free(s);
   ttft_registry_free(r);
+}
 
-  /* no bands at all: one band holding every known prompt */
+/* no bands at all: one band holding every known prompt */
+TEST(no_prompt_bands) {
+  ttft_config c;
+  ttft_config_init(&c);
+  c.max_threads = 1;
   c.n_prompt_bands = 0;
-  r = reg_new(&c);
+  ttft_registry *r = reg_new(&c);
   ttft_seq q = begin_req(r, 0, 7, -1, T0);
   EXPECT_ERR(TTFT_OK, ttft_token_emitted(r, q, 1, T0 + 3 * MS));
   EXPECT_ERR(TTFT_OK, ttft_stream_end(r, q, TTFT_COMPLETED, T0 + 3 * MS));
-  s = ttft_snapshot_take(r);
+  ttft_snapshot *s = ttft_snapshot_take(r);
+  uint32_t lo, hi;
   EXPECT_EQ_U64(1, ttft_snapshot_bands(s));
   EXPECT_EQ_U64(1, ttft_snapshot_split_count(s, TTFT_SPLIT_PROMPT_BAND, 0));
   EXPECT_ERR(TTFT_OK, ttft_snapshot_band(s, 0, &lo, &hi));
@@ -411,14 +502,19 @@ static void test_custom_bands(void) {
   EXPECT_EQ_U64(UINT32_MAX, hi);
   ttft_snapshot_free(s);
   ttft_registry_free(r);
+}
 
-  /* the most edges allowed */
+/* band configurations: the most edges allowed; too many, not ascending,
+ * equal, zero are refused */
+TEST(band_config_limits) {
+  ttft_config c;
+  ttft_config_init(&c);
+  c.max_threads = 1;
   c.n_prompt_bands = TTFT_MAX_BANDS - 1;
   for (uint32_t i = 0; i < TTFT_MAX_BANDS - 1; i++) c.prompt_band_edges[i] = 10 * (i + 1);
-  r = ttft_registry_new(&c);
+  ttft_registry *r = ttft_registry_new(&c);
   EXPECT_NOT_NULL(r);
   ttft_registry_free(r);
-  /* invalid: too many, not ascending, equal, zero */
   c.n_prompt_bands = TTFT_MAX_BANDS;
   EXPECT_NULL(ttft_registry_new(&c));
   c.n_prompt_bands = 2;
@@ -431,8 +527,8 @@ static void test_custom_bands(void) {
   EXPECT_NULL(ttft_registry_new(&c));
 }
 
-static void test_class_stall_budget(void) {
-  TU_SECTION("per-class stall budget");
+/* per-class stall budget */
+TEST(class_stall_budget) {
   ttft_config c;
   ttft_config_init(&c);
   c.max_threads = 1;
@@ -486,12 +582,4 @@ static void test_class_stall_budget(void) {
   ttft_registry_free(r);
 }
 
-int main(void) {
-  test_class_registry();
-  test_slo_verdicts();
-  test_completed_without_tokens();
-  test_splits();
-  test_custom_bands();
-  test_class_stall_budget();
-  return TU_DONE();
-}
+TU_MAIN()
