@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "ttft.h"
-#include "testutil.h"
+#include "task.h"
 
 #define T0 UINT64_C(1000000000)
 
@@ -95,10 +95,9 @@ static void check_formats(const ttft_snapshot *s, int idle, const char *what) {
   EXPECT_EQ_U64(1, ttft_snapshot_counter(s, TTFT_COUNTER_DROPPED));
 }
 
-static void test_setting(int idle) {
-  char what[64];
-  snprintf(what, sizeof what, "export_idle_classes = %d", idle);
-  TU_SECTION(what);
+/* One setting of export_idle_classes: the formats of a taken snapshot, of
+ * its decoded encoding, of a merge and of a delta. */
+static void setting(int idle) {
   ttft_registry *r = registry(idle);
   EXPECT_NOT_NULL(r);
   if (!r) return;
@@ -153,8 +152,11 @@ static void test_setting(int idle) {
   ttft_registry_free(r);
 }
 
-static void test_fresh(void) {
-  TU_SECTION("a fresh registry exports no class (and expositions stay well-formed)");
+TEST(idle_classes_hidden) { setting(0); }   /* the default */
+TEST(idle_classes_exported) { setting(1); }
+
+/* a fresh registry exports no class (and expositions stay well-formed) */
+TEST(fresh_registry_exports_no_class) {
   ttft_registry *r = ttft_registry_new(NULL);
   ttft_snapshot *s = ttft_snapshot_take(r);
   char *p = render(s, TTFT_FORMAT_PROMETHEUS);
@@ -171,9 +173,4 @@ static void test_fresh(void) {
   ttft_registry_free(r);
 }
 
-int main(void) {
-  test_setting(0);
-  test_setting(1);
-  test_fresh();
-  return TU_DONE();
-}
+TU_MAIN()
