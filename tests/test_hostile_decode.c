@@ -25,7 +25,7 @@
 #include <time.h>
 
 #include "ttft.h"
-#include "testutil.h"
+#include "task.h"
 
 /* ------------------------------------------------------------ encoder */
 typedef struct enc {
@@ -161,8 +161,8 @@ static void hist_max_u64(enc *e, uint32_t cls, unsigned which) {
   else e_hist(e, NULL, 0, 0, 0, 0);
 }
 
-static void test_text_max(void) {
-  TU_SECTION("1. text report of a maximum of 2^64 - 1 (no double round trip)");
+/* 1. text report of a maximum of 2^64 - 1 (no double round trip) */
+TEST(text_max_u64) {
   enc e = {0};
   e_begin(&e);
   e_var(&e, 1);
@@ -189,8 +189,8 @@ static void test_text_max(void) {
 }
 
 /* --------------------------------------- 2. attainment above 100 % */
-static void test_attainment_clamp(void) {
-  TU_SECTION("2. slo_met above ended: <= 100 % in the API, JSON and text alike");
+/* 2. slo_met above ended: <= 100 % in the API, JSON and text alike */
+TEST(attainment_clamp) {
   enc e = {0};
   e_begin(&e);
   e_var(&e, 2);
@@ -242,8 +242,8 @@ static void hist_one(enc *e, uint32_t cls, unsigned which) {
   else e_hist(e, NULL, 0, 0, 0, 0);
 }
 
-static void test_counter_overflow(void) {
-  TU_SECTION("3. counters that overflow summed over classes: refused, not wrapped");
+/* 3. counters that overflow summed over classes: refused, not wrapped */
+TEST(counter_sum_overflow) {
   enc e = {0};
   e_begin(&e);
   e_var(&e, 2);
@@ -274,8 +274,13 @@ static void test_counter_overflow(void) {
   EXPECT_ERR(TTFT_ERANGE, err);
   ttft_snapshot_free(m);
   ttft_snapshot_free(s);
+  free(e.b);
+}
 
-  /* a histogram count at 2^63 + 1: merge(s, s) would wrap it */
+/* 3. a histogram count at 2^63 + 1: merge(s, s) would wrap it, and refuses */
+TEST(hist_count_overflow) {
+  enc e = {0};
+  int err = 0;
   e_begin(&e);
   e_var(&e, 1);
   e_str(&e, "default");
@@ -291,11 +296,11 @@ static void test_counter_overflow(void) {
   e_var(&e, 0);
   e_var(&e, 0); /* no status views */
   e_end(&e);
-  s = decode(&e, &err);
+  ttft_snapshot *s = decode(&e, &err);
   EXPECT_ERR(TTFT_OK, err);
   EXPECT_EQ_U64((UINT64_C(1) << 63) + 1, ttft_snapshot_count(s, TTFT_METRIC_TTFT));
   err = 0;
-  m = ttft_snapshot_merge(s, s, &err);
+  ttft_snapshot *m = ttft_snapshot_merge(s, s, &err);
   EXPECT_NULL(m);
   EXPECT_ERR(TTFT_ERANGE, err);
   ttft_snapshot_free(m);
@@ -322,8 +327,8 @@ static ttft_snapshot *many_classes(uint32_t n, const char *prefix) {
   return s;
 }
 
-static void test_merge_classes(void) {
-  TU_SECTION("4. a merge with 4097 classes is refused (TTFT_ERANGE); 4096 travels");
+/* 4. a merge with 4097 classes is refused (TTFT_ERANGE); 4096 travels */
+TEST(merge_4097_classes) {
   ttft_snapshot *a = many_classes(4096, "a");
   ttft_snapshot *b = many_classes(2, "b");   /* default + b1: one new class */
   ttft_snapshot *a2 = many_classes(4095, "a");
@@ -390,8 +395,8 @@ typedef struct hostile {
   int counters;
 } hostile;
 
-static void test_decode_budget(void) {
-  TU_SECTION("5. decoded memory is proportional to the input (<= 64 B per byte + 256 KiB)");
+/* 5. decoded memory is proportional to the input (<= 64 B per byte + 256 KiB) */
+TEST(decode_budget) {
   static const hostile cases[] = {
       {"4096 classes, nothing in them", 4096, NULL, 0},
       {"4096 classes, counters only", 4096, NULL, 1},
@@ -440,8 +445,8 @@ static void test_decode_budget(void) {
 }
 
 /* ------------------------------------------------ 6. sums modulo 2^64 */
-static void test_sum_wraps(void) {
-  TU_SECTION("6. sums are exact modulo 2^64: a merge past 2^64 wraps, counts stay exact");
+/* 6. sums are exact modulo 2^64: a merge past 2^64 wraps, counts stay exact */
+TEST(sum_wraps) {
   enc e = {0};
   e_begin(&e);
   e_var(&e, 1);
@@ -462,12 +467,4 @@ static void test_sum_wraps(void) {
   free(e.b);
 }
 
-int main(void) {
-  test_text_max();
-  test_attainment_clamp();
-  test_counter_overflow();
-  test_merge_classes();
-  test_decode_budget();
-  test_sum_wraps();
-  return TU_DONE();
-}
+TU_MAIN()
