@@ -32,7 +32,7 @@
 #include <string.h>
 
 #include "ttft.h"
-#include "testutil.h"
+#include "task.h"
 /* Only for the hostile-snapshot test: the fields the formatter reads. */
 #include "common/snapshot.h"
 
@@ -331,7 +331,10 @@ static char *format_text(const ttft_snapshot *s) {
   return b;
 }
 
-static uint64_t g_rng = 12345;
+static uint64_t g_rng;
+/* every test draws the same values alone or after the others */
+static void rng_reset(void) { g_rng = 12345; }
+TU_SETUP(rng_reset)
 static uint64_t rnd(void) {
   uint64_t z = (g_rng += UINT64_C(0x9E3779B97F4A7C15));
   z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
@@ -370,8 +373,8 @@ static void internal_bucket(uint32_t i, uint64_t *lo, uint64_t *hi) {
 #define INTERNAL_BUCKETS 4864 /* 2^44 ns: the last bucket */
 
 /* --------------------------------------------------------------- tests */
-static void test_framing(void) {
-  TU_SECTION("framing: snprintf rules, binary, deterministic, prefixes");
+/* framing: snprintf rules, binary, deterministic, prefixes */
+TEST(framing) {
   ttft_registry *r = ttft_registry_new(NULL);
   uint64_t v[200];
   for (int i = 0; i < 200; i++) v[i] = 1000000 + (uint64_t)i * 7919 * 1000;
@@ -470,48 +473,53 @@ static void compare_families(const ttft_snapshot *s, const char *what) {
   free(text);
 }
 
-static void test_families(void) {
-  TU_SECTION("families: names, types, help as the text exposition");
+/* families: names, types, help as the text exposition, for one
+ * configuration variant (0 the defaults, 1 summaries and a model label,
+ * 2 a namespace and a constant label, 3 classic histograms only and idle
+ * classes exported) */
+static void families(int variant) {
   ttft_config c;
-  for (int variant = 0; variant < 4; variant++) {
-    ttft_config_init(&c);
-    static const ttft_label lbl[] = {{"replica", "r\xFF\"1"}, {"le", "bad"}};
-    if (variant == 1) c.prom_summaries = 1, c.model = "m";
-    if (variant == 2) c.metric_namespace = "inference_", c.const_labels = lbl, c.n_const_labels = 1;
-    if (variant == 3) c.native_histograms = 0, c.export_idle_classes = 1;
-    ttft_registry *r = ttft_registry_new(&c);
-    EXPECT_NOT_NULL(r);
-    if (!r) continue;
-    ttft_slo slo;
-    ttft_slo_init(&slo);
-    slo.ttft_ns = 200000000;
-    int chat = ttft_class_add(r, "chat", &slo);
-    ttft_request req;
-    ttft_request_init(&req);
-    req.class_id = chat;
-    req.prefix_hit = 1;
-    req.prompt_tokens = 700;
-    uint64_t t = UINT64_C(1000000000000);
-    for (int i = 0; i < 50; i++) {
-      ttft_seq q = ttft_begin_ex(r, &req, t);
-      ttft_token_emitted(r, q, 1, t + 1000000 * (uint64_t)(i + 1));
-      ttft_token_emitted(r, q, 2, t + 3000000 * (uint64_t)(i + 1));
-      ttft_stream_end(r, q, i % 5 ? TTFT_COMPLETED : TTFT_CANCELLED, t + 4000000 * (uint64_t)(i + 1));
-      t += UINT64_C(1000000000);
-    }
-    ttft_snapshot *s = ttft_snapshot_take(r);
-    char what[32];
-    snprintf(what, sizeof what, "variant %d", variant);
-    compare_families(s, what);
-    ttft_snapshot_free(s);
-    ttft_registry_free(r);
+  ttft_config_init(&c);
+  static const ttft_label lbl[] = {{"replica", "r\xFF\"1"}, {"le", "bad"}};
+  if (variant == 1) c.prom_summaries = 1, c.model = "m";
+  if (variant == 2) c.metric_namespace = "inference_", c.const_labels = lbl, c.n_const_labels = 1;
+  if (variant == 3) c.native_histograms = 0, c.export_idle_classes = 1;
+  ttft_registry *r = ttft_registry_new(&c);
+  EXPECT_NOT_NULL(r);
+  if (!r) return;
+  ttft_slo slo;
+  ttft_slo_init(&slo);
+  slo.ttft_ns = 200000000;
+  int chat = ttft_class_add(r, "chat", &slo);
+  ttft_request req;
+  ttft_request_init(&req);
+  req.class_id = chat;
+  req.prefix_hit = 1;
+  req.prompt_tokens = 700;
+  uint64_t t = UINT64_C(1000000000000);
+  for (int i = 0; i < 50; i++) {
+    ttft_seq q = ttft_begin_ex(r, &req, t);
+    ttft_token_emitted(r, q, 1, t + 1000000 * (uint64_t)(i + 1));
+    ttft_token_emitted(r, q, 2, t + 3000000 * (uint64_t)(i + 1));
+    ttft_stream_end(r, q, i % 5 ? TTFT_COMPLETED : TTFT_CANCELLED, t + 4000000 * (uint64_t)(i + 1));
+    t += UINT64_C(1000000000);
   }
+  ttft_snapshot *s = ttft_snapshot_take(r);
+  char what[32];
+  snprintf(what, sizeof what, "variant %d", variant);
+  compare_families(s, what);
+  ttft_snapshot_free(s);
+  ttft_registry_free(r);
 }
+TEST(families_default) { families(0); }
+TEST(families_summaries_model) { families(1); }
+TEST(families_namespace_labels) { families(2); }
+TEST(families_classic_only) { families(3); }
 
 /* Every internal bucket, every schema: record its lowest and highest value;
  * the decoded native buckets, read in order, say where each went. */
-static void test_bound_all_buckets(void) {
-  TU_SECTION("bound: every internal bucket, every schema");
+/* bound: every internal bucket, every schema */
+TEST(bound_all_buckets) {
   size_t nv = 2 * INTERNAL_BUCKETS;
   uint64_t *v = malloc(nv * sizeof *v);
   for (uint32_t i = 0; i < INTERNAL_BUCKETS; i++) {
@@ -605,8 +613,8 @@ static int bucket_of_rank(const nhist *h, uint64_t k, double *lo, double *hi) {
   return 0;
 }
 
-static void test_quantiles(void) {
-  TU_SECTION("quantiles: PromQL over the native buckets vs exact, every schema");
+/* quantiles: PromQL over the native buckets vs exact, every schema */
+TEST(promql_quantiles) {
   /* q in parts per 10000, so the nearest rank ceil(q N) is exact */
   static const uint64_t qs[] = {10, 100, 1000, 2500, 5000, 7500, 9000, 9500, 9900, 9990, 9999};
   enum { N = 20000 };
@@ -680,8 +688,8 @@ static void test_quantiles(void) {
 
 /* Three registries with different traffic, native histograms summed index
  * by index (what sum() does in PromQL), vs the union's exact quantile. */
-static void test_fleet_sum(void) {
-  TU_SECTION("sum of three replicas' native histograms vs the exact union");
+/* sum of three replicas' native histograms vs the exact union */
+TEST(fleet_sum) {
   enum { N = 15000 };
   uint64_t *all = malloc(3 * N * sizeof *all);
   nhist *hs[3];
@@ -733,8 +741,8 @@ static void test_fleet_sum(void) {
   free(all);
 }
 
-static void test_options(void) {
-  TU_SECTION("options: classic only, empty histograms, the zero bucket");
+/* native_histograms = 0: classic buckets only, no spans or deltas */
+TEST(classic_only) {
   ttft_config c;
   ttft_config_init(&c);
   c.native_histograms = 0;
@@ -758,14 +766,19 @@ static void test_options(void) {
   free(pb);
   ttft_snapshot_free(s);
   ttft_registry_free(r);
+}
 
-  /* an empty histogram: native, with the no-op span and nothing else */
+/* an empty histogram: native, with the no-op span and nothing else; the
+ * zero bucket's threshold */
+TEST(empty_native_histogram) {
+  ttft_config c;
   ttft_config_init(&c);
   c.export_idle_classes = 1;
-  r = ttft_registry_new(&c);
-  s = ttft_snapshot_take(r);
-  pb = format_pb(s, &n);
-  h = get_hist(pb, (size_t)n, TTFT_FAMILY, "class", "default");
+  ttft_registry *r = ttft_registry_new(&c);
+  ttft_snapshot *s = ttft_snapshot_take(r);
+  long n;
+  unsigned char *pb = format_pb(s, &n);
+  nhist *h = get_hist(pb, (size_t)n, TTFT_FAMILY, "class", "default");
   EXPECT_TRUE(h->found && h->native && !h->bad);
   EXPECT_EQ_INT(7, h->schema);
   EXPECT_EQ_U64(1, h->nspan);
@@ -779,16 +792,21 @@ static void test_options(void) {
   free(pb);
   ttft_snapshot_free(s);
   ttft_registry_free(r);
+}
 
-  /* spans: a gap of up to 2 empty buckets stays in the span as zeros */
+/* spans: a gap of up to 2 empty buckets stays in the span as zeros, a
+ * longer one starts a new span */
+TEST(span_gaps) {
+  ttft_config c;
   ttft_config_init(&c);
   c.native_schema = 0; /* buckets (2^(k-1), 2^k] seconds */
-  r = ttft_registry_new(&c);
+  ttft_registry *r = ttft_registry_new(&c);
   uint64_t w[] = {750000000, 3000000000u, 24000000000u, UINT64_C(3000000000000)};
   record_ttft(r, w, 4); /* indices 0, 2, 5, 12: well inside their buckets */
-  s = ttft_snapshot_take(r);
-  pb = format_pb(s, &n);
-  h = get_hist(pb, (size_t)n, TTFT_FAMILY, "class", "default");
+  ttft_snapshot *s = ttft_snapshot_take(r);
+  long n;
+  unsigned char *pb = format_pb(s, &n);
+  nhist *h = get_hist(pb, (size_t)n, TTFT_FAMILY, "class", "default");
   EXPECT_TRUE(h->found && !h->bad);
   EXPECT_EQ_U64(2, h->nspan);
   EXPECT_EQ_INT(0, h->span_off[0]);
@@ -814,8 +832,8 @@ static void fail_free(void *ctx, void *p) {
   free(p);
 }
 
-static void test_memory(void) {
-  TU_SECTION("memory: a failing allocator gives TTFT_ENOMEM");
+/* memory: a failing allocator gives TTFT_ENOMEM */
+TEST(enomem) {
   ttft_allocator a = {fail_alloc, fail_free, NULL};
   EXPECT_ERR(TTFT_OK, ttft_set_allocator(&a));
   ttft_config c;
@@ -877,8 +895,47 @@ static int labels_utf8(const unsigned char *buf, size_t n, unsigned *nlabels) {
   return !r.bad;
 }
 
-static void test_hostile(void) {
-  TU_SECTION("hostile: a corrupt snapshot still gives a decodable stream");
+/* The corruptions of the hostile tests, one per round. */
+static void corrupt(ttft_snapshot *s, int round) {
+  switch (round) {
+  case 0: s->native_schema = 99, s->native_histograms = -3; break;
+  case 1:
+    s->native_schema = -1000;
+    for (uint32_t k = 0; k < s->nclasses; k++) { /* min > max, and beyond every bucket */
+      s->cls[k].h[TTFT_METRIC_TTFT]->min = UINT64_MAX;
+      s->cls[k].h[TTFT_METRIC_TTFT]->max = 3;
+    }
+    break;
+  case 2:
+    memset(s->cls[0].name, 'x', sizeof s->cls[0].name);     /* no NUL */
+    memset(s->model, 0xFF, sizeof s->model);                /* no NUL, invalid UTF-8 */
+    memcpy(s->cls[1].name, "\xC3(\xED\xA0\x80", 6);          /* invalid UTF-8 */
+    memcpy(s->ns, "9x-\xFF.", 6);                           /* sanitised in names */
+    break;
+  case 3:
+    for (uint32_t k = 0; k < s->nclasses; k++) {
+      s->cls[k].h[TTFT_METRIC_TTFT]->count = UINT64_MAX - 1;
+      s->cls[k].h[TTFT_METRIC_TTFT]->sum = UINT64_MAX;
+      s->cls[k].ctr[TTFT_COUNTER_BEGUN] = UINT64_MAX;
+    }
+    break;
+  case 4:
+    s->prom_n_buckets[TTFT_METRIC_TTFT] = 1000; /* more than the array: clamped */
+    for (int j = 0; j < TTFT_MAX_PROM_BUCKETS; j++)
+      s->prom_buckets[TTFT_METRIC_TTFT][j] = (uint64_t)(j % 7) * 1000000; /* not ascending */
+    s->n_band_edges = 1000;
+    break;
+  default:
+    s->n_const_labels = 1000; /* clamped; names are empty: skipped */
+    s->nclasses = 1;
+    break;
+  }
+}
+
+/* hostile: a snapshot corrupted in one way (corrupt(), above) still formats
+ * into a stream that decodes, with valid UTF-8 labels and the families of
+ * the text exposition */
+static void hostile(int round) {
   ttft_config c;
   ttft_config_init(&c);
   c.model = "model";
@@ -893,78 +950,40 @@ static void test_hostile(void) {
   ttft_seq q = ttft_begin_ex(r, &req, 5);
   ttft_token_emitted(r, q, 3, 900000);
   ttft_stream_end(r, q, TTFT_COMPLETED, 900001);
-  for (int round = 0; round < 6; round++) {
-    ttft_snapshot *s = ttft_snapshot_take(r);
-    switch (round) {
-    case 0: s->native_schema = 99, s->native_histograms = -3; break;
-    case 1:
-      s->native_schema = -1000;
-      for (uint32_t k = 0; k < s->nclasses; k++) { /* min > max, and beyond every bucket */
-        s->cls[k].h[TTFT_METRIC_TTFT]->min = UINT64_MAX;
-        s->cls[k].h[TTFT_METRIC_TTFT]->max = 3;
-      }
-      break;
-    case 2:
-      memset(s->cls[0].name, 'x', sizeof s->cls[0].name);     /* no NUL */
-      memset(s->model, 0xFF, sizeof s->model);                /* no NUL, invalid UTF-8 */
-      memcpy(s->cls[1].name, "\xC3(\xED\xA0\x80", 6);          /* invalid UTF-8 */
-      memcpy(s->ns, "9x-\xFF.", 6);                           /* sanitised in names */
-      break;
-    case 3:
-      for (uint32_t k = 0; k < s->nclasses; k++) {
-        s->cls[k].h[TTFT_METRIC_TTFT]->count = UINT64_MAX - 1;
-        s->cls[k].h[TTFT_METRIC_TTFT]->sum = UINT64_MAX;
-        s->cls[k].ctr[TTFT_COUNTER_BEGUN] = UINT64_MAX;
-      }
-      break;
-    case 4:
-      s->prom_n_buckets[TTFT_METRIC_TTFT] = 1000; /* more than the array: clamped */
-      for (int j = 0; j < TTFT_MAX_PROM_BUCKETS; j++)
-        s->prom_buckets[TTFT_METRIC_TTFT][j] = (uint64_t)(j % 7) * 1000000; /* not ascending */
-      s->n_band_edges = 1000;
-      break;
-    default:
-      s->n_const_labels = 1000; /* clamped; names are empty: skipped */
-      s->nclasses = 1;
-      break;
+  ttft_snapshot *s = ttft_snapshot_take(r);
+  corrupt(s, round);
+  long n = ttft_snapshot_format(s, TTFT_FORMAT_PROMETHEUS_PROTOBUF, NULL, 0);
+  EXPECT_TRUE(n > 0);
+  unsigned char *pb = n > 0 ? malloc((size_t)n + 1) : NULL;
+  if (pb) {
+    EXPECT_EQ_INT(n, ttft_snapshot_format(s, TTFT_FORMAT_PROMETHEUS_PROTOBUF, (char *)pb, (size_t)n + 1));
+    unsigned nfam = 0, nlab = 0;
+    EXPECT_TRUE(stream_ok(pb, (size_t)n, &nfam));
+    EXPECT_TRUE(labels_utf8(pb, (size_t)n, &nlab));
+    EXPECT_TRUE(nlab > 10);
+    nhist *h = get_hist(pb, (size_t)n, TTFT_FAMILY, NULL, NULL);
+    EXPECT_TRUE(h->found && !h->bad);
+    char what[32];
+    snprintf(what, sizeof what, "hostile round %d", round);
+    compare_families(s, what);
+    if (round == 0) EXPECT_EQ_INT(8, h->schema);
+    if (round == 1) EXPECT_EQ_INT(-4, h->schema);
+    if (round == 1 || round == 3) { /* spans ascend; the buckets' counts are there */
+      uint64_t tot = h->zc;
+      for (size_t i = 0; i < h->nb; i++) tot += h->cnt[i];
+      EXPECT_TRUE(tot > 0);
     }
-    long n = ttft_snapshot_format(s, TTFT_FORMAT_PROMETHEUS_PROTOBUF, NULL, 0);
-    EXPECT_TRUE(n > 0);
-    unsigned char *pb = n > 0 ? malloc((size_t)n + 1) : NULL;
-    if (pb) {
-      EXPECT_EQ_INT(n, ttft_snapshot_format(s, TTFT_FORMAT_PROMETHEUS_PROTOBUF, (char *)pb, (size_t)n + 1));
-      unsigned nfam = 0, nlab = 0;
-      EXPECT_TRUE(stream_ok(pb, (size_t)n, &nfam));
-      EXPECT_TRUE(labels_utf8(pb, (size_t)n, &nlab));
-      EXPECT_TRUE(nlab > 10);
-      nhist *h = get_hist(pb, (size_t)n, TTFT_FAMILY, NULL, NULL);
-      EXPECT_TRUE(h->found && !h->bad);
-      char what[32];
-      snprintf(what, sizeof what, "hostile round %d", round);
-      compare_families(s, what);
-      if (round == 0) EXPECT_EQ_INT(8, h->schema);
-      if (round == 1) EXPECT_EQ_INT(-4, h->schema);
-      if (round == 1 || round == 3) { /* spans ascend; the buckets' counts are there */
-        uint64_t tot = h->zc;
-        for (size_t i = 0; i < h->nb; i++) tot += h->cnt[i];
-        EXPECT_TRUE(tot > 0);
-      }
-      nh_free(h);
-    }
-    free(pb);
-    ttft_snapshot_free(s);
+    nh_free(h);
   }
+  free(pb);
+  ttft_snapshot_free(s);
   ttft_registry_free(r);
 }
+TEST(hostile_schema_out_of_range) { hostile(0); }
+TEST(hostile_min_above_max) { hostile(1); }
+TEST(hostile_names_without_nul) { hostile(2); }
+TEST(hostile_huge_counts) { hostile(3); }
+TEST(hostile_too_many_bounds) { hostile(4); }
+TEST(hostile_const_labels_clamped) { hostile(5); }
 
-int main(void) {
-  test_framing();
-  test_families();
-  test_bound_all_buckets();
-  test_quantiles();
-  test_fleet_sum();
-  test_options();
-  test_memory();
-  test_hostile();
-  return TU_DONE();
-}
+TU_MAIN()
