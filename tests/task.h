@@ -17,6 +17,8 @@
  *   EXPECT_EQ_DBL(expected, actual)     exact double equality
  *   EXPECT_NEAR_REL(expected, actual, rel)   |a - e| <= rel * |e|
  *   EXPECT_LE_U64(a, b) / EXPECT_GE_U64(a, b) / EXPECT_LT_U64 / EXPECT_GT_U64
+ *   EXPECT_LE_INT(a, b) / EXPECT_GE_INT(a, b) / EXPECT_LT_INT / EXPECT_GT_INT
+ *                                       the same orderings over long long
  *   EXPECT_TRUE(cond) / EXPECT_FALSE(cond)
  *   EXPECT_STREQ(expected, actual)      NULL-safe
  *   EXPECT_CONTAINS(haystack, needle)   strstr, NULL-safe
@@ -83,6 +85,10 @@ static inline void tu_fail_(const char *file, int line, const char *what, const 
 #define EXPECT_GE_U64(a, b) TU_CMP_("EXPECT_GE_U64", uint64_t, "%" PRIu64, a, >=, b)
 #define EXPECT_LT_U64(a, b) TU_CMP_("EXPECT_LT_U64", uint64_t, "%" PRIu64, a, <, b)
 #define EXPECT_GT_U64(a, b) TU_CMP_("EXPECT_GT_U64", uint64_t, "%" PRIu64, a, >, b)
+#define EXPECT_LE_INT(a, b) TU_CMP_("EXPECT_LE_INT", long long, "%lld", a, <=, b)
+#define EXPECT_GE_INT(a, b) TU_CMP_("EXPECT_GE_INT", long long, "%lld", a, >=, b)
+#define EXPECT_LT_INT(a, b) TU_CMP_("EXPECT_LT_INT", long long, "%lld", a, <, b)
+#define EXPECT_GT_INT(a, b) TU_CMP_("EXPECT_GT_INT", long long, "%lld", a, >, b)
 
 #define EXPECT_TRUE(c)                                                            \
   TU_EXPECT_("EXPECT_TRUE", int, !!(c), 1, #c, tu_x_ == tu_y_,                   \
