@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #include "ttft.h"
-#include "testutil.h"
+#include "task.h"
 
 #ifndef TTFT_TEST_HTTP_BUILT
 #  define TTFT_TEST_HTTP_BUILT 1
@@ -196,9 +196,62 @@ static ttft_registry *make_registry(void) {
   return reg;
 }
 
+/* ---------------------------------------------------------- the fixture */
+
+/* What a test uses: F.reg, a registry with 20 streams; F.r, a response
+ * buffer; with serve, F.srv on an ephemeral loopback port F.port. A build
+ * without the endpoint checks its TTFT_ENOTSUP entry points here instead
+ * (every test, then nothing else): fixture() returns 0. The teardown
+ * checks that the server still answers after what the test did to it. */
+static struct {
+  ttft_registry *reg;
+  ttft_http *srv;
+  int port;
+  resp r;
+} F;
+
+static int fixture(int serve) {
+  signal(SIGPIPE, SIG_IGN);
+  F.reg = make_registry();
+  F.r.buf = malloc(RESP_CAP);
+  EXPECT_NOT_NULL(F.reg);
+  EXPECT_NOT_NULL(F.r.buf);
+  if (!F.reg || !F.r.buf) return 0;
+#if !TTFT_TEST_HTTP_BUILT
+  {
+    ttft_http *srv = (ttft_http *)&srv;
+    fprintf(stderr, "   built without the endpoint: TTFT_ENOTSUP\n");
+    EXPECT_ERR(TTFT_ENOTSUP, ttft_http_start(F.reg, "127.0.0.1:0", &srv));
+    EXPECT_NULL(srv);
+    EXPECT_ERR(TTFT_ENOTSUP, ttft_http_port(NULL));
+    ttft_http_stop(NULL);
+    (void)serve;
+    return 0;
+  }
+#else
+  if (!serve) return 1;
+  EXPECT_ERR(TTFT_OK, ttft_http_start(F.reg, "127.0.0.1:0", &F.srv));
+  if (!F.srv) return 0;
+  F.port = ttft_http_port(F.srv);
+  return 1;
+#endif
+}
+
+static void fixture_free(void) {
+  if (F.srv) {
+    EXPECT_EQ_INT(200, get(F.port, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", &F.r));
+    ttft_http_stop(F.srv);
+  }
+  ttft_registry_free(F.reg);
+  free(F.r.buf);
+  memset(&F, 0, sizeof F);
+}
+TU_TEARDOWN(fixture_free)
+
 /* ---------------------------------------------------------- the tests */
 
-static void test_addresses(ttft_registry *reg) {
+/* bad arguments and addresses: TTFT_EINVAL, *out set to NULL */
+TEST(addresses) {
   static const char *const bad[] = {
       "",          "9464",           "127.0.0.1",      "127.0.0.1:",       "127.0.0.1:65536",
       "127.0.0.1:-1", "127.0.0.1:12a", "127.0.0.1:123456", "[::1]",          "[::1]9464",
@@ -206,30 +259,32 @@ static void test_addresses(ttft_registry *reg) {
       "127.0.0.1: 80", " 127.0.0.1:80", "[::1:80"};
   ttft_http *srv = (ttft_http *)&srv;
   size_t i;
-  TU_SECTION("bad arguments and addresses");
+  if (!fixture(0)) return;
   EXPECT_ERR(TTFT_EINVAL, ttft_http_start(NULL, ":0", &srv));
   EXPECT_NULL(srv);
-  EXPECT_ERR(TTFT_EINVAL, ttft_http_start(reg, NULL, &srv));
-  EXPECT_ERR(TTFT_EINVAL, ttft_http_start(reg, ":0", NULL));
+  EXPECT_ERR(TTFT_EINVAL, ttft_http_start(F.reg, NULL, &srv));
+  EXPECT_ERR(TTFT_EINVAL, ttft_http_start(F.reg, ":0", NULL));
   EXPECT_ERR(TTFT_EINVAL, ttft_http_port(NULL));
   ttft_http_stop(NULL);
   for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     int rc;
     srv = (ttft_http *)&srv;
-    rc = ttft_http_start(reg, bad[i], &srv);
+    rc = ttft_http_start(F.reg, bad[i], &srv);
     if (rc != TTFT_EINVAL) fprintf(stderr, "address \"%s\"\n", bad[i]);
     EXPECT_ERR(TTFT_EINVAL, rc);
     EXPECT_NULL(srv);
   }
 }
 
-static void test_ports(ttft_registry *reg) {
+/* port 0, ":port", a taken port, IPv6 */
+TEST(ports) {
   ttft_http *a = NULL, *b = NULL;
   char addr[64];
   int port, fd, v6;
   struct sockaddr_in6 six;
-
-  TU_SECTION("port 0, \":port\", a taken port, IPv6");
+  ttft_registry *reg;
+  if (!fixture(0)) return;
+  reg = F.reg;
   EXPECT_ERR(TTFT_OK, ttft_http_start(reg, ":0", &a));
   port = ttft_http_port(a);
   EXPECT_TRUE(port > 0 && port < 65536);
@@ -276,83 +331,6 @@ static void test_ports(ttft_registry *reg) {
   }
 }
 
-static void test_routes(int port, resp *r) {
-  char v[256];
-  long cl;
-  TU_SECTION("GET /metrics, Accept negotiation, /report, /report.json, HEAD");
-
-  EXPECT_EQ_INT(200, get(port, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", r));
-  EXPECT_STREQ("text/plain; version=0.0.4; charset=utf-8", header(r, "Content-Type", v, sizeof v));
-  EXPECT_STREQ("close", header(r, "Connection", v, sizeof v));
-  EXPECT_CONTAINS(r->body, "gen_ai_server_time_to_first_token");
-  EXPECT_EQ_INT((long long)r->body_len, content_length(r));
-
-  /* what Prometheus 2.x sends */
-  EXPECT_EQ_INT(200, get(port,
-                         "GET /metrics HTTP/1.1\r\nHost: x\r\nAccept: application/openmetrics-text;"
-                         "version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,"
-                         "text/plain;version=0.0.4;q=0.5,*/*;q=0.1\r\n\r\n",
-                         r));
-  EXPECT_STREQ("application/openmetrics-text; version=1.0.0; charset=utf-8",
-               header(r, "Content-Type", v, sizeof v));
-  EXPECT_CONTAINS(r->body, "gen_ai_server_time_to_first_token");
-  EXPECT_TRUE(r->body_len >= 6 && memcmp(r->body + r->body_len - 6, "# EOF\n", 6) == 0);
-  EXPECT_EQ_INT((long long)r->body_len, content_length(r));
-
-  EXPECT_EQ_INT(200, get(port, "GET /metrics HTTP/1.1\r\nHost: x\r\n"
-                               "accept:  Application/OpenMetrics-Text \r\n\r\n", r));
-  EXPECT_STREQ("application/openmetrics-text; version=1.0.0; charset=utf-8",
-               header(r, "Content-Type", v, sizeof v));
-  EXPECT_EQ_INT(200, get(port, "GET /metrics HTTP/1.1\r\nHost: x\r\nAccept: "
-                               "application/openmetrics-text;q=0.2, text/plain;q=0.9\r\n\r\n", r));
-  EXPECT_STREQ("text/plain; version=0.0.4; charset=utf-8", header(r, "Content-Type", v, sizeof v));
-  EXPECT_EQ_INT(200, get(port, "GET /metrics HTTP/1.1\r\nHost: x\r\nAccept: "
-                               "application/openmetrics-text;version=0.0.1\r\n\r\n", r));
-  EXPECT_STREQ("text/plain; version=0.0.4; charset=utf-8", header(r, "Content-Type", v, sizeof v));
-  EXPECT_EQ_INT(200, get(port, "GET /metrics HTTP/1.1\r\nHost: x\r\nAccept: text/html\r\n"
-                               "Accept: application/openmetrics-text; q=0\r\n\r\n", r));
-  EXPECT_STREQ("text/plain; version=0.0.4; charset=utf-8", header(r, "Content-Type", v, sizeof v));
-  EXPECT_EQ_INT(200, get(port, "GET /metrics HTTP/1.1\r\nHost: x\r\nAccept: text/plain\r\n"
-                               "Accept: application/openmetrics-text\r\n\r\n", r));
-  EXPECT_STREQ("application/openmetrics-text; version=1.0.0; charset=utf-8",
-               header(r, "Content-Type", v, sizeof v));
-
-  /* query strings, absolute-form, HTTP/1.0 without Host, empty lines first */
-  EXPECT_EQ_INT(200, get(port, "GET /metrics?name[]=x HTTP/1.1\r\nHost: x\r\n\r\n", r));
-  EXPECT_EQ_INT(200, get(port, "GET http://127.0.0.1/metrics HTTP/1.1\r\nHost: x\r\n\r\n", r));
-  EXPECT_CONTAINS(r->body, "gen_ai_server_time_to_first_token");
-  EXPECT_EQ_INT(200, get(port, "GET http://127.0.0.1?x HTTP/1.1\r\nHost: x\r\n\r\n", r));
-  EXPECT_CONTAINS(r->body, "/report.json"); /* the index */
-  EXPECT_EQ_INT(200, get(port, "GET /metrics HTTP/1.0\r\n\r\n", r));
-  EXPECT_EQ_INT(200, get(port, "GET /metrics HTTP/1.7\r\nHost: x\r\n\r\n", r));
-  EXPECT_EQ_INT(200, get(port, "\r\nGET /metrics HTTP/1.1\nHost: x\n\n", r));
-
-  EXPECT_EQ_INT(200, get(port, "GET /report HTTP/1.1\r\nHost: x\r\n\r\n", r));
-  EXPECT_STREQ("text/plain; charset=utf-8", header(r, "Content-Type", v, sizeof v));
-  EXPECT_TRUE(r->body_len > 0);
-  EXPECT_EQ_INT((long long)r->body_len, content_length(r));
-
-  EXPECT_EQ_INT(200, get(port, "GET /report.json HTTP/1.1\r\nHost: x\r\n\r\n", r));
-  EXPECT_STREQ("application/json", header(r, "Content-Type", v, sizeof v));
-  EXPECT_TRUE(r->body_len > 0 && r->body[0] == '{');
-  EXPECT_EQ_INT((long long)r->body_len, content_length(r));
-
-  EXPECT_EQ_INT(200, get(port, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", r));
-  EXPECT_CONTAINS(r->body, "/metrics");
-
-  EXPECT_EQ_INT(200, get(port, "HEAD /metrics HTTP/1.1\r\nHost: x\r\n\r\n", r));
-  EXPECT_STREQ("text/plain; version=0.0.4; charset=utf-8", header(r, "Content-Type", v, sizeof v));
-  cl = content_length(r);
-  EXPECT_TRUE(cl > 0);
-  EXPECT_EQ_U64(0, r->body_len);
-  EXPECT_EQ_INT(200, get(port, "HEAD /report.json HTTP/1.1\r\nHost: x\r\n\r\n", r));
-  EXPECT_STREQ("application/json", header(r, "Content-Type", v, sizeof v));
-  EXPECT_TRUE(content_length(r) > 0);
-  EXPECT_EQ_U64(0, r->body_len);
-}
-
-/* ------------------------------------------------ content negotiation */
-
 #define PB_CTYPE "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; encoding=delimited"
 #define OM_CTYPE "application/openmetrics-text; version=1.0.0; charset=utf-8"
 #define TEXT_CTYPE "text/plain; version=0.0.4; charset=utf-8"
@@ -366,6 +344,106 @@ static void test_routes(int port, resp *r) {
   "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited,"    \
   "application/openmetrics-text;version=1.0.0;q=0.8,application/openmetrics-text;version=0.0.1;"   \
   "q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"
+
+/* GET /metrics without Accept: the text format, the whole body, then close */
+TEST(metrics_text) {
+  char v[256];
+  resp *r = &F.r;
+  if (!fixture(1)) return;
+  EXPECT_EQ_INT(200, get(F.port, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", r));
+  EXPECT_STREQ(TEXT_CTYPE, header(r, "Content-Type", v, sizeof v));
+  EXPECT_STREQ("close", header(r, "Connection", v, sizeof v));
+  EXPECT_CONTAINS(r->body, "gen_ai_server_time_to_first_token");
+  EXPECT_EQ_INT((long long)r->body_len, content_length(r));
+}
+
+/* Accept selects OpenMetrics or text: what Prometheus 2.x sends, case and
+ * spaces, q-values, versions, two Accept fields */
+TEST(metrics_openmetrics_accept) {
+  char v[256];
+  int port;
+  resp *r = &F.r;
+  if (!fixture(1)) return;
+  port = F.port;
+  EXPECT_EQ_INT(200, get(port, "GET /metrics HTTP/1.1\r\nHost: x\r\nAccept: " PROM242_ACCEPT "\r\n\r\n", r));
+  EXPECT_STREQ(OM_CTYPE, header(r, "Content-Type", v, sizeof v));
+  EXPECT_CONTAINS(r->body, "gen_ai_server_time_to_first_token");
+  EXPECT_TRUE(r->body_len >= 6 && memcmp(r->body + r->body_len - 6, "# EOF\n", 6) == 0);
+  EXPECT_EQ_INT((long long)r->body_len, content_length(r));
+
+  EXPECT_EQ_INT(200, get(port, "GET /metrics HTTP/1.1\r\nHost: x\r\n"
+                               "accept:  Application/OpenMetrics-Text \r\n\r\n", r));
+  EXPECT_STREQ(OM_CTYPE, header(r, "Content-Type", v, sizeof v));
+  EXPECT_EQ_INT(200, get(port, "GET /metrics HTTP/1.1\r\nHost: x\r\nAccept: "
+                               "application/openmetrics-text;q=0.2, text/plain;q=0.9\r\n\r\n", r));
+  EXPECT_STREQ(TEXT_CTYPE, header(r, "Content-Type", v, sizeof v));
+  EXPECT_EQ_INT(200, get(port, "GET /metrics HTTP/1.1\r\nHost: x\r\nAccept: "
+                               "application/openmetrics-text;version=0.0.1\r\n\r\n", r));
+  EXPECT_STREQ(TEXT_CTYPE, header(r, "Content-Type", v, sizeof v));
+  EXPECT_EQ_INT(200, get(port, "GET /metrics HTTP/1.1\r\nHost: x\r\nAccept: text/html\r\n"
+                               "Accept: application/openmetrics-text; q=0\r\n\r\n", r));
+  EXPECT_STREQ(TEXT_CTYPE, header(r, "Content-Type", v, sizeof v));
+  EXPECT_EQ_INT(200, get(port, "GET /metrics HTTP/1.1\r\nHost: x\r\nAccept: text/plain\r\n"
+                               "Accept: application/openmetrics-text\r\n\r\n", r));
+  EXPECT_STREQ(OM_CTYPE, header(r, "Content-Type", v, sizeof v));
+}
+
+/* query strings, absolute-form, HTTP/1.0 without Host, other 1.x minor
+ * versions, empty lines first and bare LF line ends */
+TEST(request_forms) {
+  int port;
+  resp *r = &F.r;
+  if (!fixture(1)) return;
+  port = F.port;
+  EXPECT_EQ_INT(200, get(port, "GET /metrics?name[]=x HTTP/1.1\r\nHost: x\r\n\r\n", r));
+  EXPECT_EQ_INT(200, get(port, "GET http://127.0.0.1/metrics HTTP/1.1\r\nHost: x\r\n\r\n", r));
+  EXPECT_CONTAINS(r->body, "gen_ai_server_time_to_first_token");
+  EXPECT_EQ_INT(200, get(port, "GET http://127.0.0.1?x HTTP/1.1\r\nHost: x\r\n\r\n", r));
+  EXPECT_CONTAINS(r->body, "/report.json"); /* the index */
+  EXPECT_EQ_INT(200, get(port, "GET /metrics HTTP/1.0\r\n\r\n", r));
+  EXPECT_EQ_INT(200, get(port, "GET /metrics HTTP/1.7\r\nHost: x\r\n\r\n", r));
+  EXPECT_EQ_INT(200, get(port, "\r\nGET /metrics HTTP/1.1\nHost: x\n\n", r));
+}
+
+/* /report (text), /report.json, / (the index) */
+TEST(report_routes) {
+  char v[256];
+  int port;
+  resp *r = &F.r;
+  if (!fixture(1)) return;
+  port = F.port;
+  EXPECT_EQ_INT(200, get(port, "GET /report HTTP/1.1\r\nHost: x\r\n\r\n", r));
+  EXPECT_STREQ("text/plain; charset=utf-8", header(r, "Content-Type", v, sizeof v));
+  EXPECT_TRUE(r->body_len > 0);
+  EXPECT_EQ_INT((long long)r->body_len, content_length(r));
+
+  EXPECT_EQ_INT(200, get(port, "GET /report.json HTTP/1.1\r\nHost: x\r\n\r\n", r));
+  EXPECT_STREQ("application/json", header(r, "Content-Type", v, sizeof v));
+  EXPECT_TRUE(r->body_len > 0 && r->body[0] == '{');
+  EXPECT_EQ_INT((long long)r->body_len, content_length(r));
+
+  EXPECT_EQ_INT(200, get(port, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", r));
+  EXPECT_CONTAINS(r->body, "/metrics");
+}
+
+/* HEAD: the GET's Content-Type and Content-Length, no body */
+TEST(head_requests) {
+  char v[256];
+  int port;
+  resp *r = &F.r;
+  if (!fixture(1)) return;
+  port = F.port;
+  EXPECT_EQ_INT(200, get(port, "HEAD /metrics HTTP/1.1\r\nHost: x\r\n\r\n", r));
+  EXPECT_STREQ(TEXT_CTYPE, header(r, "Content-Type", v, sizeof v));
+  EXPECT_TRUE(content_length(r) > 0);
+  EXPECT_EQ_U64(0, r->body_len);
+  EXPECT_EQ_INT(200, get(port, "HEAD /report.json HTTP/1.1\r\nHost: x\r\n\r\n", r));
+  EXPECT_STREQ("application/json", header(r, "Content-Type", v, sizeof v));
+  EXPECT_TRUE(content_length(r) > 0);
+  EXPECT_EQ_U64(0, r->body_len);
+}
+
+/* ------------------------------------------------ content negotiation */
 
 /* A base-128 varint at p[0, n): its value and length, 0 when malformed or
  * truncated. */
@@ -398,80 +476,89 @@ static long delimited_messages(const unsigned char *body, size_t len) {
   return count;
 }
 
+/* The size of reg's protobuf exposition, or a negative error when the
+ * library cannot write it (then every protobuf answer falls back to text). */
+static long protobuf_len(ttft_registry *reg) {
+  ttft_snapshot *snap = ttft_snapshot_take(reg);
+  long n = snap ? ttft_snapshot_format(snap, TTFT_FORMAT_PROMETHEUS_PROTOBUF, NULL, 0) : TTFT_ENOMEM;
+  ttft_snapshot_free(snap);
+  fprintf(stderr, "   protobuf format: %s\n", n >= 0 ? "available" : ttft_strerror((int)n));
+  return n;
+}
+
 typedef struct nego_case {
   const char *accept; /* the Accept field lines ("" = none), CRLF-separated */
   char want;          /* 'p' protobuf, 'o' OpenMetrics, 't' text */
 } nego_case;
 
-static void test_negotiation(ttft_registry *reg, int port, resp *r) {
-  static const nego_case cases[] = {
-      {"", 't'},
-      {"Accept: " PROM242_ACCEPT "\r\n", 'o'},
-      {"Accept: " PROM242_NATIVE_ACCEPT "\r\n", 'p'},
-      /* q-values decide, whatever the order */
-      {"Accept: application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;"
-       "encoding=delimited;q=0.5,application/openmetrics-text;q=0.7\r\n", 'o'},
-      {"Accept: application/openmetrics-text;q=0.5,application/vnd.google.protobuf;"
-       "proto=io.prometheus.client.MetricFamily;encoding=delimited;q=0.7\r\n", 'p'},
-      {"Accept: text/plain;q=0.9,application/vnd.google.protobuf;"
-       "proto=io.prometheus.client.MetricFamily;encoding=delimited;q=0.8\r\n", 't'},
-      /* q=0 refuses */
-      {"Accept: application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;"
-       "encoding=delimited;q=0," PROM242_ACCEPT "\r\n", 'o'},
-      {"Accept: application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;"
-       "encoding=delimited;q=0\r\n", 't'},
-      /* equal q: protobuf, then OpenMetrics, then text */
-      {"Accept: text/plain, application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;"
-       "encoding=delimited\r\n", 'p'},
-      {"Accept: application/openmetrics-text;q=0.6, application/vnd.google.protobuf;q=0.6\r\n", 'p'},
-      /* other protobuf representations are not ours */
-      {"Accept: application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;"
-       "encoding=text\r\n", 't'},
-      {"Accept: application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;"
-       "encoding=compact-text\r\n", 't'},
-      {"Accept: application/vnd.google.protobuf;proto=other.Message;encoding=delimited\r\n", 't'},
-      /* the bare type, quoted values, case-insensitive names, spaces */
-      {"Accept: application/vnd.google.protobuf\r\n", 'p'},
-      {"Accept: Application/Vnd.Google.Protobuf ; Proto=\"io.prometheus.client.MetricFamily\" ; "
-       "ENCODING=\"delimited\" ; Q=1.0\r\n", 'p'},
-      /* parameter values are case-sensitive */
-      {"Accept: application/vnd.google.protobuf;proto=IO.PROMETHEUS.CLIENT.METRICFAMILY\r\n", 't'},
-      /* wildcards never select protobuf or OpenMetrics */
-      {"Accept: */*\r\n", 't'},
-      {"Accept: application/*\r\n", 't'},
-      /* the most specific range sets the q-value */
-      {"Accept: application/openmetrics-text;version=1.0.0;q=0.3, application/openmetrics-text;q=0.9,"
-       " text/plain;q=0.5\r\n", 't'},
-      {"Accept: application/vnd.google.protobuf;q=0.9, application/vnd.google.protobuf;"
-       "proto=io.prometheus.client.MetricFamily;encoding=delimited;q=0.1, text/plain;q=0.5\r\n", 't'},
-      /* a text version we do not write: OpenMetrics is what is left */
-      {"Accept: text/plain;version=1.0.0, application/openmetrics-text;q=0.5\r\n", 'o'},
-      /* a malformed q is ignored (not an error), and so is the element */
-      {"Accept: application/vnd.google.protobuf;q=2, text/plain;q=0.5\r\n", 't'},
-      {"Accept: application/vnd.google.protobuf;q=0.x\r\n", 't'},
-      /* parameters after q are accept-extensions */
-      {"Accept: application/vnd.google.protobuf;q=0.9;encoding=text, text/plain;q=0.5\r\n", 'p'},
-      /* two Accept fields are one list */
-      {"Accept: text/plain;q=0.4\r\nAccept: application/vnd.google.protobuf;q=0.6\r\n", 'p'},
-  };
-  ttft_snapshot *snap = ttft_snapshot_take(reg);
-  long pb_len = snap ? ttft_snapshot_format(snap, TTFT_FORMAT_PROMETHEUS_PROTOBUF, NULL, 0) : TTFT_ENOMEM;
-  int pb = pb_len >= 0; /* else every protobuf answer must fall back to text */
+static const nego_case NEGO_CASES[] = {
+    {"", 't'},
+    {"Accept: " PROM242_ACCEPT "\r\n", 'o'},
+    {"Accept: " PROM242_NATIVE_ACCEPT "\r\n", 'p'},
+    /* q-values decide, whatever the order */
+    {"Accept: application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;"
+     "encoding=delimited;q=0.5,application/openmetrics-text;q=0.7\r\n", 'o'},
+    {"Accept: application/openmetrics-text;q=0.5,application/vnd.google.protobuf;"
+     "proto=io.prometheus.client.MetricFamily;encoding=delimited;q=0.7\r\n", 'p'},
+    {"Accept: text/plain;q=0.9,application/vnd.google.protobuf;"
+     "proto=io.prometheus.client.MetricFamily;encoding=delimited;q=0.8\r\n", 't'},
+    /* q=0 refuses */
+    {"Accept: application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;"
+     "encoding=delimited;q=0," PROM242_ACCEPT "\r\n", 'o'},
+    {"Accept: application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;"
+     "encoding=delimited;q=0\r\n", 't'},
+    /* equal q: protobuf, then OpenMetrics, then text */
+    {"Accept: text/plain, application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;"
+     "encoding=delimited\r\n", 'p'},
+    {"Accept: application/openmetrics-text;q=0.6, application/vnd.google.protobuf;q=0.6\r\n", 'p'},
+    /* other protobuf representations are not ours */
+    {"Accept: application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;"
+     "encoding=text\r\n", 't'},
+    {"Accept: application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;"
+     "encoding=compact-text\r\n", 't'},
+    {"Accept: application/vnd.google.protobuf;proto=other.Message;encoding=delimited\r\n", 't'},
+    /* the bare type, quoted values, case-insensitive names, spaces */
+    {"Accept: application/vnd.google.protobuf\r\n", 'p'},
+    {"Accept: Application/Vnd.Google.Protobuf ; Proto=\"io.prometheus.client.MetricFamily\" ; "
+     "ENCODING=\"delimited\" ; Q=1.0\r\n", 'p'},
+    /* parameter values are case-sensitive */
+    {"Accept: application/vnd.google.protobuf;proto=IO.PROMETHEUS.CLIENT.METRICFAMILY\r\n", 't'},
+    /* wildcards never select protobuf or OpenMetrics */
+    {"Accept: */*\r\n", 't'},
+    {"Accept: application/*\r\n", 't'},
+    /* the most specific range sets the q-value */
+    {"Accept: application/openmetrics-text;version=1.0.0;q=0.3, application/openmetrics-text;q=0.9,"
+     " text/plain;q=0.5\r\n", 't'},
+    {"Accept: application/vnd.google.protobuf;q=0.9, application/vnd.google.protobuf;"
+     "proto=io.prometheus.client.MetricFamily;encoding=delimited;q=0.1, text/plain;q=0.5\r\n", 't'},
+    /* a text version we do not write: OpenMetrics is what is left */
+    {"Accept: text/plain;version=1.0.0, application/openmetrics-text;q=0.5\r\n", 'o'},
+    /* a malformed q is ignored (not an error), and so is the element */
+    {"Accept: application/vnd.google.protobuf;q=2, text/plain;q=0.5\r\n", 't'},
+    {"Accept: application/vnd.google.protobuf;q=0.x\r\n", 't'},
+    /* parameters after q are accept-extensions */
+    {"Accept: application/vnd.google.protobuf;q=0.9;encoding=text, text/plain;q=0.5\r\n", 'p'},
+    /* two Accept fields are one list */
+    {"Accept: text/plain;q=0.4\r\nAccept: application/vnd.google.protobuf;q=0.6\r\n", 'p'},
+};
+
+/* Accept negotiation: protobuf, OpenMetrics, text, q-values, the fallback
+ * to text when protobuf cannot be written; each answer's body is of the
+ * type it says */
+TEST(accept_negotiation) {
   char raw[1024], v[256];
   size_t i;
-  TU_SECTION("Accept negotiation: protobuf, OpenMetrics, text, q-values, fallback");
-  fprintf(stderr, "   protobuf format: %s\n", pb ? "available" : ttft_strerror((int)pb_len));
-  ttft_snapshot_free(snap);
-
-  for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    char want = cases[i].want == 'p' && !pb ? 't' : cases[i].want;
+  int pb;
+  resp *r = &F.r;
+  if (!fixture(1)) return;
+  pb = protobuf_len(F.reg) >= 0;
+  for (i = 0; i < sizeof NEGO_CASES / sizeof NEGO_CASES[0]; i++) {
+    char want = NEGO_CASES[i].want == 'p' && !pb ? 't' : NEGO_CASES[i].want;
     const char *ctype = want == 'p' ? PB_CTYPE : want == 'o' ? OM_CTYPE : TEXT_CTYPE;
-    int status;
-    snprintf(raw, sizeof raw, "GET /metrics HTTP/1.1\r\nHost: x\r\n%s\r\n", cases[i].accept);
-    status = get(port, raw, r);
-    EXPECT_EQ_INT(200, status);
+    snprintf(raw, sizeof raw, "GET /metrics HTTP/1.1\r\nHost: x\r\n%s\r\n", NEGO_CASES[i].accept);
+    EXPECT_EQ_INT(200, get(F.port, raw, r));
     header(r, "Content-Type", v, sizeof v);
-    if (strcmp(ctype, v) != 0) fprintf(stderr, "Accept case %zu:\n%s", i, cases[i].accept);
+    if (strcmp(ctype, v) != 0) fprintf(stderr, "Accept case %zu:\n%s", i, NEGO_CASES[i].accept);
     EXPECT_STREQ(ctype, v);
     EXPECT_STREQ("Accept", header(r, "Vary", v, sizeof v));
     EXPECT_EQ_INT((long long)r->body_len, content_length(r));
@@ -486,27 +573,42 @@ static void test_negotiation(ttft_registry *reg, int port, resp *r) {
       EXPECT_TRUE(strstr(r->body, "# EOF") == NULL);
     }
   }
+}
 
-  /* HEAD with protobuf: the same Content-Type and length, no body */
+/* HEAD with protobuf: the same Content-Type and length as the GET, no body */
+TEST(head_protobuf) {
+  char raw[1024], v[256];
+  long len_get;
+  int pb;
+  resp *r = &F.r;
+  if (!fixture(1)) return;
+  pb = protobuf_len(F.reg) >= 0;
+  snprintf(raw, sizeof raw, "GET /metrics HTTP/1.1\r\nHost: x\r\nAccept: %s\r\n\r\n", PROM242_NATIVE_ACCEPT);
+  EXPECT_EQ_INT(200, get(F.port, raw, r));
+  len_get = content_length(r);
+  snprintf(raw, sizeof raw, "HEAD /metrics HTTP/1.1\r\nHost: x\r\nAccept: %s\r\n\r\n", PROM242_NATIVE_ACCEPT);
+  EXPECT_EQ_INT(200, get(F.port, raw, r));
+  EXPECT_STREQ(pb ? PB_CTYPE : TEXT_CTYPE, header(r, "Content-Type", v, sizeof v));
+  EXPECT_EQ_INT(len_get, content_length(r)); /* a static registry: the same body */
+  EXPECT_EQ_U64(0, r->body_len);
+}
+
+/* the protobuf body holds as many messages as the formatter writes for
+ * this (static) registry: NUL bytes inside did not cut it short */
+TEST(protobuf_body_whole) {
+  char raw[1024];
+  long pb_len;
+  resp *r = &F.r;
+  if (!fixture(1)) return;
+  pb_len = protobuf_len(F.reg);
+  EXPECT_GT_INT(pb_len, 0); /* the formatter writes this registry */
+  if (pb_len <= 0) return;
   {
-    long len_get;
-    snprintf(raw, sizeof raw, "GET /metrics HTTP/1.1\r\nHost: x\r\nAccept: %s\r\n\r\n", PROM242_NATIVE_ACCEPT);
-    EXPECT_EQ_INT(200, get(port, raw, r));
-    len_get = content_length(r);
-    snprintf(raw, sizeof raw, "HEAD /metrics HTTP/1.1\r\nHost: x\r\nAccept: %s\r\n\r\n", PROM242_NATIVE_ACCEPT);
-    EXPECT_EQ_INT(200, get(port, raw, r));
-    EXPECT_STREQ(pb ? PB_CTYPE : TEXT_CTYPE, header(r, "Content-Type", v, sizeof v));
-    EXPECT_EQ_INT(len_get, content_length(r)); /* a static registry: the same body */
-    EXPECT_EQ_U64(0, r->body_len);
-  }
-  /* the protobuf body holds as many messages as the formatter writes for
-   * this (static) registry: NUL bytes inside did not cut it short */
-  if (pb) {
-    ttft_snapshot *s2 = ttft_snapshot_take(reg);
+    ttft_snapshot *s2 = ttft_snapshot_take(F.reg);
     char *mine = s2 ? malloc((size_t)pb_len + 1) : NULL;
     long n2 = mine ? ttft_snapshot_format(s2, TTFT_FORMAT_PROMETHEUS_PROTOBUF, mine, (size_t)pb_len + 1) : -1;
     snprintf(raw, sizeof raw, "GET /metrics HTTP/1.1\r\nHost: x\r\nAccept: %s\r\n\r\n", PROM242_NATIVE_ACCEPT);
-    EXPECT_EQ_INT(200, get(port, raw, r));
+    EXPECT_EQ_INT(200, get(F.port, raw, r));
     EXPECT_TRUE(n2 > 0);
     if (n2 > 0)
       EXPECT_EQ_INT(delimited_messages((const unsigned char *)mine, (size_t)n2),
@@ -516,11 +618,15 @@ static void test_negotiation(ttft_registry *reg, int port, resp *r) {
   }
 }
 
-static void test_errors(int port, resp *r) {
-  char v[256], *big;
-  size_t i, n;
-  TU_SECTION("404, 405 + Allow, 400, 505, 413, 414, 431, 501");
+/* ------------------------------------------------------------ errors */
 
+/* 404 for unknown paths (GET, HEAD, POST), 405 + Allow for other methods */
+TEST(not_found_and_method) {
+  char v[256];
+  int port;
+  resp *r = &F.r;
+  if (!fixture(1)) return;
+  port = F.port;
   EXPECT_EQ_INT(404, get(port, "GET /nope HTTP/1.1\r\nHost: x\r\n\r\n", r));
   EXPECT_EQ_INT(404, get(port, "GET /metricsx HTTP/1.1\r\nHost: x\r\n\r\n", r));
   EXPECT_EQ_INT(404, get(port, "GET /metrics/ HTTP/1.1\r\nHost: x\r\n\r\n", r));
@@ -537,7 +643,15 @@ static void test_errors(int port, resp *r) {
   EXPECT_EQ_INT(405, get(port, "get /metrics HTTP/1.1\r\nHost: x\r\n\r\n", r));
   EXPECT_EQ_INT(405, get(port, "OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n", r));
   EXPECT_STREQ("GET, HEAD", header(r, "Allow", v, sizeof v));
+}
 
+/* malformed requests: 400; HTTP/2.0: 505; chunked bodies: 501; a body
+ * announced too large: 413 */
+TEST(bad_requests) {
+  int port;
+  resp *r = &F.r;
+  if (!fixture(1)) return;
+  port = F.port;
   EXPECT_EQ_INT(400, request(port, "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 11, r));
   EXPECT_EQ_INT(400, get(port, "GET /metrics\r\n\r\n", r));
   EXPECT_EQ_INT(400, get(port, "GET /metrics HTTP/1.1\r\n\r\n", r)); /* no Host */
@@ -552,25 +666,32 @@ static void test_errors(int port, resp *r) {
   EXPECT_EQ_INT(505, get(port, "GET /metrics HTTP/2.0\r\nHost: x\r\n\r\n", r));
   EXPECT_EQ_INT(501, get(port, "GET /metrics HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", r));
   EXPECT_EQ_INT(413, get(port, "GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n", r));
+}
 
+/* heads past the 8 KiB limit: a long request line (414), a large field,
+ * many small fields, a 60 KB head in one piece (431, not a hang) */
+TEST(oversized_heads) {
+  char *big;
+  size_t i, n;
+  int port;
+  resp *r = &F.r;
+  if (!fixture(1)) return;
+  port = F.port;
   big = malloc(64 * 1024);
+  EXPECT_NOT_NULL(big);
   if (!big) return;
-  /* a request line too long for the 8 KiB head */
   n = (size_t)sprintf(big, "GET /");
   for (i = 0; i < 10000; i++) big[n++] = 'a';
   n += (size_t)sprintf(big + n, " HTTP/1.1\r\nHost: x\r\n\r\n");
   EXPECT_EQ_INT(414, request(port, big, n, r));
-  /* header fields too large */
   n = (size_t)sprintf(big, "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: ");
   for (i = 0; i < 10000; i++) big[n++] = 'b';
   n += (size_t)sprintf(big + n, "\r\n\r\n");
   EXPECT_EQ_INT(431, request(port, big, n, r));
-  /* too many header fields, each small */
   n = (size_t)sprintf(big, "GET /metrics HTTP/1.1\r\nHost: x\r\n");
   for (i = 0; i < 200; i++) n += (size_t)sprintf(big + n, "X-%zu: 1\r\n", i);
   n += (size_t)sprintf(big + n, "\r\n");
   EXPECT_EQ_INT(431, request(port, big, n, r));
-  /* a huge head arriving in one piece: still answered, not a hang */
   n = (size_t)sprintf(big, "GET /metrics HTTP/1.1\r\nHost: x\r\n");
   while (n < 60000) n += (size_t)sprintf(big + n, "X-Pad: 0123456789abcdef\r\n");
   n += (size_t)sprintf(big + n, "\r\n");
@@ -619,12 +740,15 @@ static void *slowloris(void *arg) {
   return NULL;
 }
 
-static void test_slowloris(int port, resp *r) {
+/* slowloris clients do not delay a normal client, and are cut (408) */
+TEST(slowloris) {
   pthread_t th[3];
   slow_client sc[3];
   uint64_t t0, dt;
-  int i, started[3];
-  TU_SECTION("slowloris clients do not delay a normal client, and are cut");
+  int i, started[3], port;
+  resp *r = &F.r;
+  if (!fixture(1)) return;
+  port = F.port;
   for (i = 0; i < 3; i++) {
     sc[i].port = port;
     started[i] = pthread_create(&th[i], NULL, slowloris, &sc[i]) == 0;
@@ -646,14 +770,14 @@ static void test_slowloris(int port, resp *r) {
 
 /* ----------------------------------------------------- many connections */
 
-static void test_many(int port, resp *r) {
-  enum { N = 150, IDLE = 90 };
-  int fds[N], ok = 0, i;
+/* many concurrent connections: 150 clients at once are all served */
+TEST(many_clients) {
+  enum { N = 150 };
+  int fds[N], ok = 0, i, port;
   static char buf[1 << 20];
   static const char req[] = "GET /report.json HTTP/1.1\r\nHost: x\r\n\r\n";
-  uint64_t t0;
-
-  TU_SECTION("many concurrent connections");
+  if (!fixture(1)) return;
+  port = F.port;
   /* N clients connect and send at once, then read: all are served */
   for (i = 0; i < N; i++) {
     fds[i] = connect_to("127.0.0.1", port);
@@ -669,9 +793,17 @@ static void test_many(int port, resp *r) {
     close(fds[i]);
   }
   EXPECT_EQ_INT(N, ok);
+}
 
-  /* more idle connections than the server keeps: a newcomer still gets in
-   * (the oldest idle ones make room) */
+/* more idle connections than the server keeps: a newcomer still gets in
+ * (the oldest idle ones make room) */
+TEST(idle_make_room) {
+  enum { IDLE = 90 };
+  int fds[IDLE], i, port;
+  uint64_t t0;
+  resp *r = &F.r;
+  if (!fixture(1)) return;
+  port = F.port;
   for (i = 0; i < IDLE; i++) fds[i] = connect_to("127.0.0.1", port);
   usleep(400 * 1000);
   t0 = now_ms();
@@ -691,9 +823,12 @@ static void test_many(int port, resp *r) {
 
 /* --------------------------------------------- clients that walk away */
 
-static void test_walkaway(int port, resp *r) {
-  int i;
-  TU_SECTION("clients closing mid-request and mid-response");
+/* clients closing mid-request and mid-response: the server goes on */
+TEST(walkaway) {
+  int i, port;
+  resp *r = &F.r;
+  if (!fixture(1)) return;
+  port = F.port;
   for (i = 0; i < 30; i++) {
     int fd = connect_to("127.0.0.1", port);
     struct linger lg = {1, 0};
@@ -721,12 +856,15 @@ static void test_walkaway(int port, resp *r) {
 
 /* ------------------------------------------------- stop with clients */
 
-static void test_stop_busy(ttft_registry *reg, resp *r) {
+/* stop while clients are connected: it does not wait for them, each sees
+ * its connection end, nobody listens afterwards */
+TEST(stop_busy) {
   ttft_http *srv = NULL;
   int port, fds[3], i;
   uint64_t t0;
-  TU_SECTION("stop while clients are connected");
-  EXPECT_ERR(TTFT_OK, ttft_http_start(reg, "127.0.0.1:0", &srv));
+  resp *r = &F.r;
+  if (!fixture(0)) return;
+  EXPECT_ERR(TTFT_OK, ttft_http_start(F.reg, "127.0.0.1:0", &srv));
   if (!srv) return;
   port = ttft_http_port(srv);
   fds[0] = connect_to("127.0.0.1", port); /* idle */
@@ -748,13 +886,14 @@ static void test_stop_busy(ttft_registry *reg, resp *r) {
   EXPECT_TRUE(connect_to("127.0.0.1", port) < 0); /* nobody listens */
 }
 
-static void test_start_stop_loop(ttft_registry *reg, resp *r) {
+/* start / request / stop, repeatedly */
+TEST(start_stop_loop) {
   int i, ok = 0;
-  TU_SECTION("start / request / stop, repeatedly");
+  if (!fixture(0)) return;
   for (i = 0; i < 20; i++) {
     ttft_http *srv = NULL;
-    if (ttft_http_start(reg, "127.0.0.1:0", &srv) != TTFT_OK) continue;
-    if (i % 2 == 0) ok += get(ttft_http_port(srv), "GET /report HTTP/1.1\r\nHost: x\r\n\r\n", r) == 200;
+    if (ttft_http_start(F.reg, "127.0.0.1:0", &srv) != TTFT_OK) continue;
+    if (i % 2 == 0) ok += get(ttft_http_port(srv), "GET /report HTTP/1.1\r\nHost: x\r\n\r\n", &F.r) == 200;
     else ok++;
     ttft_http_stop(srv);
   }
@@ -781,12 +920,15 @@ static void count_free(void *ctx, void *p) {
   free(p);
 }
 
-static void test_allocator(resp *r) {
+/* every allocation goes through the allocator and is returned (a registry
+ * and a server of their own, made under the counting allocator) */
+TEST(allocator) {
   ttft_allocator a = {count_alloc, count_free, NULL};
   ttft_registry *reg;
   ttft_http *srv = NULL;
   long before;
-  TU_SECTION("every allocation goes through the allocator and is returned");
+  resp *r = &F.r;
+  if (!fixture(0)) return;
   EXPECT_ERR(TTFT_OK, ttft_set_allocator(&a));
   reg = make_registry();
   EXPECT_NOT_NULL(reg);
@@ -806,49 +948,4 @@ static void test_allocator(resp *r) {
   ttft_set_allocator(NULL);
 }
 
-int main(void) {
-  ttft_registry *reg;
-  ttft_http *srv = NULL;
-  resp r;
-  int port;
-
-  signal(SIGPIPE, SIG_IGN);
-  reg = make_registry();
-  EXPECT_NOT_NULL(reg);
-  if (!reg) return TU_DONE();
-
-#if !TTFT_TEST_HTTP_BUILT
-  TU_SECTION("built without the endpoint: TTFT_ENOTSUP");
-  srv = (ttft_http *)&srv;
-  EXPECT_ERR(TTFT_ENOTSUP, ttft_http_start(reg, "127.0.0.1:0", &srv));
-  EXPECT_NULL(srv);
-  EXPECT_ERR(TTFT_ENOTSUP, ttft_http_port(NULL));
-  ttft_http_stop(NULL);
-  ttft_registry_free(reg);
-  return TU_DONE();
-#endif
-
-  r.buf = malloc(RESP_CAP);
-  if (!r.buf) return 1;
-  test_addresses(reg);
-  test_ports(reg);
-
-  EXPECT_ERR(TTFT_OK, ttft_http_start(reg, "127.0.0.1:0", &srv));
-  if (srv) {
-    port = ttft_http_port(srv);
-    test_routes(port, &r);
-    test_negotiation(reg, port, &r);
-    test_errors(port, &r);
-    test_walkaway(port, &r);
-    test_slowloris(port, &r);
-    test_many(port, &r);
-    EXPECT_EQ_INT(200, get(port, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", &r));
-    ttft_http_stop(srv);
-  }
-  test_stop_busy(reg, &r);
-  test_start_stop_loop(reg, &r);
-  ttft_registry_free(reg);
-  test_allocator(&r);
-  free(r.buf);
-  return TU_DONE();
-}
+TU_MAIN()
