@@ -32,7 +32,7 @@
 #include <unistd.h>
 
 #include "ttft.h"
-#include "testutil.h"
+#include "task.h"
 
 #ifndef TTFT_TEST_HTTP_BUILT
 #  define TTFT_TEST_HTTP_BUILT 1
@@ -185,99 +185,123 @@ static ttft_registry *make_registry(void) {
   return reg;
 }
 
-int main(void) {
+/* ------------------------------------------------------------ the fixture */
+
+/* Every test: a registry with 20 streams, its server on an ephemeral
+ * loopback port (answering GET /metrics), a response buffer. A build
+ * without the endpoint checks TTFT_ENOTSUP instead (every test, then
+ * nothing else): 0. */
+static struct {
   ttft_registry *reg;
-  ttft_http *srv = NULL;
+  ttft_http *srv;
+  int port;
   char *buf;
-  int port, i, held, st;
-  pthread_t th;
-  busy b;
-  uint64_t t0;
+} F;
 
+static int fixture(void) {
   signal(SIGPIPE, SIG_IGN);
-  reg = make_registry();
-  EXPECT_NOT_NULL(reg);
-  if (!reg) return TU_DONE();
+  F.reg = make_registry();
+  F.buf = malloc(BUF);
+  EXPECT_NOT_NULL(F.reg);
+  EXPECT_NOT_NULL(F.buf);
+  if (!F.reg || !F.buf) return 0;
 #if !TTFT_TEST_HTTP_BUILT
-  TU_SECTION("built without the endpoint: TTFT_ENOTSUP");
-  EXPECT_ERR(TTFT_ENOTSUP, ttft_http_start(reg, "127.0.0.1:0", &srv));
-  ttft_registry_free(reg);
-  return TU_DONE();
+  fprintf(stderr, "   built without the endpoint: TTFT_ENOTSUP\n");
+  EXPECT_ERR(TTFT_ENOTSUP, ttft_http_start(F.reg, "127.0.0.1:0", &F.srv));
+  return 0;
 #endif
-  buf = malloc(BUF);
-  if (!buf) return 1;
-  EXPECT_ERR(TTFT_OK, ttft_http_start(reg, "127.0.0.1:0", &srv));
-  if (!srv) return TU_DONE();
-  port = ttft_http_port(srv);
-  EXPECT_EQ_INT(200, get_metrics(port, buf));
+  EXPECT_ERR(TTFT_OK, ttft_http_start(F.reg, "127.0.0.1:0", &F.srv));
+  if (!F.srv) return 0;
+  F.port = ttft_http_port(F.srv);
+  EXPECT_EQ_INT(200, get_metrics(F.port, F.buf));
+  return 1;
+}
 
-  TU_SECTION("fork, stop the inherited server in the child, the parent's still serves");
+static void fixture_free(void) {
+  ttft_http_stop(F.srv);
+  ttft_registry_free(F.reg);
+  free(F.buf);
+  memset(&F, 0, sizeof F);
+}
+TU_TEARDOWN(fixture_free)
+
+/* ---------------------------------------------------------------- tests */
+
+/* fork, stop the inherited server in the child: the parent's still serves,
+ * a connection it held at the fork included */
+TEST(child_stop_keeps_parent_serving) {
+  int held, i;
+  if (!fixture()) return;
   /* a connection the parent's server holds at the fork, idle */
-  held = connect_to(port);
+  held = connect_to(F.port);
   EXPECT_TRUE(held >= 0);
   usleep(50 * 1000); /* accepted */
   {
     pid_t pid = fork();
-    if (pid == 0) child(srv, port);
+    if (pid == 0) child(F.srv, F.port);
     EXPECT_TRUE(pid > 0);
     if (pid > 0) EXPECT_EQ_INT(CHILD_OK, reap(pid));
   }
-  for (i = 0; i < 5; i++) EXPECT_EQ_INT(200, get_metrics(port, buf));
+  for (i = 0; i < 5; i++) EXPECT_EQ_INT(200, get_metrics(F.port, F.buf));
   /* the child closed its copy of the held connection; the parent's is
    * still open and served (a shutdown in the child would have ended it) */
   if (held >= 0) {
-    EXPECT_EQ_INT(200, exchange(held, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", buf, BUF));
+    EXPECT_EQ_INT(200, exchange(held, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", F.buf, BUF));
     close(held);
   }
+}
 
-  TU_SECTION("forks while a client keeps the server busy");
-  b.port = port;
+/* forks while a client keeps the server busy: every child stops its copy,
+ * the client never misses an answer */
+TEST(forks_while_busy) {
+  int i, children_ok = 0;
+  pthread_t th;
+  busy b;
+  if (!fixture()) return;
+  b.port = F.port;
   atomic_init(&b.stop, 0);
   atomic_init(&b.ok, 0);
   atomic_init(&b.bad, 0);
   EXPECT_EQ_INT(0, pthread_create(&th, NULL, busy_client, &b));
-  {
-    int children_ok = 0;
-    for (i = 0; i < FORKS; i++) {
-      pid_t pid;
-      usleep((useconds_t)(1000 + (i * 7919) % 5000)); /* land anywhere in the loop */
-      pid = fork();
-      if (pid == 0) child(srv, port);
-      if (pid > 0 && reap(pid) == CHILD_OK) children_ok++;
-    }
-    EXPECT_EQ_INT(FORKS, children_ok);
+  for (i = 0; i < FORKS; i++) {
+    pid_t pid;
+    usleep((useconds_t)(1000 + (i * 7919) % 5000)); /* land anywhere in the loop */
+    pid = fork();
+    if (pid == 0) child(F.srv, F.port);
+    if (pid > 0 && reap(pid) == CHILD_OK) children_ok++;
   }
+  EXPECT_EQ_INT(FORKS, children_ok);
   atomic_store_explicit(&b.stop, 1, memory_order_relaxed);
   pthread_join(th, NULL);
   fprintf(stderr, "   %d forks; the busy client got %ld answers, %ld failures\n", FORKS,
           atomic_load_explicit(&b.ok, memory_order_relaxed), atomic_load_explicit(&b.bad, memory_order_relaxed));
   EXPECT_EQ_INT(0, atomic_load_explicit(&b.bad, memory_order_relaxed));
   EXPECT_TRUE(atomic_load_explicit(&b.ok, memory_order_relaxed) > 0);
-  for (i = 0; i < 5; i++) EXPECT_EQ_INT(200, get_metrics(port, buf));
+  for (i = 0; i < 5; i++) EXPECT_EQ_INT(200, get_metrics(F.port, F.buf));
+}
 
-  TU_SECTION("a child that does not stop it; then the parent's stop");
+/* a child that does not stop it; then the parent's stop works, and a new
+ * server in the parent serves */
+TEST(parent_stop_after_fork) {
+  uint64_t t0;
+  int fd;
+  if (!fixture()) return;
   {
     pid_t pid = fork();
     if (pid == 0) _exit(CHILD_OK);
     EXPECT_TRUE(pid > 0);
     if (pid > 0) EXPECT_EQ_INT(CHILD_OK, reap(pid));
   }
-  EXPECT_EQ_INT(200, get_metrics(port, buf));
+  EXPECT_EQ_INT(200, get_metrics(F.port, F.buf));
   t0 = now_ms();
-  ttft_http_stop(srv);
+  ttft_http_stop(F.srv);
+  F.srv = NULL;
   EXPECT_LE_U64(now_ms() - t0, LIVENESS_MS);
-  st = connect_to(port);
-  EXPECT_TRUE(st < 0); /* nobody listens any more */
-  if (st >= 0) close(st);
-
-  /* and a new server in the parent after all this */
-  srv = NULL;
-  EXPECT_ERR(TTFT_OK, ttft_http_start(reg, "127.0.0.1:0", &srv));
-  if (srv) {
-    EXPECT_EQ_INT(200, get_metrics(ttft_http_port(srv), buf));
-    ttft_http_stop(srv);
-  }
-  ttft_registry_free(reg);
-  free(buf);
-  return TU_DONE();
+  fd = connect_to(F.port);
+  EXPECT_TRUE(fd < 0); /* nobody listens any more */
+  if (fd >= 0) close(fd);
+  EXPECT_ERR(TTFT_OK, ttft_http_start(F.reg, "127.0.0.1:0", &F.srv));
+  if (F.srv) EXPECT_EQ_INT(200, get_metrics(ttft_http_port(F.srv), F.buf));
 }
+
+TU_MAIN()
