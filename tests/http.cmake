@@ -26,14 +26,16 @@ endforeach()
 # Labels: "http" for all three; "concurrent" (run under TSan by
 # .ci/steps.d/20-sanitizers.sh) for the two whose point is threads: the
 # server thread beside client threads, and forks of a process that has one.
+# Each program's ctest tests (one per TEST, tests/CMakeLists.txt) are in
+# TTFT_CTESTS_<program>_<kind>.
 foreach(kind shared static)
   foreach(t test_http test_http_abuse test_http_fork)
-    if(TEST ${t}_${kind})
-      set(_l "unit;${kind};http")
+    if(TTFT_CTESTS_${t}_${kind})
+      set(_l "unit;${kind};http;${t}")
       if(NOT t STREQUAL "test_http_abuse")
         set(_l "${_l};concurrent")
       endif()
-      set_tests_properties(${t}_${kind} PROPERTIES TIMEOUT 300 LABELS "${_l}")
+      set_tests_properties(${TTFT_CTESTS_${t}_${kind}} PROPERTIES TIMEOUT 300 LABELS "${_l}")
     endif()
   endforeach()
 endforeach()

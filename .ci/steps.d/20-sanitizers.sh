@@ -6,7 +6,8 @@
 #     halt_on_error, -fno-sanitize-recover=all (CMakeLists.txt).
 #  2. TSan (clang): the concurrency tests (test_stress, and every test
 #     labelled "concurrent" or named *thread*/*stress*), at a size that
-#     fits the 2-core CI machine.
+#     fits the 2-core CI machine. A program written with tests/task.h is
+#     one ctest test per TEST: <program>.<test>.<shared|static>.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 JOBS="${JOBS:-2}"
@@ -50,8 +51,8 @@ if [ -n "$extra" ]; then
 fi
 # the slot-reuse tests (frozen emitter, shared-handle stress, fork) are the
 # concurrency proofs of reclaim.c: all of them, at full size, under TSan
-regex="^test_stress_|^test_.*thread.*_(shared|static)$|^test_reuse\\..*\\.static$|^test_registry\\..*\\.static$|^test_step\\..*\\.static$|^test_memory\\..*\\.static$"
-for t in $extra; do regex="$regex|^$t\$"; done
+regex="^test_stress\\.|^test_[^.]*thread[^.]*(_|\\..*\\.)(shared|static)$|^test_reuse\\..*\\.static$|^test_registry\\..*\\.static$|^test_step\\..*\\.static$|^test_memory\\..*\\.static$"
+for t in $extra; do regex="$regex|^${t//./\\.}\$"; done
 echo "== ctest under TSan: $regex"
 TTFT_STRESS_SEQS="${TTFT_STRESS_SEQS_TSAN:-1500}" \
   ctest --test-dir build-tsan --output-on-failure -j 1 -R "$regex" -LE "python|valgrind"
