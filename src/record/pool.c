@@ -75,10 +75,14 @@ int ttft__pool_reserve(ttft_registry *r, uint64_t want) {
 void ttft__pool_refill(ttft_registry *r) {
   ttft__pool *p = &r->pool;
   uint64_t next = TTFT__LD(&p->next);
-  uint64_t used_since = next > p->next_at_refill ? next - p->next_at_refill : 0;
-  p->next_at_refill = next; /* racy between snapshots; only a heuristic */
+  /* relaxed exchange: two snapshots topping up at once each see a
+   * different `used_since`; the larger wins the reserve, which is only a
+   * sizing heuristic — no chunk or slab is published through it */
+  uint64_t prev = atomic_exchange_explicit(&p->next_at_refill, next, memory_order_relaxed);
+  uint64_t used_since = next > prev ? next - prev : 0;
   uint64_t want = 2 * used_since;
-  if (want < p->reserve) want = p->reserve;
+  uint64_t reserve = TTFT__LD(&p->reserve);
+  if (want < reserve) want = reserve;
   /* best effort: a short pool is not the snapshot's failure (hooks then
    * bin by power of two until a later top-up succeeds) */
   (void)ttft__pool_reserve(r, want);
@@ -97,7 +101,9 @@ ttft__chunk *ttft__chunk_attach(ttft_registry *r, ttft__hist *h, uint32_t c, int
                                               memory_order_relaxed))
       break;
   }
-  TTFT_ASSERT(k / TTFT__SLAB_CHUNKS < p->nslabs);
+  /* max_slabs, not nslabs: nslabs moves under the top-up lock, which a
+   * hook never takes; k < limit already says the slab is published */
+  TTFT_ASSERT(k / TTFT__SLAB_CHUNKS < p->max_slabs);
   ttft__chunk *ch = &p->slab[k / TTFT__SLAB_CHUNKS][k % TTFT__SLAB_CHUNKS];
   if (!shared) {
     /* release: snapshots that acquire the pointer see a zeroed chunk (only
@@ -129,8 +135,13 @@ int ttft__pool_init(ttft_registry *r, uint64_t memory_limit) {
   p->slab = ttft__alloc(&r->alloc, (size_t)max * sizeof *p->slab);
   if (!p->slab) return TTFT_ENOMEM;
   ttft__memory_add(r, (size_t)max * sizeof *p->slab);
-  /* a first reserve: a few chunks per shard and per class of room */
-  p->reserve = 512 + 64 * (uint64_t)r->nshards;
+  /* a first reserve: a few chunks per shard and per class of room, at
+   * most a quarter of what the memory limit allows (a small limit is
+   * not spent on chunks no histogram has asked for yet) */
+  uint64_t reserve = 512 + 64 * (uint64_t)r->nshards;
+  uint64_t quarter = max * TTFT__SLAB_CHUNKS / 4;
+  if (reserve > quarter) reserve = quarter;
+  TTFT__ST(&p->reserve, reserve);
   return TTFT_OK;
 }
 

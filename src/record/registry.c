@@ -332,6 +332,12 @@ static void atfork_child(void) {
   ttft__clock_fork_child();
   for (ttft_registry *r = g_live; r; r = r->live_next) {
     TTFT__ST(&r->class_lock, 0); /* a class_add cut short: its slot is reused */
+    /* a top-up cut short: only slabs published through `limit` stay in
+     * the table (one allocated but not yet published is left to the
+     * parent's copy of the heap: at most 256 KiB not reused, still
+     * counted in ttft_registry_memory) */
+    r->pool.nslabs = (uint32_t)(TTFT__LD(&r->pool.limit) / TTFT__SLAB_CHUNKS);
+    TTFT__ST(&r->pool.lock, 0);
     ttft__reclaim_fork_child(r, shard_cached(r));
   }
   pthread_mutex_unlock(&g_live_mu);
@@ -443,7 +449,9 @@ int ttft_class_add(ttft_registry *r, const char *name, const ttft_slo *slo) {
     class_records_free(r, n);
     goto out;
   }
-  r->pool.reserve += CLASS_RESERVE_CHUNKS / 4; /* snapshots keep more free */
+  /* snapshots keep more free; relaxed: class_add runs under the class
+   * lock, snapshots only read the size */
+  TTFT__ST(&r->pool.reserve, TTFT__LD(&r->pool.reserve) + CLASS_RESERVE_CHUNKS / 4);
   /* release: the class entry and its per-shard records are visible to any
    * thread that sees the new count (begin_ex acquires it) */
   atomic_store_explicit(&r->nclasses, n + 1, memory_order_release);
@@ -567,7 +575,7 @@ ttft_registry *ttft_registry_new(const ttft_config *cfg) {
   TTFT__ST(&r->nclasses, 1);
   /* the first chunks, so that the first streams record at full
    * resolution before any snapshot tops the pool up */
-  if (ttft__pool_reserve(r, r->pool.reserve + CLASS_RESERVE_CHUNKS) != TTFT_OK) goto fail;
+  if (ttft__pool_reserve(r, TTFT__LD(&r->pool.reserve) + CLASS_RESERVE_CHUNKS) != TTFT_OK) goto fail;
   registry_meta(r, &c);
   r->t_created = ttft_now_ns();
 

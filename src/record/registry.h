@@ -63,8 +63,10 @@ typedef struct ttft__pool {
   _Atomic int lock;               /* serialises top-ups (never a hook)     */
   uint32_t nslabs, max_slabs;     /* max_slabs: from the memory limit      */
   ttft__chunk **slab;             /* [max_slabs]                           */
-  uint64_t reserve;               /* the initial reserve, in chunks        */
-  uint64_t next_at_refill;        /* `next` at the last snapshot top-up    */
+  /* read by every snapshot's top-up while ttft_class_add raises it and
+   * other snapshots move it: atomics, relaxed (sizes, no data published) */
+  _Atomic uint64_t reserve;       /* the reserve kept free, in chunks      */
+  _Atomic uint64_t next_at_refill;/* `next` at the last snapshot top-up    */
 } ttft__pool;
 
 /* a lock-free stack of slots: (tag << 32) | (index + 1) */
