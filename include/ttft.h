@@ -310,8 +310,11 @@ TTFT_API void ttft_snapshot_free(ttft_snapshot *s);
  * an empty metric. Thread-safe (snapshots are immutable). */
 TTFT_API uint64_t ttft_snapshot_count(const ttft_snapshot *s, ttft_metric m);
 
-/* Quantile q in [0,1] of metric m over every class: within 0.5 % of the
- * exact nearest-rank order statistic x(ceil(q*N)) for values 1 us .. 1 h;
+/* Quantile q in [0,1] of metric m over every class, nearest rank: the
+ * rank is exact — ceil(q*N) with q read as the shortest decimal that
+ * prints it (0.99 is 99/100, not the binary double just below), so
+ * q = 0.99 of N = 100 is the 99th observation — and the value returned is
+ * that observation's bucket, within 0.5 % of it for values 1 us .. 1 h.
  * q = 0 is the exact min, q = 1 the exact max; never decreasing in q and
  * always within [min, max]. ns (tokens for OUTPUT_TOKENS). 0 for NULL s,
  * unknown m, q outside [0,1] or NaN, or an empty metric. */
@@ -364,10 +367,16 @@ typedef enum ttft_split {
 
 /* --------------------------------------------------------------- snapshots */
 
-/* Exact mean (sum / count) of m over every class; 0.0 when empty/invalid. */
+/* Mean of m over every class: ttft_snapshot_sum / ttft_snapshot_count as
+ * a double, so exact to double rounding while the sum has not wrapped (see
+ * below); 0.0 when empty or invalid. */
 TTFT_API double ttft_snapshot_mean(const ttft_snapshot *s, ttft_metric m);
 
-/* Exact sum of the observations of m; 0 when empty/invalid. */
+/* Sum of the observations of m (ns; tokens for OUTPUT_TOKENS), exact
+ * modulo 2^64: it wraps after 2^64 ns (584 years) of summed time, which a
+ * registry of 1000 concurrent 10 s streams reaches after about 7 months
+ * (Prometheus' rate() reads a wrapped _sum as a counter reset). 0 when
+ * empty or invalid. */
 TTFT_API uint64_t ttft_snapshot_sum(const ttft_snapshot *s, ttft_metric m);
 
 /* Gauge g at the time the snapshot was taken; 0 for NULL/unknown. */
@@ -678,8 +687,11 @@ TTFT_API uint64_t ttft_registry_now_ns(const ttft_registry *r);
 /* Merge: a new snapshot holding the observations of a and b (classes matched
  * by name, counters and histogram counts added, intervals joined). Fleet
  * percentiles come from merged counts, never from averaged percentiles.
- * Labels are taken from a. NULL on NULL input or ENOMEM (*err set when err
- * is non-NULL: TTFT_EINVAL, TTFT_ENOMEM). Thread-safe. */
+ * Labels are taken from a. NULL on error, with *err set when err is
+ * non-NULL: TTFT_EINVAL for NULL a or b; TTFT_ERANGE when the union has
+ * more than 4096 classes (no encoding could carry it) or a counter or
+ * histogram count would pass 2^64 - 1 (nothing is silently wrapped);
+ * TTFT_ENOMEM. Thread-safe. */
 TTFT_API ttft_snapshot *ttft_snapshot_merge(const ttft_snapshot *a, const ttft_snapshot *b, int *err);
 
 /* Delta: what happened between older and newer, two snapshots of one
@@ -694,9 +706,11 @@ TTFT_API ttft_snapshot *ttft_snapshot_delta(const ttft_snapshot *newer, const tt
  * for NULL s or buf NULL with cap > 0. */
 TTFT_API long ttft_snapshot_encode(const ttft_snapshot *s, void *buf, size_t cap);
 
-/* Decode untrusted bytes. Every length and count is checked; NULL with
- * *err = TTFT_ECORRUPT for anything malformed, TTFT_EINVAL for NULL buf,
- * TTFT_ENOMEM. Never reads past len. Thread-safe. */
+/* Decode untrusted bytes. Every length and count is checked before
+ * anything is allocated; NULL with *err = TTFT_ECORRUPT for anything
+ * malformed, TTFT_EINVAL for NULL buf, TTFT_ENOMEM. Never reads past len;
+ * never allocates more than 64 bytes per input byte plus 256 KiB, whatever
+ * the input claims. Thread-safe. */
 TTFT_API ttft_snapshot *ttft_snapshot_decode(const void *buf, size_t len, int *err);
 
 /* The same encoding as one line of base64 text (RFC 4648, no newlines),
