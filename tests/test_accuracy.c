@@ -6,11 +6,14 @@
  * in q; always within [min, max]; the mean is exact (sum / count).
  * Values are recorded through the public hooks with caller timestamps, as
  * TTFT (begin at t0, first token at t0 + v) and as ITL gaps of one long
- * sequence. The worst relative error seen is printed. */
+ * sequence. A test per distribution and recording (ttft_<dist>: TTFT and
+ * E2E; itl_<dist>: ITL and the sequence's worst gap), each seeding its own
+ * values so that it runs alone; sample_sizes covers N = 1 .. 40. The worst
+ * relative error seen is printed after each test. */
 #include <stdlib.h>
 
 #include "ttft.h"
-#include "testutil.h"
+#include "task.h"
 
 #define US UINT64_C(1000)
 #define SEC UINT64_C(1000000000)
@@ -224,27 +227,69 @@ static void run_itl(dist d, uint64_t *v, size_t n) {
   ttft_registry_free(r);
 }
 
-int main(void) {
-  enum { N = 100000 };
-  uint64_t *v = malloc(N * sizeof *v);
-  if (!v) return 2;
-  for (int d = 0; d < D_COUNT; d++) {
-    TU_SECTION(dist_names[d]);
-    g_rng = UINT64_C(0x5EED0000) + (uint64_t)d;
-    size_t n = gen((dist)d, v, N);
-    run_ttft((dist)d, v, n);
-    g_rng = UINT64_C(0xC0FFEE00) + (uint64_t)d;
-    n = gen((dist)d, v, d == D_LOGUNIFORM || d == D_PARETO ? 20000 : 5000);
-    run_itl((dist)d, v, n);
-  }
-  /* sizes that make ceil(q*N) land on every kind of boundary */
+/* ------------------------------------------------------------- tests */
+enum { N_MAX = 100000 };
+static uint64_t g_v[N_MAX];
+
+static void worst_reset(void) {
+  g_worst = 0;
+  g_worst_where[0] = '\0';
+  g_worst_q = 0;
+}
+
+static void worst_print(void) {
+  if (g_worst_where[0])
+    printf("worst relative quantile error: %.4f %% (%s, q=%g); contract: 0.5 %%\n", 100.0 * g_worst,
+           g_worst_where, g_worst_q);
+}
+
+TU_SETUP(worst_reset)
+TU_TEARDOWN(worst_print)
+
+/* N = 100000 values of d, each the TTFT of its own sequence */
+static void ttft_of(dist d) {
+  TU_SECTION(dist_names[d]);
+  g_rng = UINT64_C(0x5EED0000) + (uint64_t)d;
+  size_t n = gen(d, g_v, N_MAX);
+  run_ttft(d, g_v, n);
+}
+
+/* 5000 values of d (20000 for the wide ones) as the ITL gaps of one sequence */
+static void itl_of(dist d) {
+  TU_SECTION(dist_names[d]);
+  g_rng = UINT64_C(0xC0FFEE00) + (uint64_t)d;
+  size_t n = gen(d, g_v, d == D_LOGUNIFORM || d == D_PARETO ? 20000 : 5000);
+  run_itl(d, g_v, n);
+}
+
+TEST(ttft_uniform) { ttft_of(D_UNIFORM); }
+TEST(itl_uniform) { itl_of(D_UNIFORM); }
+TEST(ttft_loguniform) { ttft_of(D_LOGUNIFORM); }
+TEST(itl_loguniform) { itl_of(D_LOGUNIFORM); }
+TEST(ttft_lognormal) { ttft_of(D_LOGNORMAL); }
+TEST(itl_lognormal) { itl_of(D_LOGNORMAL); }
+TEST(ttft_bimodal) { ttft_of(D_BIMODAL); }
+TEST(itl_bimodal) { itl_of(D_BIMODAL); }
+TEST(ttft_pareto) { ttft_of(D_PARETO); }
+TEST(itl_pareto) { itl_of(D_PARETO); }
+TEST(ttft_edges) { ttft_of(D_EDGES); }
+TEST(itl_edges) { itl_of(D_EDGES); }
+TEST(ttft_single_value) { ttft_of(D_SINGLE); }
+TEST(itl_single_value) { itl_of(D_SINGLE); }
+TEST(ttft_all_equal) { ttft_of(D_ALL_EQUAL); }
+TEST(itl_all_equal) { itl_of(D_ALL_EQUAL); }
+TEST(ttft_two_values) { ttft_of(D_TWO); }
+TEST(itl_two_values) { itl_of(D_TWO); }
+TEST(ttft_narrow) { ttft_of(D_SMALL_INTS); }
+TEST(itl_narrow) { itl_of(D_SMALL_INTS); }
+
+/* sizes that make ceil(q*N) land on every kind of boundary */
+TEST(sample_sizes) {
   for (size_t n = 1; n <= 40; n++) {
     g_rng = UINT64_C(0xABCD00) + n;
-    gen(D_LOGUNIFORM, v, n);
-    run_ttft(D_LOGUNIFORM, v, n);
+    gen(D_LOGUNIFORM, g_v, n);
+    run_ttft(D_LOGUNIFORM, g_v, n);
   }
-  free(v);
-  printf("worst relative quantile error: %.4f %% (%s, q=%g); contract: 0.5 %%\n", 100.0 * g_worst,
-         g_worst_where, g_worst_q);
-  return TU_DONE();
 }
+
+TU_MAIN()
