@@ -22,7 +22,7 @@
 #include <stdlib.h>
 
 #include "ttft.h"
-#include "testutil.h"
+#include "task.h"
 
 #define T0 UINT64_C(1000000000)
 
@@ -74,7 +74,7 @@ static const double *k_qs(size_t *nq) {
   return qs;
 }
 
-static void test_small_n(void) {
+TEST(small_n_exact_order_statistic) {
   TU_SECTION("N = 1 .. 300, values 1 .. N: q = k/100 and k/1000 give x(ceil(qN)) exactly");
   unsigned long checks = 0, wrong = 0;
   for (uint64_t n = 1; n <= 300; n++) {
@@ -110,7 +110,7 @@ static void test_small_n(void) {
 
 /* 1000 groups: group g (1 .. 1000) holds the ranks (B(g-1), B(g)] with
  * B(g) = ceil(g N / 1000), all equal to the lower edge of bucket g + 1. */
-static void test_large_n(void) {
+TEST(large_n_group_boundaries) {
   TU_SECTION("large N: group boundaries at every ceil(kN/1000)");
   static const uint64_t ns[] = {1000,          1001,          4099,        65536,
                                 1000000,       1000003,       UINT64_C(4294967311),
@@ -159,7 +159,7 @@ static void test_large_n(void) {
 }
 
 /* N = 100 values 1 .. 100 ms as TTFT (and so as the completed TTFT view) */
-static void test_spec_example(void) {
+TEST(spec_example_ttft_and_view) {
   TU_SECTION("the SPEC's example: 100 values 1 .. 100 ms, q = 0.07 is x(7), q = 0.55 is x(55)");
   ttft_registry *r = small_registry();
   for (uint64_t v = 1; v <= 100; v++) {
@@ -193,7 +193,7 @@ static void test_spec_example(void) {
 }
 
 /* q = 1/3 and 2/3 of N = 3: 0.3333333333333333 * 3 is just below 1 */
-static void test_thirds(void) {
+TEST(thirds_of_three_values) {
   TU_SECTION("q that are not short decimals: 1/3, 2/3 of 3 values");
   ttft_registry *r = small_registry();
   ttft_seq s = ttft_begin(r, T0);
@@ -209,10 +209,4 @@ static void test_thirds(void) {
   ttft_registry_free(r);
 }
 
-int main(void) {
-  test_small_n();
-  test_large_n();
-  test_spec_example();
-  test_thirds();
-  return TU_DONE();
-}
+TU_MAIN()
