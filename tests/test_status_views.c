@@ -13,13 +13,17 @@
  *    quantiles of a merge of two copies equal the original's);
  *  - JSON, text and the expositions name them apart from ITL and from the
  *    all-streams metrics.
+ *
+ * Every test starts from the same recording (TU_SETUP: the RNG reset, the
+ * 600 streams played, the exact values sorted, a snapshot taken); the
+ * teardown frees it.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ttft.h"
-#include "testutil.h"
+#include "task.h"
 
 #define MS UINT64_C(1000000)
 #define T0 UINT64_C(1000000000)
@@ -184,43 +188,88 @@ static char *render(const ttft_snapshot *s, ttft_format f) {
   return t;
 }
 
-int main(void) {
-  static truth tr;
-  TU_SECTION("recorded: exact counts, 0.5 % quantiles");
-  ttft_registry *r = record(&tr);
-  EXPECT_NOT_NULL(r);
-  if (!r) return TU_DONE();
-  sort_all(&tr);
-  ttft_snapshot *s = ttft_snapshot_take(r);
-  check(s, &tr, 1, "taken");
-  printf("%zu gaps, %zu per-token values; views completed/cancelled/error: %zu/%zu/%zu\n", tr.itl.n,
-         tr.per_token.n, tr.view[0][2].n, tr.view[1][2].n, tr.view[2][2].n);
+/* ------------------------------------------------------------ fixture */
+static struct {
+  truth tr;
+  ttft_registry *r;
+  ttft_snapshot *s;
+} g;
 
-  TU_SECTION("the encoding carries them");
-  long n = ttft_snapshot_encode(s, NULL, 0);
+static void vec_free(vec *x) {
+  free(x->v);
+  memset(x, 0, sizeof *x);
+}
+
+static void world_setup(void) {
+  memset(&g.tr, 0, sizeof g.tr);
+  g_rng = 12345;
+  g.r = record(&g.tr);
+  EXPECT_NOT_NULL(g.r);
+  g.s = NULL;
+  if (!g.r) return;
+  sort_all(&g.tr);
+  g.s = ttft_snapshot_take(g.r);
+  EXPECT_NOT_NULL(g.s);
+}
+
+static void world_teardown(void) {
+  ttft_snapshot_free(g.s);
+  ttft_registry_free(g.r);
+  g.s = NULL;
+  g.r = NULL;
+  vec_free(&g.tr.itl);
+  vec_free(&g.tr.per_token);
+  for (int st = 0; st < 3; st++)
+    for (int v = 0; v < 4; v++) vec_free(&g.tr.view[st][v]);
+  vec_free(&g.tr.chat_completed_e2e);
+}
+
+TU_SETUP(world_setup)
+TU_TEARDOWN(world_teardown)
+
+/* ---------------------------------------------------------------- tests */
+TEST(recorded_exact_counts_and_quantiles) {
+  if (!g.s) return;
+  check(g.s, &g.tr, 1, "taken");
+  printf("%zu gaps, %zu per-token values; views completed/cancelled/error: %zu/%zu/%zu\n", g.tr.itl.n,
+         g.tr.per_token.n, g.tr.view[0][2].n, g.tr.view[1][2].n, g.tr.view[2][2].n);
+}
+
+TEST(encoding_carries_views) {
+  if (!g.s) return;
+  long n = ttft_snapshot_encode(g.s, NULL, 0);
   unsigned char *b = malloc((size_t)n);
-  EXPECT_EQ_INT(n, ttft_snapshot_encode(s, b, (size_t)n));
+  EXPECT_EQ_INT(n, ttft_snapshot_encode(g.s, b, (size_t)n));
   int err = 1;
   ttft_snapshot *d = ttft_snapshot_decode(b, (size_t)n, &err);
   EXPECT_ERR(TTFT_OK, err);
-  if (d) check(d, &tr, 1, "decoded");
+  if (d) check(d, &g.tr, 1, "decoded");
   ttft_snapshot_free(d);
   free(b);
+}
 
-  TU_SECTION("merge adds them (quantiles of two copies are the original's)");
-  ttft_snapshot *m = ttft_snapshot_merge(s, s, &err);
+/* quantiles of two copies are the original's */
+TEST(merge_adds_views) {
+  if (!g.s) return;
+  int err = 1;
+  ttft_snapshot *m = ttft_snapshot_merge(g.s, g.s, &err);
   EXPECT_ERR(TTFT_OK, err);
   if (m) {
-    check(m, &tr, 2, "merged"); /* quantiles are rank-relative: unchanged by doubling every count */
+    check(m, &g.tr, 2, "merged"); /* quantiles are rank-relative: unchanged by doubling every count */
   }
+  ttft_snapshot_free(m);
+}
 
-  TU_SECTION("delta subtracts them");
+TEST(delta_subtracts_views) {
+  if (!g.s) return;
+  ttft_registry *r = g.r;
   ttft_seq q = ttft_begin(r, UINT64_C(9000000000000));
   EXPECT_ERR(TTFT_OK, ttft_token_emitted(r, q, 1, UINT64_C(9000000000000) + 50 * MS));
   EXPECT_ERR(TTFT_OK, ttft_token_emitted(r, q, 4, UINT64_C(9000000000000) + 90 * MS));
   EXPECT_ERR(TTFT_OK, ttft_stream_end(r, q, TTFT_CANCELLED, UINT64_C(9000000000000) + 100 * MS));
   ttft_snapshot *s2 = ttft_snapshot_take(r);
-  ttft_snapshot *dl = ttft_snapshot_delta(s2, s, &err);
+  int err = 1;
+  ttft_snapshot *dl = ttft_snapshot_delta(s2, g.s, &err);
   EXPECT_ERR(TTFT_OK, err);
   if (dl) {
     EXPECT_EQ_U64(4, ttft_snapshot_count(dl, TTFT_METRIC_ITL_PER_TOKEN)); /* 40 ms / 4, four times */
@@ -237,9 +286,14 @@ int main(void) {
     EXPECT_NEAR_REL(10.0 * MS,
                     (double)ttft_snapshot_status_quantile(dl, TTFT_CLASS_ALL, TTFT_CANCELLED, TTFT_METRIC_TPOT, 0.5), 0.005);
   }
+  ttft_snapshot_free(dl);
+  ttft_snapshot_free(s2);
+}
 
-  TU_SECTION("the formats name them apart");
-  char *j = render(s, TTFT_FORMAT_JSON);
+/* the formats name them apart from ITL and from the all-streams metrics */
+TEST(json_names_views) {
+  if (!g.s) return;
+  char *j = render(g.s, TTFT_FORMAT_JSON);
   if (j) {
     EXPECT_CONTAINS(j, "\"itl_per_token\":{\"unit\":\"ns\",\"count\":");
     EXPECT_CONTAINS(j, "\"by_status\":{\"completed\":{\"ttft\":{\"unit\":\"ns\",\"count\":");
@@ -247,7 +301,11 @@ int main(void) {
     EXPECT_CONTAINS(j, "\"output_tokens\":{\"unit\":\"tokens\"");
   }
   free(j);
-  char *t = render(s, TTFT_FORMAT_TEXT);
+}
+
+TEST(text_names_views) {
+  if (!g.s) return;
+  char *t = render(g.s, TTFT_FORMAT_TEXT);
   if (t) {
     EXPECT_CONTAINS(t, "\nitl_per_token ");
     EXPECT_CONTAINS(t, "\nby terminal status ");
@@ -255,22 +313,21 @@ int main(void) {
     EXPECT_CONTAINS(t, "\nerror tok ");
   }
   free(t);
-  char *p = render(s, TTFT_FORMAT_OPENMETRICS);
+}
+
+TEST(openmetrics_names_views) {
+  if (!g.s) return;
+  char *p = render(g.s, TTFT_FORMAT_OPENMETRICS);
   if (p) {
     char want[128];
     snprintf(want, sizeof want, "\nllm_inter_token_latency_per_token_seconds_count{class=\"chat\"} %llu\n",
-             (unsigned long long)ttft_snapshot_class_count(s, 1, TTFT_METRIC_ITL_PER_TOKEN));
+             (unsigned long long)ttft_snapshot_class_count(g.s, 1, TTFT_METRIC_ITL_PER_TOKEN));
     EXPECT_CONTAINS(p, want);
     snprintf(want, sizeof want, "\nllm_request_duration_by_status_seconds_count{class=\"chat\",status=\"completed\"} %llu\n",
-             (unsigned long long)tr.chat_completed_e2e.n);
+             (unsigned long long)g.tr.chat_completed_e2e.n);
     EXPECT_CONTAINS(p, want);
   }
   free(p);
-
-  ttft_snapshot_free(dl);
-  ttft_snapshot_free(s2);
-  ttft_snapshot_free(m);
-  ttft_snapshot_free(s);
-  ttft_registry_free(r);
-  return TU_DONE();
 }
+
+TU_MAIN()
