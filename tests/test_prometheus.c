@@ -14,7 +14,7 @@
 
 #include "ttft.h"
 /* after ttft.h: EXPECT_ERR needs it */
-#include "testutil.h"
+#include "task.h"
 
 #define T0 UINT64_C(1000000000000) /* caller timestamps start here (nonzero) */
 
@@ -142,8 +142,7 @@ static void check_histograms(const char *text) {
 /* Observations on fine-bucket upper edges land exactly. The fine histogram
  * splits [2^k, 2^(k+1)) into 128 buckets starting at multiples of
  * 2^(k-7); (m << s) - 1 is therefore the last value of a bucket. */
-static void test_exact_edges(void) {
-  TU_SECTION("exact cumulative counts on bucket edges");
+TEST(exact_counts_on_bucket_edges) {
   const uint64_t B1 = 255, B2 = (UINT64_C(200) << 20) - 1, B3 = (UINT64_C(130) << 30) - 1;
   const uint64_t bounds[] = {B1, B2, B3};
   ttft_config c;
@@ -197,8 +196,7 @@ static void test_exact_edges(void) {
 
 /* Off an edge, only observations within 1/128 below a bound can move to
  * the next bucket (never to an earlier one). Default OTel TTFT bounds. */
-static void test_error_bound(void) {
-  TU_SECTION("misplacement bound off bucket edges");
+TEST(misplacement_bound_off_edges) {
   ttft_registry *r = ttft_registry_new(NULL);
   EXPECT_NOT_NULL(r);
   if (!r) return;
@@ -232,11 +230,21 @@ static void test_error_bound(void) {
   ttft_registry_free(r);
 }
 
-static void test_structure(void) {
-  TU_SECTION("family structure, both formats");
-  ttft_registry *r = ttft_registry_new(NULL);
+/* ------------------------------------------ family structure, both formats
+ * One registry: a completed stream (3 tokens at 50 ms, 1 more at 90 ms,
+ * ended at 100 ms), one cancelled before its first token (2 s) and then
+ * ended again (a stale call), one still in flight; both expositions of it. */
+typedef struct expo {
+  ttft_registry *r;
+  ttft_snapshot *s;
+  char *p, *o; /* Prometheus 0.0.4, OpenMetrics 1.0 */
+} expo;
+
+static int expo_open(expo *w) {
+  memset(w, 0, sizeof *w);
+  ttft_registry *r = w->r = ttft_registry_new(NULL);
   EXPECT_NOT_NULL(r);
-  if (!r) return;
+  if (!r) return 0;
   ttft_seq q = ttft_begin(r, T0);
   ttft_token_emitted(r, q, 3, T0 + 50000000);
   ttft_token_emitted(r, q, 1, T0 + 90000000);
@@ -245,11 +253,24 @@ static void test_structure(void) {
   ttft_stream_end(r, q, TTFT_CANCELLED, T0 + 2000000000);
   EXPECT_ERR(TTFT_ESTALE, ttft_stream_end(r, q, TTFT_ERROR, T0 + 3000000000)); /* a stale call */
   q = ttft_begin(r, T0); /* stays in flight */
-  ttft_snapshot *s = ttft_snapshot_take(r);
-  char *p = render(s, TTFT_FORMAT_PROMETHEUS);
-  char *o = render(s, TTFT_FORMAT_OPENMETRICS);
-  if (p && o) {
-    /* 0.0.4: HELP+TYPE, counters keep _total in the family, no UNIT, no EOF */
+  w->s = ttft_snapshot_take(r);
+  w->p = render(w->s, TTFT_FORMAT_PROMETHEUS);
+  w->o = render(w->s, TTFT_FORMAT_OPENMETRICS);
+  return w->p && w->o;
+}
+
+static void expo_close(expo *w) {
+  free(w->p);
+  free(w->o);
+  ttft_snapshot_free(w->s);
+  ttft_registry_free(w->r);
+}
+
+/* 0.0.4: HELP+TYPE, counters keep _total in the family, no UNIT, no EOF */
+TEST(prometheus_families) {
+  expo w;
+  if (expo_open(&w)) {
+    const char *p = w.p;
     EXPECT_CONTAINS(p, "# TYPE gen_ai_server_time_to_first_token_seconds histogram\n");
     EXPECT_CONTAINS(p, "# TYPE gen_ai_server_time_per_output_token_seconds histogram\n");
     EXPECT_CONTAINS(p, "# TYPE gen_ai_server_request_duration_seconds histogram\n");
@@ -262,7 +283,15 @@ static void test_structure(void) {
     EXPECT_FALSE(strstr(p, "# EOF") != NULL);
     EXPECT_FALSE(strstr(p, "# UNIT") != NULL);
     EXPECT_FALSE(strstr(p, "_quantiles") != NULL); /* summaries are off by default */
-    /* OpenMetrics: counters without _total in the family, UNIT, info, EOF last */
+  }
+  expo_close(&w);
+}
+
+/* OpenMetrics: counters without _total in the family, UNIT, info, EOF last */
+TEST(openmetrics_families) {
+  expo w;
+  if (expo_open(&w)) {
+    const char *o = w.o;
     EXPECT_CONTAINS(o, "# TYPE llm_stalls counter\n");
     EXPECT_CONTAINS(o, "# HELP llm_stalls ");
     EXPECT_CONTAINS(o, "\nllm_stalls_total{class=\"default\"} 0\n");
@@ -273,7 +302,15 @@ static void test_structure(void) {
     size_t ol = strlen(o);
     EXPECT_TRUE(ol > 6 && strcmp(o + ol - 6, "# EOF\n") == 0);
     EXPECT_EQ_U64(1, count_lines_with(o, "# EOF"));
-    /* the same samples in both */
+  }
+  expo_close(&w);
+}
+
+/* the same samples in both */
+TEST(samples_in_both_formats) {
+  expo w;
+  if (expo_open(&w)) {
+    const char *p = w.p, *o = w.o;
     expect_sample(p, "llm_requests_ended_total{class=\"default\",status=\"completed\"}", "1");
     expect_sample(o, "llm_requests_ended_total{class=\"default\",status=\"cancelled\"}", "1");
     expect_sample(p, "llm_requests_ended_total{class=\"default\",status=\"error\"}", "0");
@@ -286,11 +323,26 @@ static void test_structure(void) {
     expect_sample(p, "gen_ai_server_time_to_first_token_seconds_sum{class=\"default\"}", "0.05");
     expect_sample(p, "llm_abandoned_wait_seconds_sum{class=\"default\"}", "2.0");
     expect_sample(p, "llm_request_output_tokens_sum{class=\"default\"}", "4");
-    /* token-weighted ITL: the one gap (40 ms, before a 1-token emission) */
-    EXPECT_CONTAINS(p, "# TYPE llm_inter_token_latency_per_token_seconds histogram\n");
-    expect_sample(p, "llm_inter_token_latency_per_token_seconds_count{class=\"default\"}", "1");
-    expect_sample(o, "llm_inter_token_latency_per_token_seconds_sum{class=\"default\"}", "0.04");
-    /* views by terminal status: series for the statuses that occurred */
+  }
+  expo_close(&w);
+}
+
+/* token-weighted ITL: the one gap (40 ms, before a 1-token emission) */
+TEST(itl_per_token_family) {
+  expo w;
+  if (expo_open(&w)) {
+    EXPECT_CONTAINS(w.p, "# TYPE llm_inter_token_latency_per_token_seconds histogram\n");
+    expect_sample(w.p, "llm_inter_token_latency_per_token_seconds_count{class=\"default\"}", "1");
+    expect_sample(w.o, "llm_inter_token_latency_per_token_seconds_sum{class=\"default\"}", "0.04");
+  }
+  expo_close(&w);
+}
+
+/* views by terminal status: series for the statuses that occurred */
+TEST(status_view_families) {
+  expo w;
+  if (expo_open(&w)) {
+    const char *p = w.p, *o = w.o;
     EXPECT_CONTAINS(p, "# TYPE llm_time_to_first_token_by_status_seconds histogram\n");
     EXPECT_CONTAINS(o, "# UNIT llm_request_duration_by_status_seconds seconds\n");
     expect_sample(p, "llm_time_to_first_token_by_status_seconds_count{class=\"default\",status=\"completed\"}", "1");
@@ -301,12 +353,27 @@ static void test_structure(void) {
     expect_sample(p, "llm_request_output_tokens_by_status_sum{class=\"default\",status=\"completed\"}", "4");
     EXPECT_FALSE(strstr(p, "status=\"error\",le=") != NULL); /* no stream ended in error */
     EXPECT_FALSE(strstr(o, "_by_status_seconds_count{class=\"default\",status=\"error\"}") != NULL);
-    /* stale hook calls: the registry's, no class label */
-    EXPECT_CONTAINS(p, "# TYPE llm_stale_hook_calls_total counter\n");
-    EXPECT_CONTAINS(o, "# TYPE llm_stale_hook_calls counter\n");
-    EXPECT_CONTAINS(p, "\nllm_stale_hook_calls_total 1\n");
-    EXPECT_CONTAINS(o, "\nllm_stale_hook_calls_total 1\n");
-    /* default bounds: OTel for TTFT (16 + Inf), R10 fine grid elsewhere (62 + Inf) */
+  }
+  expo_close(&w);
+}
+
+/* stale hook calls: the registry's, no class label */
+TEST(stale_hook_calls_family) {
+  expo w;
+  if (expo_open(&w)) {
+    EXPECT_CONTAINS(w.p, "# TYPE llm_stale_hook_calls_total counter\n");
+    EXPECT_CONTAINS(w.o, "# TYPE llm_stale_hook_calls counter\n");
+    EXPECT_CONTAINS(w.p, "\nllm_stale_hook_calls_total 1\n");
+    EXPECT_CONTAINS(w.o, "\nllm_stale_hook_calls_total 1\n");
+  }
+  expo_close(&w);
+}
+
+/* default bounds: OTel for TTFT (16 + Inf), R10 fine grid elsewhere (62 + Inf) */
+TEST(default_bucket_bounds) {
+  expo w;
+  if (expo_open(&w)) {
+    const char *p = w.p;
     EXPECT_EQ_U64(17, count_lines_with(p, "gen_ai_server_time_to_first_token_seconds_bucket{class=\"default\","));
     EXPECT_EQ_U64(14, count_lines_with(p, "gen_ai_server_time_per_output_token_seconds_bucket{class=\"default\","));
     EXPECT_EQ_U64(15, count_lines_with(p, "gen_ai_server_request_duration_seconds_bucket{class=\"default\","));
@@ -319,21 +386,25 @@ static void test_structure(void) {
     EXPECT_CONTAINS(p, "llm_inter_token_latency_seconds_bucket{class=\"default\",le=\"630.0\"} 1\n");
     EXPECT_CONTAINS(p, "llm_request_output_tokens_bucket{class=\"default\",le=\"0.0\"} 1\n");
     EXPECT_CONTAINS(p, "llm_request_output_tokens_bucket{class=\"default\",le=\"4.0\"} 2\n");
-    check_histograms(p);
-    check_histograms(o);
-    /* every line of either format ends with a newline and no family repeats */
-    EXPECT_TRUE(p[strlen(p) - 1] == '\n');
-    EXPECT_EQ_U64(1, count_lines_with(p, "# TYPE llm_inter_token_latency_seconds "));
-    EXPECT_EQ_U64(1, count_lines_with(o, "# TYPE llm_requests_ended "));
   }
-  free(p);
-  free(o);
-  ttft_snapshot_free(s);
-  ttft_registry_free(r);
+  expo_close(&w);
 }
 
-static void test_escaping(void) {
-  TU_SECTION("label escaping and UTF-8");
+/* buckets monotone, +Inf == _count; every line of either format ends with a
+ * newline and no family repeats */
+TEST(histograms_and_lines_well_formed) {
+  expo w;
+  if (expo_open(&w)) {
+    check_histograms(w.p);
+    check_histograms(w.o);
+    EXPECT_TRUE(w.p[strlen(w.p) - 1] == '\n');
+    EXPECT_EQ_U64(1, count_lines_with(w.p, "# TYPE llm_inter_token_latency_seconds "));
+    EXPECT_EQ_U64(1, count_lines_with(w.o, "# TYPE llm_requests_ended "));
+  }
+  expo_close(&w);
+}
+
+TEST(label_escaping_and_utf8) {
   ttft_config c;
   ttft_config_init(&c);
   ttft_label l[3] = {{"replica", "a\"b\\c\nd \xC3\xBC\xF0\x9F\x98\x80"},
@@ -382,8 +453,7 @@ static void test_escaping(void) {
   ttft_registry_free(r);
 }
 
-static void test_namespace_summaries(void) {
-  TU_SECTION("namespace and summaries");
+TEST(namespace_and_summaries) {
   ttft_config c;
   ttft_config_init(&c);
   c.metric_namespace = "myapp_";
@@ -431,8 +501,7 @@ static void test_namespace_summaries(void) {
   ttft_registry_free(r);
 }
 
-static void test_snprintf_rules(void) {
-  TU_SECTION("snprintf rules");
+TEST(snprintf_rules) {
   ttft_registry *r = ttft_registry_new(NULL);
   EXPECT_NOT_NULL(r);
   if (!r) return;
@@ -469,12 +538,4 @@ static void test_snprintf_rules(void) {
   ttft_registry_free(r);
 }
 
-int main(void) {
-  test_exact_edges();
-  test_error_bound();
-  test_structure();
-  test_escaping();
-  test_namespace_summaries();
-  test_snprintf_rules();
-  return TU_DONE();
-}
+TU_MAIN()
