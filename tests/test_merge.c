@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "ttft.h"
-#include "testutil.h"
+#include "task.h"
 #include "tools/workload.h"
 
 static const double QS[] = {0.0, 0.001, 0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 0.999, 1.0};
@@ -79,8 +79,16 @@ static void expect_splits_same(const ttft_snapshot *want, const ttft_snapshot *g
   }
 }
 
-static void test_merge(void) {
-  TU_SECTION("merge(a, b) == one registry that saw both");
+/* ------------------------------------------------------------- merge
+ * a: 1200 requests over default, chat, batch; b: 900 over batch, code,
+ * default (another order, a class a lacks, 1.7x slower); ab: one registry
+ * that saw both workloads, its classes added in yet another order. */
+typedef struct merge_world {
+  ttft_registry *ra, *rb, *rab;
+  ttft_snapshot *sa, *sb, *sab, *m; /* m = merge(sa, sb) */
+} merge_world;
+
+static int merge_open(merge_world *w) {
   wl_params pa, pb;
   wl_params_init(&pa, 101, 1200);
   pa.classes[0] = "default";
@@ -94,116 +102,172 @@ static void test_merge(void) {
   pb.scale = 1.7;
   pb.left_open = 1;
 
-  ttft_registry *ra = new_registry("model-a"), *rb = new_registry("model-b");
-  ttft_registry *rab = new_registry("model-a");
-  wl_add_classes(ra, &pa);
-  wl_add_classes(rb, &pb);
-  wl_add_classes(rab, &pb); /* rab's class ids differ from both */
-  wl_add_classes(rab, &pa);
-  wl_play(ra, &pa);
-  wl_play(rab, &pa);
-  wl_play(rb, &pb);
-  wl_play(rab, &pb);
-  ttft_snapshot *sa = ttft_snapshot_take(ra), *sb = ttft_snapshot_take(rb);
-  ttft_snapshot *sab = ttft_snapshot_take(rab);
+  w->ra = new_registry("model-a");
+  w->rb = new_registry("model-b");
+  w->rab = new_registry("model-a");
+  wl_add_classes(w->ra, &pa);
+  wl_add_classes(w->rb, &pb);
+  wl_add_classes(w->rab, &pb); /* rab's class ids differ from both */
+  wl_add_classes(w->rab, &pa);
+  wl_play(w->ra, &pa);
+  wl_play(w->rab, &pa);
+  wl_play(w->rb, &pb);
+  wl_play(w->rab, &pb);
+  w->sa = ttft_snapshot_take(w->ra);
+  w->sb = ttft_snapshot_take(w->rb);
+  w->sab = ttft_snapshot_take(w->rab);
   int err = 1;
-  ttft_snapshot *m = ttft_snapshot_merge(sa, sb, &err);
+  w->m = ttft_snapshot_merge(w->sa, w->sb, &err);
   EXPECT_ERR(TTFT_OK, err);
-  EXPECT_NOT_NULL(m);
-  if (!m || !sa || !sb || !sab) return;
-
-  /* the union of classes, a's first, default stays 0 */
-  EXPECT_EQ_INT(4, ttft_snapshot_classes(m));
-  EXPECT_STREQ("default", ttft_snapshot_class_name(m, 0));
-  EXPECT_STREQ("chat", ttft_snapshot_class_name(m, 1));
-  EXPECT_STREQ("batch", ttft_snapshot_class_name(m, 2));
-  EXPECT_STREQ("code", ttft_snapshot_class_name(m, 3));
-  ttft_slo slo;
-  slo.struct_size = sizeof slo;
-  EXPECT_ERR(TTFT_OK, ttft_snapshot_class_slo(m, 1, &slo));
-  EXPECT_EQ_U64(300000000, slo.ttft_ns);
-
-  expect_class_same(sab, TTFT_CLASS_ALL, m, TTFT_CLASS_ALL, 1);
-  static const char *names[] = {"default", "chat", "batch", "code"};
-  for (int i = 0; i < 4; i++) {
-    int w = class_of(sab, names[i]), g = class_of(m, names[i]);
-    EXPECT_TRUE(w >= 0 && g >= 0);
-    if (w >= 0 && g >= 0) expect_class_same(sab, w, m, g, 1);
-  }
-  expect_splits_same(sab, m, 1);
-  EXPECT_TRUE(ttft_snapshot_count(m, TTFT_METRIC_ITL) > 10000);
-
-  for (int g = 0; g < TTFT_GAUGE_COUNT_; g++)
-    EXPECT_EQ_U64(ttft_snapshot_gauge(sa, (ttft_gauge)g) + ttft_snapshot_gauge(sb, (ttft_gauge)g),
-                  ttft_snapshot_gauge(m, (ttft_gauge)g));
-  EXPECT_EQ_U64(3, ttft_snapshot_gauge(m, TTFT_GAUGE_INFLIGHT));
-  uint64_t a0, a1, b0, b1, m0, m1;
-  ttft_snapshot_interval(sa, &a0, &a1);
-  ttft_snapshot_interval(sb, &b0, &b1);
-  EXPECT_ERR(TTFT_OK, ttft_snapshot_interval(m, &m0, &m1));
-  EXPECT_EQ_U64(a0 < b0 ? a0 : b0, m0);
-  EXPECT_EQ_U64(a1 > b1 ? a1 : b1, m1);
-  EXPECT_STREQ("model-a", ttft_snapshot_label(m, "model"));
-
-  TU_SECTION("merge is symmetric in the data, and merges of merges add up");
-  ttft_snapshot *mba = ttft_snapshot_merge(sb, sa, &err);
-  EXPECT_STREQ("batch", ttft_snapshot_class_name(mba, 1));
-  expect_class_same(m, TTFT_CLASS_ALL, mba, TTFT_CLASS_ALL, 1);
-  ttft_snapshot *mm = ttft_snapshot_merge(m, sa, &err);
-  EXPECT_EQ_U64(2 * ttft_snapshot_count(sa, TTFT_METRIC_TTFT) + ttft_snapshot_count(sb, TTFT_METRIC_TTFT),
-                ttft_snapshot_count(mm, TTFT_METRIC_TTFT));
-  EXPECT_EQ_U64(2 * ttft_snapshot_counter(sa, TTFT_COUNTER_TOKENS) + ttft_snapshot_counter(sb, TTFT_COUNTER_TOKENS),
-                ttft_snapshot_counter(mm, TTFT_COUNTER_TOKENS));
-  ttft_snapshot_free(mm);
-  ttft_snapshot_free(mba);
-
-  TU_SECTION("merged snapshot: delta refuses it, codec and formats carry it");
-  err = 0;
-  EXPECT_NULL(ttft_snapshot_delta(m, sa, &err));
-  EXPECT_ERR(TTFT_EINVAL, err);
-  long n = ttft_snapshot_encode(m, NULL, 0);
-  unsigned char *buf = malloc((size_t)n);
-  EXPECT_EQ_INT(n, ttft_snapshot_encode(m, buf, (size_t)n));
-  ttft_snapshot *md = ttft_snapshot_decode(buf, (size_t)n, &err);
-  EXPECT_NOT_NULL(md);
-  if (md) expect_class_same(m, 3, md, 3, 1);
-  ttft_snapshot_free(md);
-  free(buf);
-
-  long tl = ttft_snapshot_format(m, TTFT_FORMAT_TEXT, NULL, 0);
-  EXPECT_TRUE(tl > 0);
-  char *text = malloc((size_t)tl + 1);
-  EXPECT_EQ_INT(tl, ttft_snapshot_format(m, TTFT_FORMAT_TEXT, text, (size_t)tl + 1));
-  EXPECT_CONTAINS(text, "code");
-  EXPECT_CONTAINS(text, "chat");
-  free(text);
-  long jl = ttft_snapshot_format(m, TTFT_FORMAT_JSON, NULL, 0);
-  EXPECT_TRUE(jl > 0);
-  char *json = malloc((size_t)jl + 1);
-  EXPECT_EQ_INT(jl, ttft_snapshot_format(m, TTFT_FORMAT_JSON, json, (size_t)jl + 1));
-  EXPECT_TRUE(json[0] == '{' && json[jl - 1] != ',');
-  EXPECT_CONTAINS(json, "\"code\"");
-  char count[64];
-  snprintf(count, sizeof count, "%llu", (unsigned long long)ttft_snapshot_count(m, TTFT_METRIC_TTFT));
-  EXPECT_CONTAINS(json, count);
-  free(json);
-
-  err = 0;
-  EXPECT_NULL(ttft_snapshot_merge(NULL, sb, &err));
-  EXPECT_ERR(TTFT_EINVAL, err);
-  EXPECT_NULL(ttft_snapshot_merge(sa, NULL, NULL));
-
-  ttft_snapshot_free(m);
-  ttft_snapshot_free(sa);
-  ttft_snapshot_free(sb);
-  ttft_snapshot_free(sab);
-  ttft_registry_free(ra);
-  ttft_registry_free(rb);
-  ttft_registry_free(rab);
+  EXPECT_NOT_NULL(w->m);
+  return w->m && w->sa && w->sb && w->sab;
 }
 
-static void test_merge_mismatched_config(void) {
-  TU_SECTION("merge keeps a's band edges and Prometheus buckets");
+static void merge_close(merge_world *w) {
+  ttft_snapshot_free(w->m);
+  ttft_snapshot_free(w->sa);
+  ttft_snapshot_free(w->sb);
+  ttft_snapshot_free(w->sab);
+  ttft_registry_free(w->ra);
+  ttft_registry_free(w->rb);
+  ttft_registry_free(w->rab);
+}
+
+/* the union of classes, a's first, default stays 0 */
+TEST(merge_class_union) {
+  merge_world w;
+  if (merge_open(&w)) {
+    ttft_snapshot *m = w.m;
+    EXPECT_EQ_INT(4, ttft_snapshot_classes(m));
+    EXPECT_STREQ("default", ttft_snapshot_class_name(m, 0));
+    EXPECT_STREQ("chat", ttft_snapshot_class_name(m, 1));
+    EXPECT_STREQ("batch", ttft_snapshot_class_name(m, 2));
+    EXPECT_STREQ("code", ttft_snapshot_class_name(m, 3));
+    ttft_slo slo;
+    slo.struct_size = sizeof slo;
+    EXPECT_ERR(TTFT_OK, ttft_snapshot_class_slo(m, 1, &slo));
+    EXPECT_EQ_U64(300000000, slo.ttft_ns);
+  }
+  merge_close(&w);
+}
+
+/* merge(a, b) == one registry that saw both: in total, per class matched by
+ * name, and in the splits, exactly */
+TEST(merge_equals_one_registry) {
+  merge_world w;
+  if (merge_open(&w)) {
+    expect_class_same(w.sab, TTFT_CLASS_ALL, w.m, TTFT_CLASS_ALL, 1);
+    static const char *names[] = {"default", "chat", "batch", "code"};
+    for (int i = 0; i < 4; i++) {
+      int wc = class_of(w.sab, names[i]), gc = class_of(w.m, names[i]);
+      EXPECT_TRUE(wc >= 0 && gc >= 0);
+      if (wc >= 0 && gc >= 0) expect_class_same(w.sab, wc, w.m, gc, 1);
+    }
+    expect_splits_same(w.sab, w.m, 1);
+    EXPECT_TRUE(ttft_snapshot_count(w.m, TTFT_METRIC_ITL) > 10000);
+  }
+  merge_close(&w);
+}
+
+/* gauges add, the interval is the union, the labels are a's */
+TEST(merge_gauges_interval_labels) {
+  merge_world w;
+  if (merge_open(&w)) {
+    ttft_snapshot *sa = w.sa, *sb = w.sb, *m = w.m;
+    for (int g = 0; g < TTFT_GAUGE_COUNT_; g++)
+      EXPECT_EQ_U64(ttft_snapshot_gauge(sa, (ttft_gauge)g) + ttft_snapshot_gauge(sb, (ttft_gauge)g),
+                    ttft_snapshot_gauge(m, (ttft_gauge)g));
+    EXPECT_EQ_U64(3, ttft_snapshot_gauge(m, TTFT_GAUGE_INFLIGHT));
+    uint64_t a0, a1, b0, b1, m0, m1;
+    ttft_snapshot_interval(sa, &a0, &a1);
+    ttft_snapshot_interval(sb, &b0, &b1);
+    EXPECT_ERR(TTFT_OK, ttft_snapshot_interval(m, &m0, &m1));
+    EXPECT_EQ_U64(a0 < b0 ? a0 : b0, m0);
+    EXPECT_EQ_U64(a1 > b1 ? a1 : b1, m1);
+    EXPECT_STREQ("model-a", ttft_snapshot_label(m, "model"));
+  }
+  merge_close(&w);
+}
+
+/* merge is symmetric in the data, and merges of merges add up */
+TEST(merge_symmetric_and_nested) {
+  merge_world w;
+  if (merge_open(&w)) {
+    ttft_snapshot *sa = w.sa, *sb = w.sb, *m = w.m;
+    int err = 1;
+    ttft_snapshot *mba = ttft_snapshot_merge(sb, sa, &err);
+    EXPECT_STREQ("batch", ttft_snapshot_class_name(mba, 1));
+    expect_class_same(m, TTFT_CLASS_ALL, mba, TTFT_CLASS_ALL, 1);
+    ttft_snapshot *mm = ttft_snapshot_merge(m, sa, &err);
+    EXPECT_EQ_U64(2 * ttft_snapshot_count(sa, TTFT_METRIC_TTFT) + ttft_snapshot_count(sb, TTFT_METRIC_TTFT),
+                  ttft_snapshot_count(mm, TTFT_METRIC_TTFT));
+    EXPECT_EQ_U64(2 * ttft_snapshot_counter(sa, TTFT_COUNTER_TOKENS) + ttft_snapshot_counter(sb, TTFT_COUNTER_TOKENS),
+                  ttft_snapshot_counter(mm, TTFT_COUNTER_TOKENS));
+    ttft_snapshot_free(mm);
+    ttft_snapshot_free(mba);
+  }
+  merge_close(&w);
+}
+
+/* a merged snapshot: delta refuses it, the codec carries it */
+TEST(merged_snapshot_delta_and_codec) {
+  merge_world w;
+  if (merge_open(&w)) {
+    ttft_snapshot *m = w.m;
+    int err = 0;
+    EXPECT_NULL(ttft_snapshot_delta(m, w.sa, &err));
+    EXPECT_ERR(TTFT_EINVAL, err);
+    long n = ttft_snapshot_encode(m, NULL, 0);
+    unsigned char *buf = malloc((size_t)n);
+    EXPECT_EQ_INT(n, ttft_snapshot_encode(m, buf, (size_t)n));
+    ttft_snapshot *md = ttft_snapshot_decode(buf, (size_t)n, &err);
+    EXPECT_NOT_NULL(md);
+    if (md) expect_class_same(m, 3, md, 3, 1);
+    ttft_snapshot_free(md);
+    free(buf);
+  }
+  merge_close(&w);
+}
+
+/* a merged snapshot formats as text and JSON, with every class */
+TEST(merged_snapshot_formats) {
+  merge_world w;
+  if (merge_open(&w)) {
+    ttft_snapshot *m = w.m;
+    long tl = ttft_snapshot_format(m, TTFT_FORMAT_TEXT, NULL, 0);
+    EXPECT_TRUE(tl > 0);
+    char *text = malloc((size_t)tl + 1);
+    EXPECT_EQ_INT(tl, ttft_snapshot_format(m, TTFT_FORMAT_TEXT, text, (size_t)tl + 1));
+    EXPECT_CONTAINS(text, "code");
+    EXPECT_CONTAINS(text, "chat");
+    free(text);
+    long jl = ttft_snapshot_format(m, TTFT_FORMAT_JSON, NULL, 0);
+    EXPECT_TRUE(jl > 0);
+    char *json = malloc((size_t)jl + 1);
+    EXPECT_EQ_INT(jl, ttft_snapshot_format(m, TTFT_FORMAT_JSON, json, (size_t)jl + 1));
+    EXPECT_TRUE(json[0] == '{' && json[jl - 1] != ',');
+    EXPECT_CONTAINS(json, "\"code\"");
+    char count[64];
+    snprintf(count, sizeof count, "%llu", (unsigned long long)ttft_snapshot_count(m, TTFT_METRIC_TTFT));
+    EXPECT_CONTAINS(json, count);
+    free(json);
+  }
+  merge_close(&w);
+}
+
+TEST(merge_refuses_null) {
+  merge_world w;
+  if (merge_open(&w)) {
+    int err = 0;
+    EXPECT_NULL(ttft_snapshot_merge(NULL, w.sb, &err));
+    EXPECT_ERR(TTFT_EINVAL, err);
+    EXPECT_NULL(ttft_snapshot_merge(w.sa, NULL, NULL));
+  }
+  merge_close(&w);
+}
+
+/* merge keeps a's band edges and Prometheus buckets */
+TEST(merge_mismatched_config) {
   ttft_config ca, cb;
   ttft_config_init(&ca);
   ttft_config_init(&cb);
@@ -238,8 +302,15 @@ static void test_merge_mismatched_config(void) {
   ttft_registry_free(rb);
 }
 
-static void test_delta(void) {
-  TU_SECTION("delta(s2, s1) == a registry that saw only the events in between");
+/* ------------------------------------------------------------- delta
+ * r records workload 1, s1 is taken, then workload 2 (which adds the class
+ * "late"), s2 is taken; r2 (ref) records workload 2 only. d = delta(s2, s1). */
+typedef struct delta_world {
+  ttft_registry *r, *r2;
+  ttft_snapshot *s1, *s2, *ref, *d;
+} delta_world;
+
+static int delta_open(delta_world *w) {
   wl_params p1, p2;
   wl_params_init(&p1, 301, 800);
   p1.classes[0] = "chat";
@@ -249,93 +320,124 @@ static void test_delta(void) {
   p2.classes[1] = "default";
   p2.classes[2] = "late"; /* added between the two snapshots */
   p2.scale = 0.6;
-  ttft_registry *r = new_registry("m"), *r2 = new_registry("m");
+  ttft_registry *r = w->r = new_registry("m"), *r2 = w->r2 = new_registry("m");
   wl_add_classes(r, &p1);
   p2.t0 = wl_play(r, &p1) + 1000;
-  ttft_snapshot *s1 = ttft_snapshot_take(r);
+  w->s1 = ttft_snapshot_take(r);
   wl_add_classes(r, &p2);
   wl_add_classes(r2, &p2);
   wl_play(r, &p2);
   wl_play(r2, &p2);
-  ttft_snapshot *s2 = ttft_snapshot_take(r), *ref = ttft_snapshot_take(r2);
+  w->s2 = ttft_snapshot_take(r);
+  w->ref = ttft_snapshot_take(r2);
   int err = 1;
-  ttft_snapshot *d = ttft_snapshot_delta(s2, s1, &err);
+  w->d = ttft_snapshot_delta(w->s2, w->s1, &err);
   EXPECT_ERR(TTFT_OK, err);
-  EXPECT_NOT_NULL(d);
-  if (!d || !s1 || !s2 || !ref) return;
+  EXPECT_NOT_NULL(w->d);
+  return w->d && w->s1 && w->s2 && w->ref;
+}
 
-  EXPECT_EQ_INT(3, ttft_snapshot_classes(d));
-  expect_class_same(ref, TTFT_CLASS_ALL, d, TTFT_CLASS_ALL, 0);
-  static const char *names[] = {"default", "chat", "late"};
-  for (int i = 0; i < 3; i++) {
-    int w = class_of(ref, names[i]), g = class_of(d, names[i]);
-    EXPECT_TRUE(w >= 0 && g >= 0);
-    if (w >= 0 && g >= 0) expect_class_same(ref, w, d, g, 0);
+static void delta_close(delta_world *w) {
+  ttft_snapshot_free(w->d);
+  ttft_snapshot_free(w->s1);
+  ttft_snapshot_free(w->s2);
+  ttft_snapshot_free(w->ref);
+  ttft_registry_free(w->r);
+  ttft_registry_free(w->r2);
+}
+
+/* delta(s2, s1) == a registry that saw only the events in between */
+TEST(delta_equals_events_between) {
+  delta_world w;
+  if (delta_open(&w)) {
+    ttft_snapshot *d = w.d, *ref = w.ref, *s2 = w.s2;
+    EXPECT_EQ_INT(3, ttft_snapshot_classes(d));
+    expect_class_same(ref, TTFT_CLASS_ALL, d, TTFT_CLASS_ALL, 0);
+    static const char *names[] = {"default", "chat", "late"};
+    for (int i = 0; i < 3; i++) {
+      int wc = class_of(ref, names[i]), gc = class_of(d, names[i]);
+      EXPECT_TRUE(wc >= 0 && gc >= 0);
+      if (wc >= 0 && gc >= 0) expect_class_same(ref, wc, d, gc, 0);
+    }
+    expect_splits_same(ref, d, 0);
+    EXPECT_TRUE(ttft_snapshot_count(d, TTFT_METRIC_TTFT) > 500);
+    /* the delta's extremes stay inside what newer has seen */
+    EXPECT_GE_U64(ttft_snapshot_quantile(d, TTFT_METRIC_ITL, 0.0), ttft_snapshot_quantile(s2, TTFT_METRIC_ITL, 0.0));
+    EXPECT_LE_U64(ttft_snapshot_quantile(d, TTFT_METRIC_ITL, 1.0), ttft_snapshot_quantile(s2, TTFT_METRIC_ITL, 1.0));
   }
-  expect_splits_same(ref, d, 0);
-  EXPECT_TRUE(ttft_snapshot_count(d, TTFT_METRIC_TTFT) > 500);
-  /* the delta's extremes stay inside what newer has seen */
-  EXPECT_GE_U64(ttft_snapshot_quantile(d, TTFT_METRIC_ITL, 0.0), ttft_snapshot_quantile(s2, TTFT_METRIC_ITL, 0.0));
-  EXPECT_LE_U64(ttft_snapshot_quantile(d, TTFT_METRIC_ITL, 1.0), ttft_snapshot_quantile(s2, TTFT_METRIC_ITL, 1.0));
-
-  uint64_t s1a, s1b, s2a, s2b, da, db;
-  ttft_snapshot_interval(s1, &s1a, &s1b);
-  ttft_snapshot_interval(s2, &s2a, &s2b);
-  ttft_snapshot_interval(d, &da, &db);
-  EXPECT_EQ_U64(s1b, da);
-  EXPECT_EQ_U64(s2b, db);
-  EXPECT_EQ_U64(ttft_snapshot_gauge(s2, TTFT_GAUGE_INFLIGHT), ttft_snapshot_gauge(d, TTFT_GAUGE_INFLIGHT));
-
-  TU_SECTION("delta of a snapshot with itself is empty");
-  ttft_snapshot *z = ttft_snapshot_delta(s2, s2, &err);
-  EXPECT_NOT_NULL(z);
-  EXPECT_EQ_U64(0, ttft_snapshot_count(z, TTFT_METRIC_ITL));
-  EXPECT_EQ_U64(0, ttft_snapshot_counter(z, TTFT_COUNTER_BEGUN));
-  EXPECT_EQ_U64(0, ttft_snapshot_quantile(z, TTFT_METRIC_TTFT, 0.5));
-  ttft_snapshot_free(z);
-
-  TU_SECTION("delta survives the codec (registry id travels)");
-  long n1 = ttft_snapshot_encode(s1, NULL, 0), n2 = ttft_snapshot_encode(s2, NULL, 0);
-  unsigned char *b1 = malloc((size_t)n1), *b2 = malloc((size_t)n2);
-  ttft_snapshot_encode(s1, b1, (size_t)n1);
-  ttft_snapshot_encode(s2, b2, (size_t)n2);
-  ttft_snapshot *e1 = ttft_snapshot_decode(b1, (size_t)n1, NULL);
-  ttft_snapshot *e2 = ttft_snapshot_decode(b2, (size_t)n2, NULL);
-  ttft_snapshot *de = ttft_snapshot_delta(e2, e1, &err);
-  EXPECT_NOT_NULL(de);
-  if (de) expect_class_same(d, TTFT_CLASS_ALL, de, TTFT_CLASS_ALL, 1);
-  ttft_snapshot_free(de);
-  ttft_snapshot_free(e1);
-  ttft_snapshot_free(e2);
-  free(b1);
-  free(b2);
-
-  TU_SECTION("delta refuses");
-  err = 0;
-  EXPECT_NULL(ttft_snapshot_delta(s1, s2, &err)); /* wrong order */
-  EXPECT_ERR(TTFT_EINVAL, err);
-  err = 0;
-  EXPECT_NULL(ttft_snapshot_delta(s2, ref, &err)); /* another registry */
-  EXPECT_ERR(TTFT_EINVAL, err);
-  err = 0;
-  EXPECT_NULL(ttft_snapshot_delta(d, s1, &err)); /* a delta is not a registry's history */
-  EXPECT_ERR(TTFT_EINVAL, err);
-  err = 0;
-  EXPECT_NULL(ttft_snapshot_delta(NULL, s1, &err));
-  EXPECT_ERR(TTFT_EINVAL, err);
-  EXPECT_NULL(ttft_snapshot_delta(s2, NULL, NULL));
-
-  ttft_snapshot_free(d);
-  ttft_snapshot_free(s1);
-  ttft_snapshot_free(s2);
-  ttft_snapshot_free(ref);
-  ttft_registry_free(r);
-  ttft_registry_free(r2);
+  delta_close(&w);
 }
 
-int main(void) {
-  test_merge();
-  test_merge_mismatched_config();
-  test_delta();
-  return TU_DONE();
+/* the delta spans the end of s1 to the end of s2; gauges are s2's */
+TEST(delta_interval_and_gauges) {
+  delta_world w;
+  if (delta_open(&w)) {
+    uint64_t s1a, s1b, s2a, s2b, da, db;
+    ttft_snapshot_interval(w.s1, &s1a, &s1b);
+    ttft_snapshot_interval(w.s2, &s2a, &s2b);
+    ttft_snapshot_interval(w.d, &da, &db);
+    EXPECT_EQ_U64(s1b, da);
+    EXPECT_EQ_U64(s2b, db);
+    EXPECT_EQ_U64(ttft_snapshot_gauge(w.s2, TTFT_GAUGE_INFLIGHT), ttft_snapshot_gauge(w.d, TTFT_GAUGE_INFLIGHT));
+  }
+  delta_close(&w);
 }
+
+TEST(delta_with_itself_is_empty) {
+  delta_world w;
+  if (delta_open(&w)) {
+    int err = 1;
+    ttft_snapshot *z = ttft_snapshot_delta(w.s2, w.s2, &err);
+    EXPECT_NOT_NULL(z);
+    EXPECT_EQ_U64(0, ttft_snapshot_count(z, TTFT_METRIC_ITL));
+    EXPECT_EQ_U64(0, ttft_snapshot_counter(z, TTFT_COUNTER_BEGUN));
+    EXPECT_EQ_U64(0, ttft_snapshot_quantile(z, TTFT_METRIC_TTFT, 0.5));
+    ttft_snapshot_free(z);
+  }
+  delta_close(&w);
+}
+
+/* delta survives the codec (the registry id travels) */
+TEST(delta_of_decoded_snapshots) {
+  delta_world w;
+  if (delta_open(&w)) {
+    int err = 1;
+    long n1 = ttft_snapshot_encode(w.s1, NULL, 0), n2 = ttft_snapshot_encode(w.s2, NULL, 0);
+    unsigned char *b1 = malloc((size_t)n1), *b2 = malloc((size_t)n2);
+    ttft_snapshot_encode(w.s1, b1, (size_t)n1);
+    ttft_snapshot_encode(w.s2, b2, (size_t)n2);
+    ttft_snapshot *e1 = ttft_snapshot_decode(b1, (size_t)n1, NULL);
+    ttft_snapshot *e2 = ttft_snapshot_decode(b2, (size_t)n2, NULL);
+    ttft_snapshot *de = ttft_snapshot_delta(e2, e1, &err);
+    EXPECT_NOT_NULL(de);
+    if (de) expect_class_same(w.d, TTFT_CLASS_ALL, de, TTFT_CLASS_ALL, 1);
+    ttft_snapshot_free(de);
+    ttft_snapshot_free(e1);
+    ttft_snapshot_free(e2);
+    free(b1);
+    free(b2);
+  }
+  delta_close(&w);
+}
+
+TEST(delta_refuses) {
+  delta_world w;
+  if (delta_open(&w)) {
+    int err = 0;
+    EXPECT_NULL(ttft_snapshot_delta(w.s1, w.s2, &err)); /* wrong order */
+    EXPECT_ERR(TTFT_EINVAL, err);
+    err = 0;
+    EXPECT_NULL(ttft_snapshot_delta(w.s2, w.ref, &err)); /* another registry */
+    EXPECT_ERR(TTFT_EINVAL, err);
+    err = 0;
+    EXPECT_NULL(ttft_snapshot_delta(w.d, w.s1, &err)); /* a delta is not a registry's history */
+    EXPECT_ERR(TTFT_EINVAL, err);
+    err = 0;
+    EXPECT_NULL(ttft_snapshot_delta(NULL, w.s1, &err));
+    EXPECT_ERR(TTFT_EINVAL, err);
+    EXPECT_NULL(ttft_snapshot_delta(w.s2, NULL, NULL));
+  }
+  delta_close(&w);
+}
+
+TU_MAIN()
