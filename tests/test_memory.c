@@ -149,6 +149,31 @@ TEST(memory_exact_and_64_classes_fit) {
   EXPECT_ERR(TTFT_OK, ttft_set_allocator(NULL));
 }
 
+/* An SRE sees the limit on the dashboard: both gauges are in every
+ * exposition, with the snapshot's values. */
+static void expect_gauges_exported(const ttft_snapshot *s) {
+  char want[96];
+  uint64_t mem = ttft_snapshot_gauge(s, TTFT_GAUGE_MEMORY);
+  uint64_t coarse = ttft_snapshot_gauge(s, TTFT_GAUGE_COARSE);
+  EXPECT_GT_U64(mem, 0);
+  const ttft_format fmts[2] = {TTFT_FORMAT_PROMETHEUS, TTFT_FORMAT_JSON};
+  const char *pat[2][2] = {{"\nllm_registry_memory_bytes %llu\n", "\nllm_coarse_observations %llu\n"},
+                           {"\"memory_bytes\":%llu", "\"coarse_observations\":%llu"}};
+  for (int f = 0; f < 2; f++) {
+    long n = ttft_snapshot_format(s, fmts[f], NULL, 0);
+    EXPECT_GT_INT(n, 0);
+    char *buf = malloc((size_t)n + 1);
+    EXPECT_NOT_NULL(buf);
+    if (!buf) return;
+    EXPECT_EQ_INT(n, ttft_snapshot_format(s, fmts[f], buf, (size_t)n + 1));
+    snprintf(want, sizeof want, pat[f][0], (unsigned long long)mem);
+    EXPECT_CONTAINS(buf, want);
+    snprintf(want, sizeof want, pat[f][1], (unsigned long long)coarse);
+    EXPECT_CONTAINS(buf, want);
+    free(buf);
+  }
+}
+
 TEST(at_the_limit_values_still_count) {
   ttft_config c;
   ttft_config_init(&c);
@@ -193,6 +218,7 @@ TEST(at_the_limit_values_still_count) {
   }
   /* nothing grew after the pool reached the limit: snapshots cannot add */
   EXPECT_EQ_U64(fixed, ttft_registry_memory(r));
+  expect_gauges_exported(s);
   ttft_snapshot_free(s);
   ttft_registry_free(r);
 }

@@ -255,6 +255,10 @@ static void json_header(ttft__sb *sb, const ttft_snapshot *s, int *first) {
   json_u64(sb, s->gauge[TTFT_GAUGE_INFLIGHT]);
   json_key(sb, "live_stalls", &f);
   json_u64(sb, s->gauge[TTFT_GAUGE_LIVE_STALLS]);
+  json_key(sb, "memory_bytes", &f);
+  json_u64(sb, s->gauge[TTFT_GAUGE_MEMORY]);
+  json_key(sb, "coarse_observations", &f);
+  json_u64(sb, s->gauge[TTFT_GAUGE_COARSE]);
   ttft__sb_puts(sb, "}");
 }
 

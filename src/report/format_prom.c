@@ -525,6 +525,13 @@ static void put_gauges(const prom_ctx *c) {
   put_gauge1(c, "live_stalls",
              "In-flight sequences whose last token is older than their stall budget right now.",
              s->gauge[TTFT_GAUGE_LIVE_STALLS]);
+  put_gauge1(c, "registry_memory_bytes",
+             "Bytes the measuring registry holds (ttft_registry_memory), bounded by its memory_limit.",
+             s->gauge[TTFT_GAUGE_MEMORY]);
+  put_gauge1(c, "coarse_observations",
+             "Observations recorded at power-of-two resolution only, because memory_limit was reached "
+             "(0 normally; raise memory_limit if it grows).",
+             s->gauge[TTFT_GAUGE_COARSE]);
 
   /* budgets, so dashboards can draw them next to the percentiles */
   put_header(c, 0, "stall_budget_seconds", "gauge", "seconds",

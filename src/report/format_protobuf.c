@@ -909,6 +909,13 @@ static void put_all(pbx *x, ttft__sb *sb) {
   f.idx = TTFT_GAUGE_LIVE_STALLS, f.name = "live_stalls";
   f.help = "In-flight sequences whose last token is older than their stall budget right now.";
   put_family(sb, &f);
+  f.idx = TTFT_GAUGE_MEMORY, f.name = "registry_memory_bytes";
+  f.help = "Bytes the measuring registry holds (ttft_registry_memory), bounded by its memory_limit.";
+  put_family(sb, &f);
+  f.idx = TTFT_GAUGE_COARSE, f.name = "coarse_observations";
+  f.help = "Observations recorded at power-of-two resolution only, because memory_limit was reached "
+           "(0 normally; raise memory_limit if it grows).";
+  put_family(sb, &f);
 
   f.kind = FK_STALL_BUDGET, f.name = "stall_budget_seconds", f.unit = "seconds";
   f.help = "Stall budget of each class: an inter-token gap above it is a stall.";
