@@ -8,7 +8,7 @@
 #include <stdlib.h>
 
 #include "ttft.h"
-#include "testutil.h"
+#include "task.h"
 
 #define T0 UINT64_C(1000)
 #define US UINT64_C(1000)
@@ -473,8 +473,7 @@ static char *render(const ttft_snapshot *s, ttft_format f, long *len) {
 }
 
 /* ============================================================== tests */
-static void test_snprintf_rules(const ttft_snapshot *s, ttft_format f) {
-  TU_SECTION(f == TTFT_FORMAT_TEXT ? "snprintf rules: text" : "snprintf rules: json");
+static void expect_snprintf_rules(const ttft_snapshot *s, ttft_format f) {
   long n;
   char *full = render(s, f, &n);
   if (!full) return;
@@ -718,10 +717,13 @@ static void check_json(const ttft_snapshot *s, const char *text, size_t len) {
   jdestroy(root);
 }
 
-static void test_validator(void) {
-  TU_SECTION("the test's own JSON validator rejects what it must");
+/* the test's own JSON validator accepts valid JSON and rejects what it must */
+TEST(json_validator_accepts) {
   EXPECT_TRUE(parses("{\"a\":[1,2.5,-3e2,true,false,null,\"x\\u00e9\\ud83d\\ude00\"]}"));
   EXPECT_TRUE(parses(" 0 "));
+}
+
+TEST(json_validator_rejects) {
   EXPECT_FALSE(parses("{\"a\":1,}"));
   EXPECT_FALSE(parses("[1,]"));
   EXPECT_FALSE(parses("{\"a\":1,\"a\":2}"));
@@ -737,13 +739,18 @@ static void test_validator(void) {
   EXPECT_FALSE(parses("{\"a\" 1}"));
 }
 
-static void test_json_populated(void) {
-  TU_SECTION("JSON of a populated registry equals the snapshot API");
+/* the populated registry of most tests: one thread, model llama-3-8b */
+static ttft_registry *typical(int *chat_out) {
   ttft_config c;
   ttft_config_init(&c);
   c.max_threads = 1;
   c.model = "llama-3-8b";
-  ttft_registry *r = populated(&c, NULL);
+  return populated(&c, chat_out);
+}
+
+/* JSON of a populated registry equals the snapshot API */
+TEST(json_populated_equals_api) {
+  ttft_registry *r = typical(NULL);
   ttft_snapshot *s = ttft_snapshot_take(r);
   EXPECT_TRUE(ttft_snapshot_gauge(s, TTFT_GAUGE_INFLIGHT) == 2);
   EXPECT_TRUE(ttft_snapshot_counter(s, TTFT_COUNTER_STALLS) > 0);
@@ -766,44 +773,54 @@ static void test_json_populated(void) {
     jdestroy(root);
   }
   free(text);
-  test_snprintf_rules(s, TTFT_FORMAT_JSON);
-  test_snprintf_rules(s, TTFT_FORMAT_TEXT);
   ttft_snapshot_free(s);
   ttft_registry_free(r);
 }
 
-static void test_json_empty(void) {
-  TU_SECTION("JSON of an empty registry: nulls, not zeros; idle classes left out unless asked for");
-  for (int idle = 0; idle < 2; idle++) {
-    ttft_config cfg;
-    ttft_config_init(&cfg);
-    cfg.export_idle_classes = idle;
-    ttft_registry *r = ttft_registry_new(&cfg);
-    ttft_snapshot *s = ttft_snapshot_take(r);
-    long n;
-    char *text = render(s, TTFT_FORMAT_JSON, &n);
-    if (text) {
-      check_json(s, text, (size_t)n);
-      const char *err;
-      jval *root = jparse(text, (size_t)n, &err);
-      EXPECT_JNULL(jget(root, "attainment"), "attainment");
-      EXPECT_JU64(jget(jget(jget(root, "metrics"), "ttft"), "count"), 0, "ttft.count");
-      EXPECT_JNULL(jget(jget(jget(root, "metrics"), "ttft"), "p99"), "ttft.p99");
-      EXPECT_JNULL(jget(jget(jget(jget(root, "by_status"), "completed"), "e2e"), "p50"), "by_status p50");
-      const jval *cls = jget(root, "classes");
-      EXPECT_EQ_U64(idle ? 1 : 0, cls ? cls->n : 99); /* "default" never saw a begin */
-      if (idle) {
-        EXPECT_JNULL(jget(jat(cls, 0), "attainment"), "classes[0].attainment");
-        EXPECT_JSTR(jget(jat(cls, 0), "name"), "default", "classes[0].name");
-        EXPECT_JNULL(jget(jget(jat(cls, 0), "slo"), "ttft_ns"), "no budget");
-      }
-      jdestroy(root);
-    }
-    free(text);
-    ttft_snapshot_free(s);
-    ttft_registry_free(r);
-  }
+static void snprintf_rules_of(ttft_format f) {
+  ttft_registry *r = typical(NULL);
+  ttft_snapshot *s = ttft_snapshot_take(r);
+  expect_snprintf_rules(s, f);
+  ttft_snapshot_free(s);
+  ttft_registry_free(r);
 }
+
+TEST(json_snprintf_rules) { snprintf_rules_of(TTFT_FORMAT_JSON); }
+TEST(text_snprintf_rules) { snprintf_rules_of(TTFT_FORMAT_TEXT); }
+
+/* JSON of an empty registry: nulls, not zeros; idle classes left out unless asked for */
+static void json_empty(int idle) {
+  ttft_config cfg;
+  ttft_config_init(&cfg);
+  cfg.export_idle_classes = idle;
+  ttft_registry *r = ttft_registry_new(&cfg);
+  ttft_snapshot *s = ttft_snapshot_take(r);
+  long n;
+  char *text = render(s, TTFT_FORMAT_JSON, &n);
+  if (text) {
+    check_json(s, text, (size_t)n);
+    const char *err;
+    jval *root = jparse(text, (size_t)n, &err);
+    EXPECT_JNULL(jget(root, "attainment"), "attainment");
+    EXPECT_JU64(jget(jget(jget(root, "metrics"), "ttft"), "count"), 0, "ttft.count");
+    EXPECT_JNULL(jget(jget(jget(root, "metrics"), "ttft"), "p99"), "ttft.p99");
+    EXPECT_JNULL(jget(jget(jget(jget(root, "by_status"), "completed"), "e2e"), "p50"), "by_status p50");
+    const jval *cls = jget(root, "classes");
+    EXPECT_EQ_U64(idle ? 1 : 0, cls ? cls->n : 99); /* "default" never saw a begin */
+    if (idle) {
+      EXPECT_JNULL(jget(jat(cls, 0), "attainment"), "classes[0].attainment");
+      EXPECT_JSTR(jget(jat(cls, 0), "name"), "default", "classes[0].name");
+      EXPECT_JNULL(jget(jget(jat(cls, 0), "slo"), "ttft_ns"), "no budget");
+    }
+    jdestroy(root);
+  }
+  free(text);
+  ttft_snapshot_free(s);
+  ttft_registry_free(r);
+}
+
+TEST(json_empty_registry) { json_empty(0); }
+TEST(json_empty_registry_idle_classes) { json_empty(1); }
 
 /* ------------------------------------------------------- hostile labels */
 #define HOSTILE                                                                                 \
@@ -815,8 +832,8 @@ static void test_json_empty(void) {
   "q\"b\\s/n\nt\tc\x01\x1f del\x7f e\xC3\xA9 cjk\xE6\x97\xA5 emoji\xF0\x9F\x98\x80 bad" FFFD \
   " ovl" FFFD FFFD " sur" FFFD FFFD FFFD " \x1b[31mred"
 
-static void test_hostile_labels(void) {
-  TU_SECTION("hostile label values are escaped in JSON and text");
+/* a populated registry whose model, clock points and constant labels are hostile */
+static ttft_registry *hostile(void) {
   ttft_config c;
   ttft_config_init(&c);
   c.max_threads = 1;
@@ -826,10 +843,22 @@ static void test_hostile_labels(void) {
   ttft_label labels[2] = {{"region", HOSTILE}, {"pool", "a,b=c}"}};
   c.const_labels = labels;
   c.n_const_labels = 2;
-  ttft_registry *r = populated(&c, NULL);
+  return populated(&c, NULL);
+}
+
+TEST(hostile_labels_kept_as_given) {
+  ttft_registry *r = hostile();
   ttft_snapshot *s = ttft_snapshot_take(r);
   EXPECT_STREQ(HOSTILE, ttft_snapshot_label(s, "model")); /* kept as given */
+  ttft_snapshot_free(s);
+  ttft_registry_free(r);
+}
 
+/* hostile label values are escaped in JSON and read back as given (invalid
+ * UTF-8 as U+FFFD) */
+TEST(hostile_labels_json) {
+  ttft_registry *r = hostile();
+  ttft_snapshot *s = ttft_snapshot_take(r);
   long n;
   char *json = render(s, TTFT_FORMAT_JSON, &n);
   if (json) {
@@ -858,7 +887,15 @@ static void test_hostile_labels(void) {
     jdestroy(root);
   }
   free(json);
+  ttft_snapshot_free(s);
+  ttft_registry_free(r);
+}
 
+/* hostile label values are escaped in the text report */
+TEST(hostile_labels_text) {
+  ttft_registry *r = hostile();
+  ttft_snapshot *s = ttft_snapshot_take(r);
+  long n;
   char *text = render(s, TTFT_FORMAT_TEXT, &n);
   if (text) {
     int raw_ctl = 0;
@@ -912,41 +949,63 @@ static int line_starting(const char *text, const char *prefix, char *out, size_t
   return 0;
 }
 
-static void test_text_contents(void) {
-  TU_SECTION("text: labels, metric rows, classes, splits, capacity wording");
-  ttft_config c;
-  ttft_config_init(&c);
-  c.max_threads = 1;
-  c.model = "llama-3-8b";
+/* the text of the typical registry (text: labels, metric rows, classes,
+ * splits, capacity wording) */
+typedef struct text_world {
+  ttft_registry *r;
+  ttft_snapshot *s;
+  char *text;
   int chat;
-  ttft_registry *r = populated(&c, &chat);
-  ttft_snapshot *s = ttft_snapshot_take(r);
-  long n;
-  char *text = render(s, TTFT_FORMAT_TEXT, &n);
-  if (!text) return;
-  fputs(text, stderr); /* for the log: what the table looks like */
-  EXPECT_CONTAINS(text, "clock starts at: server_arrival; token counted at: detokenized_flush");
-  EXPECT_CONTAINS(text, "model: llama-3-8b");
-  EXPECT_CONTAINS(text, "capacity view, not TPOT");
-  EXPECT_CONTAINS(text, "tokens/s");
-  EXPECT_CONTAINS(text, "good streams/s");
-  EXPECT_CONTAINS(text, "p99.9");
-  EXPECT_LE_U64(max_line_columns(text), 100);
+} text_world;
 
-  char line[256], want[64];
-  /* every metric has a row, count in the second column */
-  for (int m = 0; m < TTFT_METRIC_COUNT_; m++) {
-    snprintf(want, sizeof want, "%s ", ttft_metric_name((ttft_metric)m));
-    EXPECT_TRUE(line_starting(text, want, line, sizeof line));
-    char name[64];
-    unsigned long long cnt = 0;
-    EXPECT_EQ_INT(2, sscanf(line, m == TTFT_METRIC_OUTPUT_TOKENS ? "%63s tok %llu" : "%63s %llu",
-                            name, &cnt));
-    EXPECT_EQ_U64(ttft_snapshot_count(s, (ttft_metric)m), cnt);
+static int text_open(text_world *w) {
+  w->r = typical(&w->chat);
+  w->s = ttft_snapshot_take(w->r);
+  long n;
+  w->text = render(w->s, TTFT_FORMAT_TEXT, &n);
+  return w->text != NULL;
+}
+
+static void text_close(text_world *w) {
+  free(w->text);
+  ttft_snapshot_free(w->s);
+  ttft_registry_free(w->r);
+}
+
+TEST(text_header_and_width) {
+  text_world w;
+  if (text_open(&w)) {
+    const char *text = w.text;
+    fputs(text, stderr); /* for the log: what the table looks like */
+    EXPECT_CONTAINS(text, "clock starts at: server_arrival; token counted at: detokenized_flush");
+    EXPECT_CONTAINS(text, "model: llama-3-8b");
+    EXPECT_CONTAINS(text, "capacity view, not TPOT");
+    EXPECT_CONTAINS(text, "tokens/s");
+    EXPECT_CONTAINS(text, "good streams/s");
+    EXPECT_CONTAINS(text, "p99.9");
+    EXPECT_LE_U64(max_line_columns(text), 100);
   }
-  /* the TTFT row: p50 in ms with three significant digits */
-  EXPECT_TRUE(line_starting(text, "ttft ", line, sizeof line));
-  {
+  text_close(&w);
+}
+
+TEST(text_metric_rows) {
+  text_world w;
+  if (text_open(&w)) {
+    const char *text = w.text;
+    ttft_snapshot *s = w.s;
+    char line[256], want[64];
+    /* every metric has a row, count in the second column */
+    for (int m = 0; m < TTFT_METRIC_COUNT_; m++) {
+      snprintf(want, sizeof want, "%s ", ttft_metric_name((ttft_metric)m));
+      EXPECT_TRUE(line_starting(text, want, line, sizeof line));
+      char name[64];
+      unsigned long long cnt = 0;
+      EXPECT_EQ_INT(2, sscanf(line, m == TTFT_METRIC_OUTPUT_TOKENS ? "%63s tok %llu" : "%63s %llu",
+                              name, &cnt));
+      EXPECT_EQ_U64(ttft_snapshot_count(s, (ttft_metric)m), cnt);
+    }
+    /* the TTFT row: p50 in ms with three significant digits */
+    EXPECT_TRUE(line_starting(text, "ttft ", line, sizeof line));
     char name[64], p50[32];
     unsigned long long cnt;
     EXPECT_EQ_INT(3, sscanf(line, "%63s %llu %31s", name, &cnt, p50));
@@ -955,64 +1014,100 @@ static void test_text_contents(void) {
     snprintf(exp, sizeof exp, v < 9.995 ? "%.2fms" : v < 99.95 ? "%.1fms" : "%.0fms", v);
     EXPECT_STREQ(exp, p50);
   }
-  /* status counts */
-  snprintf(line, sizeof line, "begun %llu, completed %llu, cancelled %llu, errors %llu, dropped 0",
-           (unsigned long long)ttft_snapshot_counter(s, TTFT_COUNTER_BEGUN),
-           (unsigned long long)ttft_snapshot_counter(s, TTFT_COUNTER_COMPLETED),
-           (unsigned long long)ttft_snapshot_counter(s, TTFT_COUNTER_CANCELLED),
-           (unsigned long long)ttft_snapshot_counter(s, TTFT_COUNTER_ERRORS));
-  EXPECT_CONTAINS(text, line);
-  EXPECT_CONTAINS(text, "in flight now 2");
-  snprintf(line, sizeof line, "gaps %llu, stalled sequences %llu, stalled now %llu",
-           (unsigned long long)ttft_snapshot_counter(s, TTFT_COUNTER_STALLS),
-           (unsigned long long)ttft_snapshot_counter(s, TTFT_COUNTER_STALLED_SEQS),
-           (unsigned long long)ttft_snapshot_gauge(s, TTFT_GAUGE_LIVE_STALLS));
-  EXPECT_CONTAINS(text, line);
-  snprintf(line, sizeof line, "abandoned before first token: %llu, waited p50 ",
-           (unsigned long long)ttft_snapshot_counter(s, TTFT_COUNTER_ABANDONED));
-  EXPECT_CONTAINS(text, line);
-  snprintf(line, sizeof line, "preemptions: %llu",
-           (unsigned long long)ttft_snapshot_counter(s, TTFT_COUNTER_PREEMPTIONS));
-  EXPECT_CONTAINS(text, line);
-
-  /* SLO rows: one per class, good/ended and percent */
-  for (int cl = 0; cl < ttft_snapshot_classes(s); cl++) {
-    EXPECT_TRUE(line_starting(text, ttft_snapshot_class_name(s, cl), line, sizeof line));
-    uint64_t ended = ttft_snapshot_class_counter(s, cl, TTFT_COUNTER_COMPLETED) +
-                     ttft_snapshot_class_counter(s, cl, TTFT_COUNTER_CANCELLED) +
-                     ttft_snapshot_class_counter(s, cl, TTFT_COUNTER_ERRORS);
-    snprintf(want, sizeof want, " %llu/%llu ",
-             (unsigned long long)ttft_snapshot_class_counter(s, cl, TTFT_COUNTER_SLO_MET),
-             (unsigned long long)ended);
-    EXPECT_CONTAINS(line, want);
-    snprintf(want, sizeof want, " %.1f%%", 100.0 * ttft_snapshot_attainment(s, cl));
-    EXPECT_CONTAINS(line, want);
-  }
-  EXPECT_TRUE(line_starting(text, "chat ", line, sizeof line));
-  EXPECT_CONTAINS(line, "50.0ms"); /* its TTFT budget */
-  EXPECT_CONTAINS(line, "30.0ms"); /* its TPOT budget */
-  EXPECT_CONTAINS(text, "per class"); /* more than one class: per-class rows */
-  EXPECT_TRUE(line_starting(text, "all classes", line, sizeof line));
-
-  /* splits: miss/hit rows; bands only when they hold data */
-  EXPECT_TRUE(line_starting(text, "prefix miss ", line, sizeof line));
-  EXPECT_TRUE(line_starting(text, "prefix hit ", line, sizeof line));
-  for (unsigned b = 0; b < ttft_snapshot_bands(s); b++) {
-    uint32_t lo, hi;
-    ttft_snapshot_band(s, b, &lo, &hi);
-    if (b == 0) snprintf(want, sizeof want, "prompt <%u ", (unsigned)hi);
-    else if (hi == UINT32_MAX) snprintf(want, sizeof want, "prompt >=%u ", (unsigned)lo);
-    else snprintf(want, sizeof want, "prompt %u-%u ", (unsigned)lo, (unsigned)hi - 1);
-    int has = ttft_snapshot_split_count(s, TTFT_SPLIT_PROMPT_BAND, b) > 0;
-    EXPECT_EQ_INT(has, line_starting(text, want, line, sizeof line));
-  }
-  free(text);
-  ttft_snapshot_free(s);
-  ttft_registry_free(r);
+  text_close(&w);
 }
 
-static void test_text_empty_and_units(void) {
-  TU_SECTION("text: empty metrics show '-', units follow the value");
+/* status counts, stalls, abandoned, preemptions */
+TEST(text_status_lines) {
+  text_world w;
+  if (text_open(&w)) {
+    const char *text = w.text;
+    ttft_snapshot *s = w.s;
+    char line[256];
+    snprintf(line, sizeof line, "begun %llu, completed %llu, cancelled %llu, errors %llu, dropped 0",
+             (unsigned long long)ttft_snapshot_counter(s, TTFT_COUNTER_BEGUN),
+             (unsigned long long)ttft_snapshot_counter(s, TTFT_COUNTER_COMPLETED),
+             (unsigned long long)ttft_snapshot_counter(s, TTFT_COUNTER_CANCELLED),
+             (unsigned long long)ttft_snapshot_counter(s, TTFT_COUNTER_ERRORS));
+    EXPECT_CONTAINS(text, line);
+    EXPECT_CONTAINS(text, "in flight now 2");
+    snprintf(line, sizeof line, "gaps %llu, stalled sequences %llu, stalled now %llu",
+             (unsigned long long)ttft_snapshot_counter(s, TTFT_COUNTER_STALLS),
+             (unsigned long long)ttft_snapshot_counter(s, TTFT_COUNTER_STALLED_SEQS),
+             (unsigned long long)ttft_snapshot_gauge(s, TTFT_GAUGE_LIVE_STALLS));
+    EXPECT_CONTAINS(text, line);
+    snprintf(line, sizeof line, "abandoned before first token: %llu, waited p50 ",
+             (unsigned long long)ttft_snapshot_counter(s, TTFT_COUNTER_ABANDONED));
+    EXPECT_CONTAINS(text, line);
+    snprintf(line, sizeof line, "preemptions: %llu",
+             (unsigned long long)ttft_snapshot_counter(s, TTFT_COUNTER_PREEMPTIONS));
+    EXPECT_CONTAINS(text, line);
+  }
+  text_close(&w);
+}
+
+/* SLO rows: one per class, good/ended and percent; chat's budgets */
+TEST(text_slo_rows) {
+  text_world w;
+  if (text_open(&w)) {
+    const char *text = w.text;
+    ttft_snapshot *s = w.s;
+    char line[256], want[64];
+    for (int cl = 0; cl < ttft_snapshot_classes(s); cl++) {
+      EXPECT_TRUE(line_starting(text, ttft_snapshot_class_name(s, cl), line, sizeof line));
+      uint64_t ended = ttft_snapshot_class_counter(s, cl, TTFT_COUNTER_COMPLETED) +
+                       ttft_snapshot_class_counter(s, cl, TTFT_COUNTER_CANCELLED) +
+                       ttft_snapshot_class_counter(s, cl, TTFT_COUNTER_ERRORS);
+      snprintf(want, sizeof want, " %llu/%llu ",
+               (unsigned long long)ttft_snapshot_class_counter(s, cl, TTFT_COUNTER_SLO_MET),
+               (unsigned long long)ended);
+      EXPECT_CONTAINS(line, want);
+      snprintf(want, sizeof want, " %.1f%%", 100.0 * ttft_snapshot_attainment(s, cl));
+      EXPECT_CONTAINS(line, want);
+    }
+    EXPECT_TRUE(line_starting(text, "chat ", line, sizeof line));
+    EXPECT_CONTAINS(line, "50.0ms"); /* its TTFT budget */
+    EXPECT_CONTAINS(line, "30.0ms"); /* its TPOT budget */
+    EXPECT_CONTAINS(text, "per class"); /* more than one class: per-class rows */
+    EXPECT_TRUE(line_starting(text, "all classes", line, sizeof line));
+  }
+  text_close(&w);
+}
+
+/* splits: miss/hit rows; bands only when they hold data */
+TEST(text_split_rows) {
+  text_world w;
+  if (text_open(&w)) {
+    const char *text = w.text;
+    ttft_snapshot *s = w.s;
+    char line[256], want[64];
+    EXPECT_TRUE(line_starting(text, "prefix miss ", line, sizeof line));
+    EXPECT_TRUE(line_starting(text, "prefix hit ", line, sizeof line));
+    for (unsigned b = 0; b < ttft_snapshot_bands(s); b++) {
+      uint32_t lo, hi;
+      ttft_snapshot_band(s, b, &lo, &hi);
+      if (b == 0) snprintf(want, sizeof want, "prompt <%u ", (unsigned)hi);
+      else if (hi == UINT32_MAX) snprintf(want, sizeof want, "prompt >=%u ", (unsigned)lo);
+      else snprintf(want, sizeof want, "prompt %u-%u ", (unsigned)lo, (unsigned)hi - 1);
+      int has = ttft_snapshot_split_count(s, TTFT_SPLIT_PROMPT_BAND, b) > 0;
+      EXPECT_EQ_INT(has, line_starting(text, want, line, sizeof line));
+    }
+  }
+  text_close(&w);
+}
+
+/* a registry (configuration c) holding one completed stream: one token
+ * after ns, so one TTFT observation of ns */
+static ttft_registry *one_stream(const ttft_config *c, uint64_t ns) {
+  ttft_registry *r = ttft_registry_new(c);
+  ttft_seq q = ttft_begin(r, T0);
+  ttft_token_emitted(r, q, 1, T0 + ns);
+  ttft_stream_end(r, q, TTFT_COMPLETED, T0 + ns);
+  return r;
+}
+
+/* text: empty metrics show '-' */
+TEST(text_empty_registry) {
   ttft_config c;
   ttft_config_init(&c);
   c.max_threads = 1;
@@ -1036,8 +1131,15 @@ static void test_text_empty_and_units(void) {
   }
   free(text);
   ttft_snapshot_free(s);
+  ttft_registry_free(r);
+}
 
-  /* one value per unit, each as a single TTFT observation */
+/* text: units follow the value; one value per unit, each as a single TTFT
+ * observation */
+TEST(text_duration_units) {
+  ttft_config c;
+  ttft_config_init(&c);
+  c.max_threads = 1;
   static const struct {
     uint64_t ns;
     const char *shown;
@@ -1046,13 +1148,11 @@ static void test_text_empty_and_units(void) {
                {1500 * MS, "1.50s"},     {59 * 1000 * MS, "59.0s"}, {90 * 1000 * MS, "1.50min"},
                {3600 * 1000 * MS, "60.0min"}};
   for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
-    ttft_registry_free(r);
-    r = ttft_registry_new(&c);
-    ttft_seq q = ttft_begin(r, T0);
-    ttft_token_emitted(r, q, 1, T0 + units[i].ns);
-    ttft_stream_end(r, q, TTFT_COMPLETED, T0 + units[i].ns);
-    s = ttft_snapshot_take(r);
-    text = render(s, TTFT_FORMAT_TEXT, &n);
+    ttft_registry *r = one_stream(&c, units[i].ns);
+    ttft_snapshot *s = ttft_snapshot_take(r);
+    long n;
+    char line[256];
+    char *text = render(s, TTFT_FORMAT_TEXT, &n);
     if (text && line_starting(text, "ttft ", line, sizeof line)) {
       char name[32], cnt[16], p50[32];
       EXPECT_EQ_INT(3, sscanf(line, "%31s %15s %31s", name, cnt, p50));
@@ -1062,10 +1162,20 @@ static void test_text_empty_and_units(void) {
     }
     free(text);
     ttft_snapshot_free(s);
+    ttft_registry_free(r);
   }
-  /* OUTPUT_TOKENS is shown in tokens, not as a duration */
-  s = ttft_snapshot_take(r);
-  text = render(s, TTFT_FORMAT_TEXT, &n);
+}
+
+/* text: OUTPUT_TOKENS is shown in tokens, not as a duration */
+TEST(text_output_tokens_unit) {
+  ttft_config c;
+  ttft_config_init(&c);
+  c.max_threads = 1;
+  ttft_registry *r = one_stream(&c, 3600 * 1000 * MS);
+  ttft_snapshot *s = ttft_snapshot_take(r);
+  long n;
+  char line[256];
+  char *text = render(s, TTFT_FORMAT_TEXT, &n);
   if (text && line_starting(text, "output_tokens", line, sizeof line)) {
     char name[32], unit[8], cnt[16], p50[32];
     EXPECT_EQ_INT(4, sscanf(line, "%31s %7s %15s %31s", name, unit, cnt, p50));
@@ -1079,12 +1189,4 @@ static void test_text_empty_and_units(void) {
   ttft_registry_free(r);
 }
 
-int main(void) {
-  test_validator();
-  test_json_empty();
-  test_json_populated();
-  test_hostile_labels();
-  test_text_contents();
-  test_text_empty_and_units();
-  return TU_DONE();
-}
+TU_MAIN()
