@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "ttft.h"
-#include "testutil.h"
+#include "task.h"
 #include "tools/workload.h"
 #include "fixtures/fixture_v1.h"
 
@@ -38,6 +38,8 @@ static void crc_table_init(void) {
     crc_table[i] = c;
   }
 }
+/* every test starts with the table built */
+TU_SETUP(crc_table_init)
 
 static uint32_t crc32c_ref(const unsigned char *p, size_t n) {
   uint32_t c = 0xFFFFFFFFu;
@@ -143,71 +145,122 @@ static void expect_same(const ttft_snapshot *a, const ttft_snapshot *b) {
     EXPECT_STREQ(ttft_snapshot_label(a, keys[i]), ttft_snapshot_label(b, keys[i]));
 }
 
-static void test_round_trip(void) {
-  TU_SECTION("round trip");
-  ttft_registry *r = recorded(11, 1500);
-  EXPECT_NOT_NULL(r);
-  if (!r) return;
-  ttft_snapshot *s = ttft_snapshot_take(r);
-  EXPECT_NOT_NULL(s);
-  size_t n = 0;
-  unsigned char *b = encode_alloc(s, &n);
-  EXPECT_NOT_NULL(b);
-  if (!b) return;
-  printf("encoded %zu bytes for %llu TTFT / %llu ITL observations in %d classes\n", n,
-         (unsigned long long)ttft_snapshot_count(s, TTFT_METRIC_TTFT),
-         (unsigned long long)ttft_snapshot_count(s, TTFT_METRIC_ITL), ttft_snapshot_classes(s));
-  EXPECT_TRUE(n < 64 * 1024); /* sparse: far below one dense histogram (38 KiB) */
-  EXPECT_TRUE(memcmp(b, "TTFS", 4) == 0);
-  EXPECT_EQ_U64(crc32c_ref(b, n - 4),
-                (uint32_t)b[n - 4] | (uint32_t)b[n - 3] << 8 | (uint32_t)b[n - 2] << 16 |
-                    (uint32_t)b[n - 1] << 24);
+/* ------------------------------------------------------------- fixture
+ * A recorded registry (tools/workload.h), its snapshot and the snapshot's
+ * encoding. */
+typedef struct coded {
+  ttft_registry *r;
+  ttft_snapshot *s;
+  unsigned char *b;
+  size_t n;
+} coded;
 
-  int err = 1;
-  ttft_snapshot *d = ttft_snapshot_decode(b, n, &err);
-  EXPECT_ERR(TTFT_OK, err);
-  EXPECT_NOT_NULL(d);
-  if (d) {
-    expect_same(s, d);
-    size_t n2 = 0;
-    unsigned char *b2 = encode_alloc(d, &n2);
-    EXPECT_EQ_U64(n, n2);
-    EXPECT_TRUE(b2 && n == n2 && memcmp(b, b2, n) == 0);
-    free(b2);
-    /* the outputs built from a snapshot are the same too */
-    char t1[1 << 16], t2[1 << 16];
-    for (int f = 0; f < TTFT_FORMAT_COUNT_; f++) {
-      long l1 = ttft_snapshot_format(s, (ttft_format)f, t1, sizeof t1);
-      long l2 = ttft_snapshot_format(d, (ttft_format)f, t2, sizeof t2);
-      EXPECT_EQ_INT(l1, l2);
-      if (l1 > 0 && (size_t)l1 < sizeof t1) EXPECT_TRUE(strcmp(t1, t2) == 0);
-    }
-  }
-
-  TU_SECTION("snprintf rules");
-  unsigned char *small = malloc(n + 16);
-  for (size_t cap = 0; small && cap < n; cap += 1 + cap / 3) {
-    memset(small, 0xA5, n + 16);
-    EXPECT_EQ_INT((long)n, ttft_snapshot_encode(s, cap ? small : NULL, cap));
-    size_t past = 0;
-    for (size_t i = cap; i < n + 16; i++) past += small[i] != 0xA5;
-    EXPECT_EQ_U64(0, past);
-  }
-  free(small);
-  EXPECT_ERR(TTFT_EINVAL, ttft_snapshot_encode(NULL, NULL, 0));
-  EXPECT_ERR(TTFT_EINVAL, ttft_snapshot_encode(s, NULL, 10));
-  err = 0;
-  EXPECT_NULL(ttft_snapshot_decode(NULL, 10, &err));
-  EXPECT_ERR(TTFT_EINVAL, err);
-
-  ttft_snapshot_free(d);
-  free(b);
-  ttft_snapshot_free(s);
-  ttft_registry_free(r);
+static int coded_open(coded *w, uint64_t seed, unsigned requests) {
+  memset(w, 0, sizeof *w);
+  w->r = recorded(seed, requests);
+  EXPECT_NOT_NULL(w->r);
+  if (!w->r) return 0;
+  w->s = ttft_snapshot_take(w->r);
+  EXPECT_NOT_NULL(w->s);
+  if (!w->s) return 0;
+  w->b = encode_alloc(w->s, &w->n);
+  EXPECT_NOT_NULL(w->b);
+  return w->b != NULL;
 }
 
-static void test_empty(void) {
-  TU_SECTION("empty registry");
+static void coded_close(coded *w) {
+  free(w->b);
+  ttft_snapshot_free(w->s);
+  ttft_registry_free(w->r);
+}
+
+/* the CRC-32C written here gives the standard check value */
+TEST(crc32c_check_value) {
+  EXPECT_EQ_U64(0xE3069283u, crc32c_ref((const unsigned char *)"123456789", 9));
+}
+
+/* ---------------------------------------------------------- round trip */
+/* encode -> decode -> encode is bit-exact and every query answers the same */
+TEST(round_trip_bit_exact) {
+  coded w;
+  if (coded_open(&w, 11, 1500)) {
+    ttft_snapshot *s = w.s;
+    const unsigned char *b = w.b;
+    size_t n = w.n;
+    printf("encoded %zu bytes for %llu TTFT / %llu ITL observations in %d classes\n", n,
+           (unsigned long long)ttft_snapshot_count(s, TTFT_METRIC_TTFT),
+           (unsigned long long)ttft_snapshot_count(s, TTFT_METRIC_ITL), ttft_snapshot_classes(s));
+    EXPECT_TRUE(n < 64 * 1024); /* sparse: far below one dense histogram (38 KiB) */
+    EXPECT_TRUE(memcmp(b, "TTFS", 4) == 0);
+    EXPECT_EQ_U64(crc32c_ref(b, n - 4),
+                  (uint32_t)b[n - 4] | (uint32_t)b[n - 3] << 8 | (uint32_t)b[n - 2] << 16 |
+                      (uint32_t)b[n - 1] << 24);
+
+    int err = 1;
+    ttft_snapshot *d = ttft_snapshot_decode(b, n, &err);
+    EXPECT_ERR(TTFT_OK, err);
+    EXPECT_NOT_NULL(d);
+    if (d) {
+      expect_same(s, d);
+      size_t n2 = 0;
+      unsigned char *b2 = encode_alloc(d, &n2);
+      EXPECT_EQ_U64(n, n2);
+      EXPECT_TRUE(b2 && n == n2 && memcmp(b, b2, n) == 0);
+      free(b2);
+    }
+    ttft_snapshot_free(d);
+  }
+  coded_close(&w);
+}
+
+/* the outputs built from a decoded snapshot are the same too */
+TEST(round_trip_formats_same) {
+  coded w;
+  if (coded_open(&w, 11, 1500)) {
+    int err = 1;
+    ttft_snapshot *d = ttft_snapshot_decode(w.b, w.n, &err);
+    EXPECT_ERR(TTFT_OK, err);
+    EXPECT_NOT_NULL(d);
+    if (d) {
+      static char t1[1 << 16], t2[1 << 16];
+      for (int f = 0; f < TTFT_FORMAT_COUNT_; f++) {
+        long l1 = ttft_snapshot_format(w.s, (ttft_format)f, t1, sizeof t1);
+        long l2 = ttft_snapshot_format(d, (ttft_format)f, t2, sizeof t2);
+        EXPECT_EQ_INT(l1, l2);
+        if (l1 > 0 && (size_t)l1 < sizeof t1) EXPECT_TRUE(strcmp(t1, t2) == 0);
+      }
+    }
+    ttft_snapshot_free(d);
+  }
+  coded_close(&w);
+}
+
+/* snprintf rules: nothing written past cap, the full size returned; NULL
+ * arguments refused */
+TEST(encode_snprintf_rules) {
+  coded w;
+  if (coded_open(&w, 11, 1500)) {
+    ttft_snapshot *s = w.s;
+    size_t n = w.n;
+    unsigned char *small = malloc(n + 16);
+    for (size_t cap = 0; small && cap < n; cap += 1 + cap / 3) {
+      memset(small, 0xA5, n + 16);
+      EXPECT_EQ_INT((long)n, ttft_snapshot_encode(s, cap ? small : NULL, cap));
+      size_t past = 0;
+      for (size_t i = cap; i < n + 16; i++) past += small[i] != 0xA5;
+      EXPECT_EQ_U64(0, past);
+    }
+    free(small);
+    EXPECT_ERR(TTFT_EINVAL, ttft_snapshot_encode(NULL, NULL, 0));
+    EXPECT_ERR(TTFT_EINVAL, ttft_snapshot_encode(s, NULL, 10));
+    int err = 0;
+    EXPECT_NULL(ttft_snapshot_decode(NULL, 10, &err));
+    EXPECT_ERR(TTFT_EINVAL, err);
+  }
+  coded_close(&w);
+}
+
+TEST(empty_registry) {
   ttft_registry *r = ttft_registry_new(NULL);
   ttft_snapshot *s = ttft_snapshot_take(r);
   size_t n = 0;
@@ -229,122 +282,161 @@ static void test_empty(void) {
   ttft_registry_free(r);
 }
 
-static void test_damage(void) {
-  ttft_registry *r = recorded(5, 120);
-  ttft_snapshot *s = ttft_snapshot_take(r);
-  size_t n = 0;
-  unsigned char *b = encode_alloc(s, &n);
-  if (!b) {
-    EXPECT_NOT_NULL(b);
-    return;
-  }
-  unsigned char *c = malloc(n + 1);
+/* -------------------------------------------------------------- damage
+ * The encoding of a small recorded workload, and a scratch buffer one byte
+ * longer to damage copies of it in. */
+typedef struct damage {
+  coded w;
+  unsigned char *c;
+} damage;
 
-  printf("damage tests on a %zu-byte encoding\n", n);
-  TU_SECTION("every truncation");
-  unsigned long accepted = 0, wrong_code = 0;
-  for (size_t len = 0; len < n; len++) {
-    int err = 0;
-    memcpy(c, b, len);
-    ttft_snapshot *d = ttft_snapshot_decode(c, len, &err);
-    if (d) accepted++;
-    if (err != TTFT_ECORRUPT) wrong_code++;
-    ttft_snapshot_free(d);
-  }
-  EXPECT_EQ_U64(0, accepted);
-  EXPECT_EQ_U64(0, wrong_code);
+static int damage_open(damage *x) {
+  x->c = NULL;
+  if (!coded_open(&x->w, 5, 120)) return 0;
+  x->c = malloc(x->w.n + 1);
+  EXPECT_NOT_NULL(x->c);
+  if (x->c) printf("damage tests on a %zu-byte encoding\n", x->w.n);
+  return x->c != NULL;
+}
 
-  TU_SECTION("trailing byte");
-  memcpy(c, b, n);
-  c[n] = 0;
-  int err = 0;
-  EXPECT_NULL(ttft_snapshot_decode(c, n + 1, &err));
-  EXPECT_ERR(TTFT_ECORRUPT, err);
+static void damage_close(damage *x) {
+  free(x->c);
+  coded_close(&x->w);
+}
 
-  TU_SECTION("every single-byte corruption");
-  static const unsigned char flips[] = {0x01, 0x80, 0xFF};
-  accepted = wrong_code = 0;
-  for (size_t i = 0; i < n; i++) {
-    for (size_t f = 0; f < sizeof flips; f++) {
-      memcpy(c, b, n);
-      c[i] ^= flips[f];
-      err = 0;
-      ttft_snapshot *d = ttft_snapshot_decode(c, n, &err);
+TEST(damage_every_truncation) {
+  damage x;
+  if (damage_open(&x)) {
+    unsigned char *c = x.c;
+    unsigned long accepted = 0, wrong_code = 0;
+    for (size_t len = 0; len < x.w.n; len++) {
+      int err = 0;
+      memcpy(c, x.w.b, len);
+      ttft_snapshot *d = ttft_snapshot_decode(c, len, &err);
       if (d) accepted++;
       if (err != TTFT_ECORRUPT) wrong_code++;
       ttft_snapshot_free(d);
     }
+    EXPECT_EQ_U64(0, accepted);
+    EXPECT_EQ_U64(0, wrong_code);
   }
-  EXPECT_EQ_U64(0, accepted);
-  EXPECT_EQ_U64(0, wrong_code);
+  damage_close(&x);
+}
 
-  TU_SECTION("mutations with a repaired checksum");
-  /* The structure checks alone: either ECORRUPT, or a snapshot that
-   * re-encodes and decodes again (never a crash, never garbage). */
-  static const unsigned char vals[] = {0x00, 0x80, 0xFF};
-  unsigned long rejected = 0, survived = 0, inconsistent = 0;
-  for (size_t i = 12; i + 4 < n; i++) {
-    for (size_t v = 0; v < sizeof vals; v++) {
-      memcpy(c, b, n);
-      if (c[i] == vals[v]) continue;
-      c[i] = vals[v];
-      fix_crc(c, n);
-      err = 0;
-      ttft_snapshot *d = ttft_snapshot_decode(c, n, &err);
-      if (!d) {
-        rejected++;
+TEST(damage_trailing_byte) {
+  damage x;
+  if (damage_open(&x)) {
+    size_t n = x.w.n;
+    memcpy(x.c, x.w.b, n);
+    x.c[n] = 0;
+    int err = 0;
+    EXPECT_NULL(ttft_snapshot_decode(x.c, n + 1, &err));
+    EXPECT_ERR(TTFT_ECORRUPT, err);
+  }
+  damage_close(&x);
+}
+
+TEST(damage_every_single_byte) {
+  damage x;
+  if (damage_open(&x)) {
+    unsigned char *c = x.c;
+    size_t n = x.w.n;
+    static const unsigned char flips[] = {0x01, 0x80, 0xFF};
+    unsigned long accepted = 0, wrong_code = 0;
+    for (size_t i = 0; i < n; i++) {
+      for (size_t f = 0; f < sizeof flips; f++) {
+        memcpy(c, x.w.b, n);
+        c[i] ^= flips[f];
+        int err = 0;
+        ttft_snapshot *d = ttft_snapshot_decode(c, n, &err);
+        if (d) accepted++;
         if (err != TTFT_ECORRUPT) wrong_code++;
-        continue;
-      }
-      /* every 8th survivor goes round the codec again (each costs a
-       * few MiB of dense histograms) */
-      if (survived++ % 8) {
-        for (int m = 0; m < TTFT_METRIC_COUNT_; m++)
-          if (ttft_snapshot_quantile(d, (ttft_metric)m, 0.5) > ttft_snapshot_quantile(d, (ttft_metric)m, 1.0))
-            inconsistent++;
         ttft_snapshot_free(d);
-        continue;
       }
-      size_t n2 = 0;
-      unsigned char *b2 = encode_alloc(d, &n2);
-      ttft_snapshot *d2 = b2 ? ttft_snapshot_decode(b2, n2, &err) : NULL;
-      if (!d2) inconsistent++;
-      for (int m = 0; d2 && m < TTFT_METRIC_COUNT_; m++) {
-        uint64_t cnt = ttft_snapshot_count(d2, (ttft_metric)m);
-        uint64_t lo = ttft_snapshot_quantile(d2, (ttft_metric)m, 0.0);
-        uint64_t hi = ttft_snapshot_quantile(d2, (ttft_metric)m, 1.0);
-        uint64_t mid = ttft_snapshot_quantile(d2, (ttft_metric)m, 0.5);
-        if (cnt != ttft_snapshot_count(d, (ttft_metric)m) || lo > mid || mid > hi) inconsistent++;
+    }
+    EXPECT_EQ_U64(0, accepted);
+    EXPECT_EQ_U64(0, wrong_code);
+  }
+  damage_close(&x);
+}
+
+/* The structure checks alone: either ECORRUPT, or a snapshot that
+ * re-encodes and decodes again (never a crash, never garbage). */
+TEST(damage_repaired_checksum) {
+  damage x;
+  if (damage_open(&x)) {
+    unsigned char *c = x.c;
+    size_t n = x.w.n;
+    static const unsigned char vals[] = {0x00, 0x80, 0xFF};
+    unsigned long rejected = 0, survived = 0, inconsistent = 0, wrong_code = 0;
+    for (size_t i = 12; i + 4 < n; i++) {
+      for (size_t v = 0; v < sizeof vals; v++) {
+        memcpy(c, x.w.b, n);
+        if (c[i] == vals[v]) continue;
+        c[i] = vals[v];
+        fix_crc(c, n);
+        int err = 0;
+        ttft_snapshot *d = ttft_snapshot_decode(c, n, &err);
+        if (!d) {
+          rejected++;
+          if (err != TTFT_ECORRUPT) wrong_code++;
+          continue;
+        }
+        /* every 8th survivor goes round the codec again (each costs a
+         * few MiB of dense histograms) */
+        if (survived++ % 8) {
+          for (int m = 0; m < TTFT_METRIC_COUNT_; m++)
+            if (ttft_snapshot_quantile(d, (ttft_metric)m, 0.5) > ttft_snapshot_quantile(d, (ttft_metric)m, 1.0))
+              inconsistent++;
+          ttft_snapshot_free(d);
+          continue;
+        }
+        size_t n2 = 0;
+        unsigned char *b2 = encode_alloc(d, &n2);
+        ttft_snapshot *d2 = b2 ? ttft_snapshot_decode(b2, n2, &err) : NULL;
+        if (!d2) inconsistent++;
+        for (int m = 0; d2 && m < TTFT_METRIC_COUNT_; m++) {
+          uint64_t cnt = ttft_snapshot_count(d2, (ttft_metric)m);
+          uint64_t lo = ttft_snapshot_quantile(d2, (ttft_metric)m, 0.0);
+          uint64_t hi = ttft_snapshot_quantile(d2, (ttft_metric)m, 1.0);
+          uint64_t mid = ttft_snapshot_quantile(d2, (ttft_metric)m, 0.5);
+          if (cnt != ttft_snapshot_count(d, (ttft_metric)m) || lo > mid || mid > hi) inconsistent++;
+        }
+        ttft_snapshot_free(d2);
+        free(b2);
+        ttft_snapshot_free(d);
       }
-      ttft_snapshot_free(d2);
-      free(b2);
+    }
+    printf("repaired-checksum mutations: %lu rejected, %lu decoded\n", rejected, survived);
+    EXPECT_TRUE(rejected > 0);
+    EXPECT_EQ_U64(0, wrong_code);
+    EXPECT_EQ_U64(0, inconsistent);
+  }
+  damage_close(&x);
+}
+
+/* header fields broken one at a time, the checksum repaired */
+TEST(damage_header_fields) {
+  damage x;
+  if (damage_open(&x)) {
+    unsigned char *c = x.c;
+    size_t n = x.w.n;
+    struct {
+      size_t at;
+      unsigned char v;
+    } hdr[] = {{0, 'X'}, {3, 's'}, {4, 0}, {4, 3}, {5, 0x08}, {5, 0x80}, {6, 1}, {7, 1}, {8, 0}, {11, 1}};
+    for (size_t k = 0; k < sizeof hdr / sizeof hdr[0]; k++) {
+      memcpy(c, x.w.b, n);
+      c[hdr[k].at] = hdr[k].v;
+      fix_crc(c, n);
+      int err = 0;
+      ttft_snapshot *d = ttft_snapshot_decode(c, n, &err);
+      EXPECT_NULL(d);
+      EXPECT_ERR(TTFT_ECORRUPT, err);
       ttft_snapshot_free(d);
     }
   }
-  printf("repaired-checksum mutations: %lu rejected, %lu decoded\n", rejected, survived);
-  EXPECT_TRUE(rejected > 0);
-  EXPECT_EQ_U64(0, wrong_code);
-  EXPECT_EQ_U64(0, inconsistent);
-
-  TU_SECTION("header fields (checksum repaired)");
-  struct {
-    size_t at;
-    unsigned char v;
-  } hdr[] = {{0, 'X'}, {3, 's'}, {4, 0}, {4, 3}, {5, 0x08}, {5, 0x80}, {6, 1}, {7, 1}, {8, 0}, {11, 1}};
-  for (size_t k = 0; k < sizeof hdr / sizeof hdr[0]; k++) {
-    memcpy(c, b, n);
-    c[hdr[k].at] = hdr[k].v;
-    fix_crc(c, n);
-    err = 0;
-    ttft_snapshot *d = ttft_snapshot_decode(c, n, &err);
-    EXPECT_NULL(d);
-    EXPECT_ERR(TTFT_ECORRUPT, err);
-    ttft_snapshot_free(d);
-  }
-  free(c);
-  free(b);
-  ttft_snapshot_free(s);
-  ttft_registry_free(r);
+  damage_close(&x);
 }
 
 /* --------------------------------------------------- hand-built encodings
@@ -591,9 +683,10 @@ static void expect_hand_built(const ttft_snapshot *s) {
   free(text);
 }
 
-static void test_hand_built(void) {
-  TU_SECTION("hand-built encodings from docs/encoding.md (versions 1 and 2)");
-  static hb h, h1;
+/* version 2: decodes to the values it spells, status views included, and
+ * re-encodes to the same bytes */
+TEST(hand_built_v2) {
+  static hb h;
   static unsigned char re[8192];
   size_t n = hb_build(&h, V_OK, 2);
   int err = 1;
@@ -614,10 +707,16 @@ static void test_hand_built(void) {
     EXPECT_EQ_INT((long)n, n2);
     EXPECT_TRUE(n2 == (long)n && memcmp(re, h.b, n) == 0);
   }
+  ttft_snapshot_free(s);
+}
 
-  /* version 1 decodes to the same data (no views), with the 1.1 defaults for
-   * what it lacks, and re-encodes as version 2 */
+/* version 1 decodes to the same data (no views), with the 1.1 defaults for
+ * what it lacks, and re-encodes as version 2 */
+TEST(hand_built_v1) {
+  static hb h1;
+  static unsigned char re[8192];
   size_t n1 = hb_build(&h1, V_OK, 1);
+  int err = 1;
   ttft_snapshot *s1 = ttft_snapshot_decode(h1.b, n1, &err);
   EXPECT_ERR(TTFT_OK, err);
   EXPECT_NOT_NULL(s1);
@@ -633,102 +732,151 @@ static void test_hand_built(void) {
     ttft_snapshot_free(s2);
   }
   ttft_snapshot_free(s1);
-  ttft_snapshot_free(s);
+}
 
-  static const char *names[V_COUNT] = {
-    "ok", "version", "flag", "reserved", "utf8", "nul", "long label", "namespace",
-    "label name", "bands", "class0", "dup class", "no class", "many classes", "idx repeat",
-    "idx range", "zero count", "count mismatch", "min", "max", "overlong", "65 bits",
-    "trailing", "prom long", "labels many", "nnz huge", "class char", "gauges many",
-    "time overflow", "count overflow", "prom order", "truncated hist", "counter overflow",
-    "schema", "status lists", "view max", "view count overflow"};
-  for (int version = 1; version <= 2; version++) {
-    for (int v = 1; v < V_COUNT; v++) {
-      if (version == 1 && v >= V_FIRST_V2_ONLY) continue;
-      n = hb_build(&h, v, version);
-      err = 0;
-      s = ttft_snapshot_decode(h.b, n, &err);
-      if (s || err != TTFT_ECORRUPT)
-        fprintf(stderr, "version %d variant \"%s\" was not rejected\n", version, names[v]);
-      EXPECT_NULL(s);
-      EXPECT_ERR(TTFT_ECORRUPT, err);
-      ttft_snapshot_free(s);
-    }
+static const char *const variant_names[V_COUNT] = {
+  "ok", "version", "flag", "reserved", "utf8", "nul", "long label", "namespace",
+  "label name", "bands", "class0", "dup class", "no class", "many classes", "idx repeat",
+  "idx range", "zero count", "count mismatch", "min", "max", "overlong", "65 bits",
+  "trailing", "prom long", "labels many", "nnz huge", "class char", "gauges many",
+  "time overflow", "count overflow", "prom order", "truncated hist", "counter overflow",
+  "schema", "status lists", "view max", "view count overflow"};
+
+/* each way of breaking one field of the version's encoding is rejected */
+static void expect_variants_rejected(int version) {
+  static hb h;
+  for (int v = 1; v < V_COUNT; v++) {
+    if (version == 1 && v >= V_FIRST_V2_ONLY) continue;
+    size_t n = hb_build(&h, v, version);
+    int err = 0;
+    ttft_snapshot *s = ttft_snapshot_decode(h.b, n, &err);
+    if (s || err != TTFT_ECORRUPT)
+      fprintf(stderr, "version %d variant \"%s\" was not rejected\n", version, variant_names[v]);
+    EXPECT_NULL(s);
+    EXPECT_ERR(TTFT_ECORRUPT, err);
+    ttft_snapshot_free(s);
   }
 }
 
-static void test_base64(void) {
-  TU_SECTION("base64");
-  ttft_registry *r = recorded(3, 200);
-  ttft_snapshot *s = ttft_snapshot_take(r);
-  long need = ttft_snapshot_encode_base64(s, NULL, 0);
-  long bin = ttft_snapshot_encode(s, NULL, 0);
-  EXPECT_EQ_INT((bin + 2) / 3 * 4, need);
-  char *t = malloc((size_t)need + 3);
-  if (!t) return;
-  EXPECT_EQ_INT(need, ttft_snapshot_encode_base64(s, t, (size_t)need + 1));
-  EXPECT_EQ_U64((uint64_t)need, strlen(t));
-  EXPECT_TRUE(strncmp(t, "VFRGU", 5) == 0); /* "TTFS" */
-  size_t bad = strspn(t, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=");
-  EXPECT_EQ_U64((uint64_t)need, bad);
-  int err = 1;
-  ttft_snapshot *d = ttft_snapshot_decode_base64(t, (size_t)need, &err);
-  EXPECT_ERR(TTFT_OK, err);
-  EXPECT_NOT_NULL(d);
-  if (d) expect_same(s, d);
-  ttft_snapshot_free(d);
+TEST(hand_built_v1_broken_rejected) { expect_variants_rejected(1); }
+TEST(hand_built_v2_broken_rejected) { expect_variants_rejected(2); }
 
-  /* a log line with its newline */
-  t[need] = '\n';
-  t[need + 1] = 0;
-  d = ttft_snapshot_decode_base64(t, (size_t)need + 1, &err);
-  EXPECT_NOT_NULL(d);
-  ttft_snapshot_free(d);
-  t[need] = 0;
+/* -------------------------------------------------------------- base64
+ * A small recorded workload and its base64 text (need characters). */
+typedef struct b64 {
+  coded w;
+  long need;
+  char *t;
+} b64;
 
-  /* truncation: snprintf rules, NUL-terminated */
-  char small[17];
-  memset(small, 'Z', sizeof small);
-  EXPECT_EQ_INT(need, ttft_snapshot_encode_base64(s, small, 9));
-  EXPECT_EQ_U64(8, strlen(small));
-  EXPECT_TRUE(strncmp(small, t, 8) == 0);
-  EXPECT_TRUE(small[9] == 'Z');
+static int b64_open(b64 *x) {
+  x->t = NULL;
+  x->need = 0;
+  if (!coded_open(&x->w, 3, 200)) return 0;
+  x->need = ttft_snapshot_encode_base64(x->w.s, NULL, 0);
+  EXPECT_GT_INT(x->need, 0);
+  if (x->need <= 0) return 0;
+  x->t = malloc((size_t)x->need + 3);
+  EXPECT_NOT_NULL(x->t);
+  if (!x->t) return 0;
+  EXPECT_EQ_INT(x->need, ttft_snapshot_encode_base64(x->w.s, x->t, (size_t)x->need + 1));
+  return 1;
+}
 
-  char *m = malloc((size_t)need + 1);
-  struct {
-    size_t at;
-    char c;
-  } edits[] = {{0, '*'}, {10, '='}, {20, ' '}, {30, '\n'}, {(size_t)need / 2, '-'}};
-  for (size_t k = 0; m && k < sizeof edits / sizeof edits[0]; k++) {
-    memcpy(m, t, (size_t)need + 1);
-    m[edits[k].at] = edits[k].c;
-    err = 0;
-    d = ttft_snapshot_decode_base64(m, (size_t)need, &err);
-    EXPECT_NULL(d);
-    EXPECT_ERR(TTFT_ECORRUPT, err);
+static void b64_close(b64 *x) {
+  free(x->t);
+  coded_close(&x->w);
+}
+
+/* base64 of the encoding, in the base64 alphabet, decodes to the same
+ * snapshot, with or without the newline of a log line */
+TEST(base64_round_trip) {
+  b64 x;
+  if (b64_open(&x)) {
+    ttft_snapshot *s = x.w.s;
+    long need = x.need;
+    char *t = x.t;
+    long bin = ttft_snapshot_encode(s, NULL, 0);
+    EXPECT_EQ_INT((bin + 2) / 3 * 4, need);
+    EXPECT_EQ_U64((uint64_t)need, strlen(t));
+    EXPECT_TRUE(strncmp(t, "VFRGU", 5) == 0); /* "TTFS" */
+    size_t bad = strspn(t, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=");
+    EXPECT_EQ_U64((uint64_t)need, bad);
+    int err = 1;
+    ttft_snapshot *d = ttft_snapshot_decode_base64(t, (size_t)need, &err);
+    EXPECT_ERR(TTFT_OK, err);
+    EXPECT_NOT_NULL(d);
+    if (d) expect_same(s, d);
     ttft_snapshot_free(d);
+
+    /* a log line with its newline */
+    t[need] = '\n';
+    t[need + 1] = 0;
+    d = ttft_snapshot_decode_base64(t, (size_t)need + 1, &err);
+    EXPECT_NOT_NULL(d);
+    ttft_snapshot_free(d);
+    t[need] = 0;
   }
-  free(m);
-  err = 0;
-  EXPECT_NULL(ttft_snapshot_decode_base64(t, (size_t)need - 1, &err)); /* not a multiple of 4 */
-  EXPECT_ERR(TTFT_ECORRUPT, err);
-  EXPECT_NULL(ttft_snapshot_decode_base64(t, (size_t)need - 4, &err)); /* whole quantum gone */
-  EXPECT_ERR(TTFT_ECORRUPT, err);
-  EXPECT_NULL(ttft_snapshot_decode_base64("", 0, &err));
-  EXPECT_ERR(TTFT_ECORRUPT, err);
-  EXPECT_NULL(ttft_snapshot_decode_base64(NULL, 4, &err));
-  EXPECT_ERR(TTFT_EINVAL, err);
-  EXPECT_NULL(ttft_snapshot_decode_base64("QUI=", 4, &err)); /* "AB": valid base64, not a snapshot */
-  EXPECT_ERR(TTFT_ECORRUPT, err);
-  EXPECT_NULL(ttft_snapshot_decode_base64("QUJ=", 4, &err)); /* stray bits under the padding */
-  EXPECT_ERR(TTFT_ECORRUPT, err);
-  EXPECT_NULL(ttft_snapshot_decode_base64("Q===", 4, &err));
-  EXPECT_ERR(TTFT_ECORRUPT, err);
-  EXPECT_ERR(TTFT_EINVAL, ttft_snapshot_encode_base64(NULL, NULL, 0));
-  EXPECT_ERR(TTFT_EINVAL, ttft_snapshot_encode_base64(s, NULL, 5));
-  free(t);
-  ttft_snapshot_free(s);
-  ttft_registry_free(r);
+  b64_close(&x);
+}
+
+/* truncation: snprintf rules, NUL-terminated */
+TEST(base64_truncation) {
+  b64 x;
+  if (b64_open(&x)) {
+    char small[17];
+    memset(small, 'Z', sizeof small);
+    EXPECT_EQ_INT(x.need, ttft_snapshot_encode_base64(x.w.s, small, 9));
+    EXPECT_EQ_U64(8, strlen(small));
+    EXPECT_TRUE(strncmp(small, x.t, 8) == 0);
+    EXPECT_TRUE(small[9] == 'Z');
+  }
+  b64_close(&x);
+}
+
+/* malformed text and bad arguments are refused */
+TEST(base64_malformed) {
+  b64 x;
+  if (b64_open(&x)) {
+    ttft_snapshot *s = x.w.s;
+    long need = x.need;
+    const char *t = x.t;
+    int err;
+    ttft_snapshot *d;
+    char *m = malloc((size_t)need + 1);
+    struct {
+      size_t at;
+      char c;
+    } edits[] = {{0, '*'}, {10, '='}, {20, ' '}, {30, '\n'}, {(size_t)need / 2, '-'}};
+    for (size_t k = 0; m && k < sizeof edits / sizeof edits[0]; k++) {
+      memcpy(m, t, (size_t)need + 1);
+      m[edits[k].at] = edits[k].c;
+      err = 0;
+      d = ttft_snapshot_decode_base64(m, (size_t)need, &err);
+      EXPECT_NULL(d);
+      EXPECT_ERR(TTFT_ECORRUPT, err);
+      ttft_snapshot_free(d);
+    }
+    free(m);
+    err = 0;
+    EXPECT_NULL(ttft_snapshot_decode_base64(t, (size_t)need - 1, &err)); /* not a multiple of 4 */
+    EXPECT_ERR(TTFT_ECORRUPT, err);
+    EXPECT_NULL(ttft_snapshot_decode_base64(t, (size_t)need - 4, &err)); /* whole quantum gone */
+    EXPECT_ERR(TTFT_ECORRUPT, err);
+    EXPECT_NULL(ttft_snapshot_decode_base64("", 0, &err));
+    EXPECT_ERR(TTFT_ECORRUPT, err);
+    EXPECT_NULL(ttft_snapshot_decode_base64(NULL, 4, &err));
+    EXPECT_ERR(TTFT_EINVAL, err);
+    EXPECT_NULL(ttft_snapshot_decode_base64("QUI=", 4, &err)); /* "AB": valid base64, not a snapshot */
+    EXPECT_ERR(TTFT_ECORRUPT, err);
+    EXPECT_NULL(ttft_snapshot_decode_base64("QUJ=", 4, &err)); /* stray bits under the padding */
+    EXPECT_ERR(TTFT_ECORRUPT, err);
+    EXPECT_NULL(ttft_snapshot_decode_base64("Q===", 4, &err));
+    EXPECT_ERR(TTFT_ECORRUPT, err);
+    EXPECT_ERR(TTFT_EINVAL, ttft_snapshot_encode_base64(NULL, NULL, 0));
+    EXPECT_ERR(TTFT_EINVAL, ttft_snapshot_encode_base64(s, NULL, 5));
+  }
+  b64_close(&x);
 }
 
 /* ------------------------------------------------- a 1.0-era encoding
@@ -764,46 +912,62 @@ static void fixture_path(char *out, size_t cap, const char *name) {
   snprintf(out, cap, "%.*s%sfixtures/%s", dir, __FILE__, slash ? "/" : "", name);
 }
 
-static void test_fixture_v1(void) {
-  TU_SECTION("1.0-era encoding (tests/fixtures/snapshot-1.0.ttfs)");
+/* d: the fixture decoded; s: a snapshot of the same workload recorded now */
+typedef struct v1 {
+  unsigned char *b;
+  size_t n;
+  ttft_snapshot *d, *s;
+  ttft_registry *r;
+} v1;
+
+static int v1_open(v1 *x) {
+  memset(x, 0, sizeof *x);
   char path[4096];
   fixture_path(path, sizeof path, "snapshot-1.0.ttfs");
-  size_t n = 0;
-  unsigned char *b = read_file(path, &n);
-  if (!b) fprintf(stderr, "cannot read %s\n", path);
-  EXPECT_NOT_NULL(b);
-  if (!b) return;
-  EXPECT_TRUE(n > 16 && b[4] == 1); /* encoding version 1 */
+  x->b = read_file(path, &x->n);
+  if (!x->b) fprintf(stderr, "cannot read %s\n", path);
+  EXPECT_NOT_NULL(x->b);
+  if (!x->b) return 0;
+  EXPECT_TRUE(x->n > 16 && x->b[4] == 1); /* encoding version 1 */
   int err = 1;
-  ttft_snapshot *d = ttft_snapshot_decode(b, n, &err);
+  x->d = ttft_snapshot_decode(x->b, x->n, &err);
   EXPECT_ERR(TTFT_OK, err);
-  EXPECT_NOT_NULL(d);
-  ttft_registry *r = fixture_v1_registry();
-  EXPECT_NOT_NULL(r);
-  if (!d || !r) {
-    ttft_snapshot_free(d);
-    ttft_registry_free(r);
-    free(b);
-    return;
-  }
-  fixture_v1_record(r);
-  ttft_snapshot *s = ttft_snapshot_take(r);
-  EXPECT_NOT_NULL(s);
-  if (s) {
+  EXPECT_NOT_NULL(x->d);
+  x->r = fixture_v1_registry();
+  EXPECT_NOT_NULL(x->r);
+  if (!x->d || !x->r) return 0;
+  fixture_v1_record(x->r);
+  x->s = ttft_snapshot_take(x->r);
+  EXPECT_NOT_NULL(x->s);
+  return x->s != NULL;
+}
+
+static void v1_close(v1 *x) {
+  ttft_snapshot_free(x->s);
+  ttft_snapshot_free(x->d);
+  ttft_registry_free(x->r);
+  free(x->b);
+}
+
+/* per class: name, budgets, the 13 counters and 11 metrics of 1.0, attainment */
+TEST(fixture_v1_classes) {
+  v1 x;
+  if (v1_open(&x)) {
+    ttft_snapshot *s = x.s, *d = x.d;
     EXPECT_EQ_INT(3, ttft_snapshot_classes(d));
     EXPECT_EQ_INT(ttft_snapshot_classes(s), ttft_snapshot_classes(d));
     EXPECT_TRUE(ttft_snapshot_count(d, TTFT_METRIC_ITL) > 30000); /* there is data in it */
     for (int c = TTFT_CLASS_ALL; c < ttft_snapshot_classes(d); c++) {
       if (c >= 0) {
         EXPECT_STREQ(ttft_snapshot_class_name(s, c), ttft_snapshot_class_name(d, c));
-        ttft_slo a, x;
-        a.struct_size = x.struct_size = sizeof a;
+        ttft_slo a, y;
+        a.struct_size = y.struct_size = sizeof a;
         EXPECT_ERR(TTFT_OK, ttft_snapshot_class_slo(s, c, &a));
-        EXPECT_ERR(TTFT_OK, ttft_snapshot_class_slo(d, c, &x));
-        EXPECT_EQ_U64(a.ttft_ns, x.ttft_ns);
-        EXPECT_EQ_U64(a.tpot_ns, x.tpot_ns);
-        EXPECT_EQ_U64(a.e2e_ns, x.e2e_ns);
-        EXPECT_EQ_U64(a.stall_threshold_ns, x.stall_threshold_ns);
+        EXPECT_ERR(TTFT_OK, ttft_snapshot_class_slo(d, c, &y));
+        EXPECT_EQ_U64(a.ttft_ns, y.ttft_ns);
+        EXPECT_EQ_U64(a.tpot_ns, y.tpot_ns);
+        EXPECT_EQ_U64(a.e2e_ns, y.e2e_ns);
+        EXPECT_EQ_U64(a.stall_threshold_ns, y.stall_threshold_ns);
       }
       for (int k = 0; k <= TTFT_COUNTER_NO_TPOT; k++) /* the 13 counters of 1.0 */
         EXPECT_EQ_U64(ttft_snapshot_class_counter(s, c, (ttft_counter)k),
@@ -819,6 +983,15 @@ static void test_fixture_v1(void) {
       }
       EXPECT_EQ_DBL(ttft_snapshot_attainment(s, c), ttft_snapshot_attainment(d, c));
     }
+  }
+  v1_close(&x);
+}
+
+/* splits, band edges, gauges and labels */
+TEST(fixture_v1_splits_and_labels) {
+  v1 x;
+  if (v1_open(&x)) {
+    ttft_snapshot *s = x.s, *d = x.d;
     for (unsigned i = 0; i < 2; i++)
       EXPECT_EQ_U64(ttft_snapshot_split_count(s, TTFT_SPLIT_PREFIX_CACHE, i),
                     ttft_snapshot_split_count(d, TTFT_SPLIT_PREFIX_CACHE, i));
@@ -837,9 +1010,16 @@ static void test_fixture_v1(void) {
     for (int i = 0; i < 4; i++)
       EXPECT_STREQ(ttft_snapshot_label(s, keys[i]), ttft_snapshot_label(d, keys[i]));
     EXPECT_STREQ("client_send", ttft_snapshot_label(d, "start_point"));
-    /* configuration that only the expositions show */
+  }
+  v1_close(&x);
+}
+
+/* configuration that only the expositions show */
+TEST(fixture_v1_exposition) {
+  v1 x;
+  if (v1_open(&x)) {
     static char text[1 << 20];
-    long tl = ttft_snapshot_format(d, TTFT_FORMAT_PROMETHEUS, text, sizeof text);
+    long tl = ttft_snapshot_format(x.d, TTFT_FORMAT_PROMETHEUS, text, sizeof text);
     EXPECT_TRUE(tl > 0 && (size_t)tl < sizeof text);
     EXPECT_CONTAINS(text, "gen_ai_server_time_to_first_token_seconds_bucket{class=\"chat\",model=\"llama-\xc3\xa9-8b\","
                           "region=\"eu-west-1\",replica=\"r\\\\7 \\\"q\\\"\",le=\"0.05\"}");
@@ -847,10 +1027,7 @@ static void test_fixture_v1(void) {
     EXPECT_CONTAINS(text, "svc_time_to_first_token_quantiles_seconds{"); /* prom_summaries */
     EXPECT_CONTAINS(text, "svc_stall_budget_seconds{class=\"default\"");
   }
-  ttft_snapshot_free(s);
-  ttft_snapshot_free(d);
-  ttft_registry_free(r);
-  free(b);
+  v1_close(&x);
 }
 
 /* ------------------------------------------------------ failing allocator */
@@ -865,12 +1042,16 @@ static void budget_free(void *ctx, void *p) {
   free(p);
 }
 
-static void test_enomem(void) {
-  TU_SECTION("out of memory");
-  ttft_registry *r = recorded(9, 50);
-  ttft_snapshot *s = ttft_snapshot_take(r);
-  size_t n = 0;
-  unsigned char *b = encode_alloc(s, &n);
+/* decode under a failing allocator returns TTFT_ENOMEM, until it succeeds */
+TEST(decode_enomem) {
+  coded w;
+  if (!coded_open(&w, 9, 50)) {
+    coded_close(&w);
+    return;
+  }
+  ttft_snapshot *s = w.s;
+  const unsigned char *b = w.b;
+  size_t n = w.n;
   long text_len = ttft_snapshot_encode_base64(s, NULL, 0);
   char *text = malloc((size_t)text_len + 1);
   ttft_snapshot_encode_base64(s, text, (size_t)text_len + 1);
@@ -900,20 +1081,7 @@ static void test_enomem(void) {
   EXPECT_TRUE(saw_enomem > 0);
   EXPECT_TRUE(saw_ok > 0);
   free(text);
-  free(b);
-  ttft_snapshot_free(s);
-  ttft_registry_free(r);
+  coded_close(&w);
 }
 
-int main(void) {
-  crc_table_init();
-  EXPECT_EQ_U64(0xE3069283u, crc32c_ref((const unsigned char *)"123456789", 9));
-  test_round_trip();
-  test_empty();
-  test_damage();
-  test_hand_built();
-  test_fixture_v1();
-  test_base64();
-  test_enomem();
-  return TU_DONE();
-}
+TU_MAIN()
