@@ -8,6 +8,7 @@
 #include "common/hist.h"
 
 uint64_t ttft__bucket_lo(uint32_t i) {
+  TTFT_ASSERT(i <= TTFT__HIST_BUCKETS); /* i == BUCKETS: the end of the last bucket */
   if (i < 2 * TTFT__HIST_HALF) return i;
   unsigned shift = i / TTFT__HIST_HALF - 1;
   uint64_t mant = TTFT__HIST_HALF + i % TTFT__HIST_HALF; /* in [128, 256) */
@@ -15,6 +16,7 @@ uint64_t ttft__bucket_lo(uint32_t i) {
 }
 
 uint64_t ttft__bucket_hi(uint32_t i) {
+  TTFT_ASSERT(i < TTFT__HIST_BUCKETS);
   if (i < 2 * TTFT__HIST_HALF) return i;
   if (i + 1 >= TTFT__HIST_BUCKETS) return UINT64_MAX; /* the last bucket also holds the overflow */
   return ttft__bucket_lo(i + 1) - 1;
@@ -206,6 +208,9 @@ uint32_t ttft__shist_next(const ttft__shist *h, uint32_t i) {
 }
 
 uint64_t ttft__shist_quantile(const ttft__shist *h, double q) {
+  /* callers are trusted: the public queries refuse NaN and q outside
+   * [0,1] (snapshot.c, q_valid); formatters pass constants */
+  TTFT_ASSERT(q >= 0.0 && q <= 1.0);
   if (h->count == 0) return 0;
   if (q <= 0.0) return h->min;
   if (q >= 1.0) return h->max;

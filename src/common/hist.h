@@ -118,6 +118,7 @@ TTFT_HIDDEN ttft__hacc *ttft__hacc_new(const ttft_allocator *a);
 TTFT_HIDDEN void ttft__hacc_free(const ttft_allocator *a, ttft__hacc *acc);
 /* Bucket i += n (i < TTFT__HIST_BUCKETS; a wrap sets acc->overflow). */
 static inline void ttft__hacc_add_bucket(ttft__hacc *acc, uint32_t i, uint64_t n) {
+  TTFT_ASSERT(i < TTFT__HIST_BUCKETS); /* decoders check indices before adding */
   if (!n) return;
   if (!acc->b[i]) {
     if (acc->hi == 0 || i < acc->lo) acc->lo = i;
