@@ -4,8 +4,10 @@
 #                         every struct starts with struct_size (or is listed frozen);
 #                         enum constants in tests/abi/enums.txt unchanged (enums only grow)
 #   abi_symbols_selftest  the checker catches each kind of tampering it claims to
-#   abi_struct_size_{shared,static}  struct_size at offset 0, set by the init
+#   abi_struct_size.<test>.{shared,static}  struct_size at offset 0, set by the init
 #                         functions, and a wrong struct_size rejected where documented
+#                         (abi/test_struct_size.c, written with task.h: one ctest test
+#                         per TEST, run alone as `abi_struct_size_<kind> <test>`)
 # The checker needs python3 and binutils (nm, readelf): both are CI packages.
 
 find_program(TTFT_PYTHON3 NAMES python3)
@@ -30,8 +32,13 @@ else()
   set_tests_properties(abi_symbols abi_symbols_selftest PROPERTIES LABELS abi TIMEOUT 120)
 endif()
 
+# the test names are read from the source (as tests/CMakeLists.txt does for
+# tests/test_*.c): a TEST added or renamed there re-runs CMake
+set(TTFT_ABI_STRUCT_SIZE_SRC ${CMAKE_CURRENT_SOURCE_DIR}/abi/test_struct_size.c)
+file(STRINGS ${TTFT_ABI_STRUCT_SIZE_SRC} _abi_tu_tests REGEX "^TEST\\([A-Za-z0-9_]+\\)")
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${TTFT_ABI_STRUCT_SIZE_SRC})
 foreach(kind shared static)
-  add_executable(abi_struct_size_${kind} ${CMAKE_CURRENT_SOURCE_DIR}/abi/test_struct_size.c)
+  add_executable(abi_struct_size_${kind} ${TTFT_ABI_STRUCT_SIZE_SRC})
   target_link_libraries(abi_struct_size_${kind} PRIVATE ttft_${kind})
   target_include_directories(abi_struct_size_${kind} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
   target_compile_options(abi_struct_size_${kind} PRIVATE ${TTFT_WARNINGS})
@@ -39,6 +46,11 @@ foreach(kind shared static)
     target_link_libraries(abi_struct_size_${kind} PRIVATE Threads::Threads)
   endif()
   target_link_libraries(abi_struct_size_${kind} PRIVATE m)
-  add_test(NAME abi_struct_size_${kind} COMMAND abi_struct_size_${kind})
-  set_tests_properties(abi_struct_size_${kind} PROPERTIES LABELS "abi;${kind}" TIMEOUT 120)
+  set(_abi_ctests "")
+  foreach(line ${_abi_tu_tests})
+    string(REGEX REPLACE "^TEST\\(([A-Za-z0-9_]+)\\).*" "\\1" t "${line}")
+    add_test(NAME abi_struct_size.${t}.${kind} COMMAND abi_struct_size_${kind} ${t})
+    list(APPEND _abi_ctests abi_struct_size.${t}.${kind})
+  endforeach()
+  set_tests_properties(${_abi_ctests} PROPERTIES LABELS "abi;${kind}" TIMEOUT 120)
 endforeach()

@@ -11,14 +11,15 @@
  *     ttft_snapshot_class_slo, 0 (not counted as DROPPED) from ttft_begin_ex;
  *   - a smaller struct (an older header) is accepted: the fields it lacks
  *     take their defaults, and an output struct is filled only up to its size.
- * Built against the shared and the static library by tests/abi.cmake.
+ * Built against the shared and the static library by tests/abi.cmake, which
+ * registers each TEST as abi_struct_size.<test>.<shared|static>.
  */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "ttft.h"
-#include "testutil.h"
+#include "task.h"
 
 #define SENTINEL 0xA5
 
@@ -29,8 +30,7 @@ static int untouched(const unsigned char *p, size_t from, size_t to) {
   return 1;
 }
 
-static void test_layout(void) {
-  TU_SECTION("struct_size is the first member");
+TEST(struct_size_is_first_member) {
   EXPECT_EQ_U64(0, offsetof(ttft_config, struct_size));
   EXPECT_EQ_U64(0, offsetof(ttft_slo, struct_size));
   EXPECT_EQ_U64(0, offsetof(ttft_request, struct_size));
@@ -41,14 +41,14 @@ static void test_layout(void) {
   EXPECT_EQ_U64(sizeof(size_t), sizeof(((ttft_seq_info *)0)->struct_size));
 }
 
-static void test_init(void) {
+/* init functions set struct_size and stay inside sizeof */
+TEST(init_sets_struct_size) {
   union {
     ttft_config c;
     ttft_slo s;
     ttft_request r;
     unsigned char bytes[sizeof(ttft_config) + 64];
   } u;
-  TU_SECTION("init functions set struct_size and stay inside sizeof");
   memset(&u, SENTINEL, sizeof u);
   ttft_config_init(&u.c);
   EXPECT_EQ_U64(sizeof(ttft_config), u.c.struct_size);
@@ -75,8 +75,7 @@ static void test_init(void) {
 
 static const size_t bad_sizes[] = {0, 1, sizeof(size_t) - 1, SIZE_MAX};
 
-static void test_config(void) {
-  TU_SECTION("ttft_registry_new rejects a bad struct_size");
+TEST(registry_new_rejects_bad_size) {
   ttft_config c;
   for (size_t i = 0; i < sizeof bad_sizes / sizeof bad_sizes[0]; i++) {
     ttft_config_init(&c);
@@ -86,8 +85,11 @@ static void test_config(void) {
   ttft_config_init(&c);
   c.struct_size = sizeof c + 8; /* a newer header than this library */
   EXPECT_NULL(ttft_registry_new(&c));
+}
 
-  TU_SECTION("an older, smaller ttft_config: missing fields take defaults");
+/* an older, smaller ttft_config: missing fields take defaults */
+TEST(registry_new_older_config) {
+  ttft_config c;
   /* A struct that ends after max_inflight; garbage past it must be ignored. */
   memset(&c, 0xFF, sizeof c);
   c.struct_size = offsetof(ttft_config, max_inflight) + sizeof c.max_inflight;
@@ -111,14 +113,41 @@ static void test_config(void) {
   ttft_registry_free(r);
 }
 
-static void test_slo_and_request(void) {
-  ttft_registry *r = ttft_registry_new(NULL);
+/* An older ttft_slo with only ttft_ns: the other budgets are 0 (none). The
+ * class it adds to r is "old", id 1 (the first after "default"). */
+static int add_old_class(ttft_registry *r) {
   ttft_slo slo;
-  ttft_request req;
-  EXPECT_NOT_NULL(r);
-  if (!r) return;
+  memset(&slo, 0xFF, sizeof slo);
+  slo.struct_size = offsetof(ttft_slo, ttft_ns) + sizeof slo.ttft_ns;
+  slo.ttft_ns = 12345;
+  int cls = ttft_class_add(r, "old", &slo);
+  EXPECT_EQ_INT(1, cls);
+  return cls;
+}
 
-  TU_SECTION("ttft_class_add rejects a bad ttft_slo struct_size");
+/* An older ttft_request with only class_id: prompt and prefix unknown. */
+static ttft_seq begin_old_request(ttft_registry *r, int cls) {
+  ttft_request req;
+  memset(&req, 0xFF, sizeof req);
+  req.struct_size = offsetof(ttft_request, class_id) + sizeof req.class_id;
+  req.class_id = cls;
+  ttft_seq s = ttft_begin_ex(r, &req, 1000);
+  EXPECT_TRUE(s != 0);
+  return s;
+}
+
+static ttft_registry *new_registry(void) {
+  ttft_registry *r = ttft_registry_new(NULL);
+  EXPECT_NOT_NULL(r);
+  return r;
+}
+
+/* ttft_class_add rejects a bad ttft_slo struct_size (no class id used up)
+ * and takes an older, smaller one */
+TEST(class_add_slo_size) {
+  ttft_registry *r = new_registry();
+  if (!r) return;
+  ttft_slo slo;
   for (size_t i = 0; i < sizeof bad_sizes / sizeof bad_sizes[0]; i++) {
     ttft_slo_init(&slo);
     slo.struct_size = bad_sizes[i];
@@ -127,14 +156,18 @@ static void test_slo_and_request(void) {
   ttft_slo_init(&slo);
   slo.struct_size = sizeof slo + 8;
   EXPECT_ERR(TTFT_EINVAL, ttft_class_add(r, "c", &slo));
-  /* An older ttft_slo with only ttft_ns: the other budgets are 0 (none). */
-  memset(&slo, 0xFF, sizeof slo);
-  slo.struct_size = offsetof(ttft_slo, ttft_ns) + sizeof slo.ttft_ns;
-  slo.ttft_ns = 12345;
-  int cls = ttft_class_add(r, "old", &slo);
-  EXPECT_EQ_INT(1, cls);
+  add_old_class(r);
+  ttft_registry_free(r);
+}
 
-  TU_SECTION("ttft_begin_ex rejects a bad ttft_request struct_size, uncounted");
+/* ttft_begin_ex rejects a bad ttft_request struct_size, uncounted, and takes
+ * an older, smaller one (whose unknown prefix puts its TTFT in neither
+ * prefix-cache split) */
+TEST(begin_ex_request_size) {
+  ttft_registry *r = new_registry();
+  if (!r) return;
+  int cls = add_old_class(r);
+  ttft_request req;
   for (size_t i = 0; i < sizeof bad_sizes / sizeof bad_sizes[0]; i++) {
     ttft_request_init(&req);
     req.struct_size = bad_sizes[i];
@@ -143,14 +176,24 @@ static void test_slo_and_request(void) {
   ttft_request_init(&req);
   req.struct_size = sizeof req + 8;
   EXPECT_EQ_U64(0, ttft_begin_ex(r, &req, 1000));
-  /* An older ttft_request with only class_id: prompt and prefix unknown. */
-  memset(&req, 0xFF, sizeof req);
-  req.struct_size = offsetof(ttft_request, class_id) + sizeof req.class_id;
-  req.class_id = cls;
-  ttft_seq s = ttft_begin_ex(r, &req, 1000);
-  EXPECT_TRUE(s != 0);
+  ttft_seq s = begin_old_request(r, cls);
+  EXPECT_ERR(TTFT_OK, ttft_token_emitted(r, s, 2, 1500));
+  EXPECT_ERR(TTFT_OK, ttft_stream_end(r, s, TTFT_COMPLETED, 2000));
+  ttft_snapshot *snap = ttft_snapshot_take(r);
+  EXPECT_EQ_U64(1, ttft_snapshot_counter(snap, TTFT_COUNTER_BEGUN));
+  EXPECT_EQ_U64(0, ttft_snapshot_counter(snap, TTFT_COUNTER_DROPPED));
+  EXPECT_EQ_U64(0, ttft_snapshot_split_count(snap, TTFT_SPLIT_PREFIX_CACHE, 0));
+  EXPECT_EQ_U64(0, ttft_snapshot_split_count(snap, TTFT_SPLIT_PREFIX_CACHE, 1));
+  ttft_snapshot_free(snap);
+  ttft_registry_free(r);
+}
 
-  TU_SECTION("ttft_seq_stats: bad sizes rejected, a smaller struct filled up to its size");
+/* ttft_seq_stats: bad sizes rejected, a smaller struct filled up to its size */
+TEST(seq_stats_info_size) {
+  ttft_registry *r = new_registry();
+  if (!r) return;
+  int cls = add_old_class(r);
+  ttft_seq s = begin_old_request(r, cls);
   ttft_seq_info info;
   for (size_t i = 0; i < sizeof bad_sizes / sizeof bad_sizes[0]; i++) {
     memset(&info, 0, sizeof info);
@@ -173,13 +216,17 @@ static void test_slo_and_request(void) {
   EXPECT_EQ_U64(2, info.tokens);
   EXPECT_EQ_U64(500, info.ttft_ns);
   EXPECT_ERR(TTFT_OK, ttft_stream_end(r, s, TTFT_COMPLETED, 2000));
+  ttft_registry_free(r);
+}
 
-  TU_SECTION("ttft_snapshot_class_slo: bad sizes rejected, smaller filled up to its size");
+/* ttft_snapshot_class_slo: bad sizes rejected, a smaller struct filled up to
+ * its size; the older slo's missing budgets read back as 0 */
+TEST(snapshot_class_slo_size) {
+  ttft_registry *r = new_registry();
+  if (!r) return;
+  int cls = add_old_class(r);
   ttft_snapshot *snap = ttft_snapshot_take(r);
-  EXPECT_EQ_U64(1, ttft_snapshot_counter(snap, TTFT_COUNTER_BEGUN));
-  EXPECT_EQ_U64(0, ttft_snapshot_counter(snap, TTFT_COUNTER_DROPPED));
-  EXPECT_EQ_U64(0, ttft_snapshot_split_count(snap, TTFT_SPLIT_PREFIX_CACHE, 0));
-  EXPECT_EQ_U64(0, ttft_snapshot_split_count(snap, TTFT_SPLIT_PREFIX_CACHE, 1));
+  ttft_slo slo;
   for (size_t i = 0; i < sizeof bad_sizes / sizeof bad_sizes[0]; i++) {
     memset(&slo, 0, sizeof slo);
     slo.struct_size = bad_sizes[i];
@@ -200,10 +247,4 @@ static void test_slo_and_request(void) {
   ttft_registry_free(r);
 }
 
-int main(void) {
-  test_layout();
-  test_init();
-  test_config();
-  test_slo_and_request();
-  return TU_DONE();
-}
+TU_MAIN()
