@@ -1,12 +1,17 @@
 /* format_text.c — a snapshot as a table a person reads in a terminal.
  *
- * Reads the snapshot only. Every duration is printed in a unit chosen per
- * value (ns, µs, ms, s, min) with three significant digits; an empty metric
- * prints "-". Lines stay within 100 columns (a long label value excepted:
- * it is printed whole). Label values come from the integrator and may hold
- * anything: control characters and invalid UTF-8 are written as \xNN (and
- * a backslash as \\) so that a label can neither break the table nor send
- * escape sequences to the terminal. */
+ * Reads the snapshot only. Every duration is printed as a number, a space
+ * and a unit chosen per value (ns, µs, ms, s, min) with three significant
+ * digits ("19.1 ms", "1.12 s"), the style of ttft-report's diff and SVG
+ * and of the demo; an empty metric prints "-". Each table is followed by
+ * a short legend (two-space indent) for the rows whose name does not say
+ * what they are; the definitions are docs/metrics.md's. Lines stay within
+ * 100 columns (a long label value excepted: it is printed whole). Label
+ * values come from the integrator and may hold anything: control
+ * characters and invalid UTF-8 are written as \xNN (and a backslash as
+ * \\) so that a label can neither break the table nor send escape
+ * sequences to the terminal. Classes that saw no begin are left out
+ * (ttft__class_exported), unless the registry exports idle classes. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -75,21 +80,23 @@ static void put_clean(ttft__sb *sb, const char *str) {
 
 /* ------------------------------------------------------------------ units */
 
-/* x with three significant digits (x >= 0, x < 999.5). */
+/* x with three significant digits, a space and the unit (x >= 0,
+ * x < 999.5): "1.50 s", "19.1 ms", "250 ms". */
 static void sig3(char *out, size_t cap, double x, const char *unit) {
-  if (x < 9.995) snprintf(out, cap, "%.2f%s", x, unit);
-  else if (x < 99.95) snprintf(out, cap, "%.1f%s", x, unit);
-  else snprintf(out, cap, "%.0f%s", x, unit);
+  if (x < 9.995) snprintf(out, cap, "%.2f %s", x, unit);
+  else if (x < 99.95) snprintf(out, cap, "%.1f %s", x, unit);
+  else snprintf(out, cap, "%.0f %s", x, unit);
 }
 
-/* A duration in ns, in the unit that fits it. */
+/* A duration in ns, in the unit that fits it (at most 8 columns below
+ * 10^4 min, so it fits a cell with a space before it). */
 static void fmt_ns(char *out, size_t cap, double v) {
-  if (v < 999.5) snprintf(out, cap, "%.0fns", v);
+  if (v < 999.5) snprintf(out, cap, "%.0f ns", v);
   else if (v < 999.5e3) sig3(out, cap, v / 1e3, "\xC2\xB5s"); /* µs */
   else if (v < 999.5e6) sig3(out, cap, v / 1e6, "ms");
   else if (v < 59.95e9) sig3(out, cap, v / 1e9, "s");
   else if (v < 999.5 * 60e9) sig3(out, cap, v / 60e9, "min");
-  else snprintf(out, cap, "%.0fmin", v / 60e9);
+  else snprintf(out, cap, "%.0f min", v / 60e9);
 }
 
 /* A count of tokens, or a duration in ns, that is an exact integer. */
@@ -163,12 +170,27 @@ static void budget_cell(ttft__sb *sb, uint64_t ns, size_t w) {
   put_right(sb, cell, w);
 }
 
+/* A legend line under a table: two spaces, then the text. */
+static void legend(ttft__sb *sb, const char *text) {
+  ttft__sb_puts(sb, "  ");
+  ttft__sb_puts(sb, text);
+  ttft__sb_puts(sb, "\n");
+}
+
 /* ------------------------------------------------------------- sections */
 
+/* The interval, said plainly: a snapshot of a registry covers its whole
+ * life so far (ttft_snapshot_interval); a delta or a merge (registry id 0)
+ * covers the window of the snapshots it came from. */
 static void section_header(ttft__sb *sb, const ttft_snapshot *s) {
   char iv[32];
   fmt_ns(iv, sizeof iv, (double)(s->t_end_ns > s->t_start_ns ? s->t_end_ns - s->t_start_ns : 0));
-  ttft__sb_printf(sb, "libttft %s report, interval %s\n", ttft_version_string(), iv);
+  if (s->registry_id)
+    ttft__sb_printf(sb, "libttft %s report over %s, the registry's age: from its creation to this snapshot\n",
+                    ttft_version_string(), iv);
+  else
+    ttft__sb_printf(sb, "libttft %s report over %s: the time covered by the snapshots of this delta or merge\n",
+                    ttft_version_string(), iv);
   ttft__sb_puts(sb, "clock starts at: ");
   put_clean(sb, s->start_point);
   ttft__sb_puts(sb, "; token counted at: ");
@@ -193,12 +215,33 @@ static void section_metrics(ttft__sb *sb, const ttft_snapshot *s) {
     snprintf(name, sizeof name, "%s%s", ttft_metric_name((ttft_metric)m), tokens ? " tok" : "");
     metric_row(sb, name, s->all.h[m], tokens);
   }
+  /* "start" is the clock start of the header's second line; N a stream's
+   * output tokens (docs/metrics.md, "Latency metrics") */
+  legend(sb, "ttft = start -> first token; e2e = start -> stream end; itl = gap between two emissions");
+  legend(sb, "tpot = (last token - first token) / (N - 1), for streams of N >= 2 output tokens");
+  legend(sb, "queue = start -> scheduled; prefill = scheduled -> first token; decode = first -> last token");
+  legend(sb, "seq_itl_p95, seq_itl_max = each stream's own p95 gap, its worst gap (recorded at its end);");
+  legend(sb, "  the columns are percentiles across streams: how many users saw slow typing");
+  legend(sb, "abandoned_wait = how long streams cancelled before their first token waited (not in ttft)");
+  legend(sb, "itl_per_token = itl by token: an emission of n tokens after a gap d counts n times, as d/n");
   ttft__sb_puts(sb, "\n");
+}
+
+/* The stall budget every shown class uses, or 0 when they differ. With
+ * no class shown, the registry's default. */
+static uint64_t common_stall_budget(const ttft_snapshot *s) {
+  uint64_t b = 0;
+  for (uint32_t i = 0; i < s->nclasses; i++) {
+    if (!ttft__class_exported(s, i)) continue;
+    if (b && s->cls[i].slo.stall_threshold_ns != b) return 0;
+    b = s->cls[i].slo.stall_threshold_ns;
+  }
+  return b ? b : s->stall_threshold_ns;
 }
 
 static void section_counts(ttft__sb *sb, const ttft_snapshot *s) {
   const uint64_t *c = s->all.ctr;
-  char a[32], b[32], th[32];
+  char a[32], b[32], th[48];
   ttft__sb_printf(sb,
                   "requests: begun %llu, completed %llu, cancelled %llu, errors %llu, "
                   "dropped %llu, in flight now %llu\n",
@@ -208,7 +251,9 @@ static void section_counts(ttft__sb *sb, const ttft_snapshot *s) {
                   (unsigned long long)c[TTFT_COUNTER_ERRORS],
                   (unsigned long long)c[TTFT_COUNTER_DROPPED],
                   (unsigned long long)s->gauge[TTFT_GAUGE_INFLIGHT]);
-  fmt_ns(th, sizeof th, (double)s->stall_threshold_ns);
+  uint64_t budget = common_stall_budget(s);
+  if (budget) fmt_ns(th, sizeof th, (double)budget);
+  else snprintf(th, sizeof th, "its class's budget, below");
   ttft__sb_printf(sb, "stalls (gap > %s): gaps %llu, stalled sequences %llu, stalled now %llu\n",
                   th, (unsigned long long)c[TTFT_COUNTER_STALLS],
                   (unsigned long long)c[TTFT_COUNTER_STALLED_SEQS],
@@ -227,8 +272,14 @@ static void section_counts(ttft__sb *sb, const ttft_snapshot *s) {
                   (unsigned long long)c[TTFT_COUNTER_CLOCK_CLAMPED],
                   (unsigned long long)c[TTFT_COUNTER_PREEMPTIONS],
                   (unsigned long long)c[TTFT_COUNTER_NO_TPOT]);
-  ttft__sb_printf(sb, "stale hook calls (handle ended or unknown): %llu\n\n",
+  ttft__sb_printf(sb, "stale hook calls (handle ended or unknown): %llu\n",
                   (unsigned long long)c[TTFT_COUNTER_STALE]);
+  legend(sb, "dropped = begins refused for want of a slot: those streams are not measured at all");
+  legend(sb, "stalls are counted and reported, not part of the SLO; stalled now = in flight, silent for");
+  legend(sb, "  longer than the stall budget right now (a stream stuck forever never closes its gap)");
+  legend(sb, "clock clamps = timestamps earlier than the stream's previous event, clamped to it (gap 0)");
+  legend(sb, "ended without TPOT = streams of fewer than 2 output tokens: counted here, not as a TPOT of 0");
+  ttft__sb_puts(sb, "\n");
 }
 
 /* TTFT, TPOT, E2E and output tokens of the streams that ended with each
@@ -252,6 +303,8 @@ static void section_status(ttft__sb *sb, const ttft_snapshot *s) {
       metric_row(sb, name, s->all.sv[st][ttft__status_view(views[v])], tokens);
     }
   }
+  legend(sb, "the same metrics again, by how each stream ended (recorded at its end; tok = output");
+  legend(sb, "  tokens): client benchmarks usually count only the completed ones");
   ttft__sb_puts(sb, "\n");
 }
 
@@ -269,35 +322,44 @@ static void attainment_cells(ttft__sb *sb, const ttft__sclass *c) {
   ttft__sb_puts(sb, "\n");
 }
 
+static uint32_t classes_shown(const ttft_snapshot *s) {
+  uint32_t shown = 0;
+  for (uint32_t i = 0; i < s->nclasses; i++) shown += ttft__class_exported(s, i) != 0;
+  return shown;
+}
+
+/* The SLO verdict and its budgets. A stream is good when it ended
+ * COMPLETED within every budget its class sets (hooks.c, stream end);
+ * stalls play no part in it, so their budget is in its own table. */
 static void section_slo(ttft__sb *sb, const ttft_snapshot *s) {
-  static const char *const cols[] = {"ttft <=", "tpot <=", "e2e <=", "stall >"};
-  put_left(sb, "SLO attainment", 20);
-  for (size_t i = 0; i < 4; i++) put_right(sb, cols[i], CELL_W);
+  static const char *const cols[] = {"ttft <=", "tpot <=", "e2e <="};
+  put_left(sb, "SLO attainment", NAME_W);
+  for (size_t i = 0; i < 3; i++) put_right(sb, cols[i], CELL_W);
   put_right(sb, "good/ended", 15);
   put_right(sb, "%", CELL_W);
   ttft__sb_puts(sb, "\n");
-  uint32_t shown = 0;
-  for (uint32_t i = 0; i < s->nclasses; i++) shown += ttft__class_exported(s, i) != 0;
+  uint32_t shown = classes_shown(s);
   for (uint32_t i = 0; i < s->nclasses; i++) {
     if (!ttft__class_exported(s, i)) continue;
     const ttft__sclass *c = &s->cls[i];
-    put_left(sb, c->name, 20);
+    put_left(sb, c->name, NAME_W);
     budget_cell(sb, c->slo.ttft_ns, CELL_W);
     budget_cell(sb, c->slo.tpot_ns, CELL_W);
     budget_cell(sb, c->slo.e2e_ns, CELL_W);
-    budget_cell(sb, c->slo.stall_threshold_ns, CELL_W);
     attainment_cells(sb, c);
   }
   if (shown != 1) { /* "all" alone when no class is shown: the registry saw nothing */
-    put_left(sb, "all classes", 20 + 4 * CELL_W);
+    put_left(sb, "all classes", NAME_W + 3 * CELL_W);
     attainment_cells(sb, &s->all);
   }
+  legend(sb, "good = ended completed and within every budget its class sets (- = none; a stream without");
+  legend(sb, "  a TPOT meets the TPOT budget); cancelled and errors are never good; % = good / ended.");
+  legend(sb, "  Stalls play no part in it: they are counted and reported apart");
   ttft__sb_puts(sb, "\n");
   if (shown <= 1) return;
 
-  static const char *const pc[] = {"ttft n", "ttft p50", "ttft p99", "tpot n", "tpot p50",
-                                   "tpot p99", "stalls"};
-  put_left(sb, "per class", 20);
+  static const char *const pc[] = {"ttft n", "ttft p50", "ttft p99", "tpot n", "tpot p50", "tpot p99"};
+  put_left(sb, "per class", NAME_W);
   for (size_t i = 0; i < sizeof pc / sizeof pc[0]; i++) put_right(sb, pc[i], CELL_W + 1);
   ttft__sb_puts(sb, "\n");
   for (uint32_t i = 0; i < s->nclasses; i++) {
@@ -305,7 +367,7 @@ static void section_slo(ttft__sb *sb, const ttft_snapshot *s) {
     const ttft__sclass *c = &s->cls[i];
     const ttft__shist *t = c->h[TTFT_METRIC_TTFT], *p = c->h[TTFT_METRIC_TPOT];
     char cell[32];
-    put_left(sb, c->name, 20);
+    put_left(sb, c->name, NAME_W);
     snprintf(cell, sizeof cell, "%llu", (unsigned long long)(t ? t->count : 0));
     put_right(sb, cell, CELL_W + 1);
     quantile_cell(sb, t, 0.5, CELL_W + 1);
@@ -314,10 +376,30 @@ static void section_slo(ttft__sb *sb, const ttft_snapshot *s) {
     put_right(sb, cell, CELL_W + 1);
     quantile_cell(sb, p, 0.5, CELL_W + 1);
     quantile_cell(sb, p, 0.99, CELL_W + 1);
-    snprintf(cell, sizeof cell, "%llu", (unsigned long long)c->ctr[TTFT_COUNTER_STALLS]);
-    put_right(sb, cell, CELL_W + 1);
     ttft__sb_puts(sb, "\n");
   }
+  ttft__sb_puts(sb, "\n");
+
+  /* each class's stall budget and what it counted */
+  put_left(sb, "stalls by class", NAME_W);
+  put_right(sb, "gap >", CELL_W + 1);
+  put_right(sb, "gaps", CELL_W + 1);
+  put_right(sb, "stalled seqs", 14);
+  ttft__sb_puts(sb, "\n");
+  for (uint32_t i = 0; i < s->nclasses; i++) {
+    if (!ttft__class_exported(s, i)) continue;
+    const ttft__sclass *c = &s->cls[i];
+    char cell[32];
+    put_left(sb, c->name, NAME_W);
+    budget_cell(sb, c->slo.stall_threshold_ns, CELL_W + 1);
+    snprintf(cell, sizeof cell, "%llu", (unsigned long long)c->ctr[TTFT_COUNTER_STALLS]);
+    put_right(sb, cell, CELL_W + 1);
+    snprintf(cell, sizeof cell, "%llu", (unsigned long long)c->ctr[TTFT_COUNTER_STALLED_SEQS]);
+    put_right(sb, cell, 14);
+    ttft__sb_puts(sb, "\n");
+  }
+  legend(sb, "a gap longer than its class's stall budget is a stall: counted and reported, not part");
+  legend(sb, "  of the SLO verdict above");
   ttft__sb_puts(sb, "\n");
 }
 
@@ -339,6 +421,8 @@ static void section_splits(ttft__sb *sb, const ttft_snapshot *s) {
                (unsigned)(s->band_edges[i] - 1));
     metric_row(sb, name, h, 0);
   }
+  legend(sb, "ttft again, by prefix-cache hit or miss and by prompt length in tokens (only the");
+  legend(sb, "  streams that said; bands without data are left out)");
   ttft__sb_puts(sb, "\n");
 }
 
