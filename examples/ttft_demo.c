@@ -15,7 +15,9 @@
  *  - a few sequences are preempted (swapped out) for longer than the stall
  *    budget and come back: stalls.
  * After the run it prints the report; then a batch-width experiment shows
- * that a wider batch raises tokens/s while TPOT gets worse.
+ * that a wider batch raises tokens/s while TPOT gets worse, and says which
+ * widths the offered load overwhelms (there TTFT grows without bound).
+ * Durations print as the report prints them: "19.1 ms", "1.12 s".
  *
  *   ttft-demo [--seconds S] [--batch N] [--workers N] [--rate R]
  *             [--prompts short|mixed|long] [--seed N] [--slowdown X]
@@ -316,6 +318,30 @@ static void run_engine(engine *e) {
   free(wa);
 }
 
+/* A duration as the text report writes it: three significant digits, a
+ * space, the unit that fits ("850 ns", "12.3 µs", "19.1 ms", "1.12 s"). */
+static void fmt_dur(char *out, size_t cap, double ns) {
+  static const struct {
+    double below, div;
+    const char *unit;
+  } u[] = {{999.5e3, 1e3, "\xC2\xB5s"}, {999.5e6, 1e6, "ms"}, {59.95e9, 1e9, "s"}, {1e300, 60e9, "min"}};
+  if (ns < 999.5) {
+    snprintf(out, cap, "%.0f ns", ns);
+    return;
+  }
+  size_t i = 0;
+  while (ns >= u[i].below) i++;
+  double v = ns / u[i].div;
+  snprintf(out, cap, v < 9.995 ? "%.2f %s" : v < 99.95 ? "%.1f %s" : "%.0f %s", v, u[i].unit);
+}
+
+/* s right-aligned in w columns (µs is one column in two bytes) */
+static void print_right(const char *s, int w) {
+  int cols = 0;
+  for (const char *c = s; *c; c++) cols += ((unsigned char)*c & 0xC0) != 0x80;
+  printf("%*s%s", cols < w ? w - cols : 1, "", s);
+}
+
 static void print_snapshot(const ttft_snapshot *s, ttft_format f) {
   long n = ttft_snapshot_format(s, f, NULL, 0);
   if (n < 0) {
@@ -367,20 +393,36 @@ static void save_snapshot(const ttft_snapshot *s, const char *path) {
 }
 
 /* A wider batch: more tokens per second for the GPU, slower typing for
- * each user. Same arrival process, three batch widths. */
+ * each user. Same arrival process, three batch widths. The load is high
+ * enough to fill the widest batch, so tokens/s is each width's capacity.
+ * A width is over capacity when it served fewer tokens/s than the
+ * requests asked for (their output lengths over the arrival window) and
+ * its queue did not drain: more than a tenth of the requests never got a
+ * first token (tokens/s alone is not enough: below capacity it still
+ * trails the offered load a little, the tokens of the streams cut off at
+ * the end or cancelled mid-stream). There requests queue without end and
+ * TTFT grows without bound. */
 static void batch_experiment(req *reqs) {
   static const int widths[] = {4, 16, 48};
-  printf("\nBatch-width experiment (2.0 s each, same offered load, short prompts, 1 worker):\n");
-  printf("  %-6s %14s %12s %12s %12s\n", "batch", "tokens/s", "TPOT p50", "TPOT p99", "TTFT p50");
-  printf("  %-6s %14s %12s %12s %12s\n", "", "(capacity)", "", "", "");
-  for (size_t i = 0; i < sizeof widths / sizeof widths[0]; i++) {
+  enum { NW = sizeof widths / sizeof widths[0] };
+  const double seconds = 2.0, rate = 40.0; /* enough load to fill the widest batch */
+  double offered[NW];
+  int over[NW];
+  uint64_t asked = 0, begun = 0;
+  printf("\nBatch-width experiment: each width gets %.1f s of arrivals at %.0f req/s (short prompts,"
+         " 1 worker)\n",
+         seconds, rate);
+  printf("  %-6s %10s %10s %10s %10s %16s\n", "batch", "tokens/s", "TPOT p50", "TPOT p99", "TTFT p50",
+         "no first token");
+  printf("  %-6s %10s\n", "", "(capacity)");
+  for (size_t i = 0; i < NW; i++) {
     engine e;
     memset(&e, 0, sizeof e);
     e.reg = make_registry(&e.chat, &e.batch_cls);
     e.batch = widths[i];
     e.workers = 1;
-    e.seconds = 2.0;
-    e.rate = 40.0; /* enough load to fill the widest batch */
+    e.seconds = seconds;
+    e.rate = rate;
     e.prompts = "short";
     e.seed = opt.seed;
     e.slowdown = opt.slowdown;
@@ -390,14 +432,45 @@ static void batch_experiment(req *reqs) {
     uint64_t a, b;
     ttft_snapshot_interval(s, &a, &b);
     double tps = (double)ttft_snapshot_counter(s, TTFT_COUNTER_TOKENS) / ((double)(b - a) / 1e9);
-    printf("  %-6d %14.0f %9.1f ms %9.1f ms %9.1f ms\n", widths[i], tps,
-           ttft_snapshot_quantile(s, TTFT_METRIC_TPOT, 0.5) / 1e6,
-           ttft_snapshot_quantile(s, TTFT_METRIC_TPOT, 0.99) / 1e6,
-           ttft_snapshot_quantile(s, TTFT_METRIC_TTFT, 0.5) / 1e6);
+    /* what the clients asked for: every request's output length */
+    uint32_t n = atomic_load(&e.nreq);
+    asked = 0;
+    for (uint32_t k = 0; k < n; k++) asked += reqs[k].out_len;
+    begun = ttft_snapshot_counter(s, TTFT_COUNTER_BEGUN);
+    offered[i] = (double)asked / seconds;
+    uint64_t tpot = ttft_snapshot_quantile(s, TTFT_METRIC_TPOT, 0.5);
+    uint64_t no_token = ttft_snapshot_counter(s, TTFT_COUNTER_ABANDONED);
+    over[i] = tps < offered[i] && no_token * 10 > begun;
+    char c1[32], c2[32], c3[32], gave_up[48];
+    fmt_dur(c1, sizeof c1, (double)tpot);
+    fmt_dur(c2, sizeof c2, (double)ttft_snapshot_quantile(s, TTFT_METRIC_TPOT, 0.99));
+    fmt_dur(c3, sizeof c3, (double)ttft_snapshot_quantile(s, TTFT_METRIC_TTFT, 0.5));
+    snprintf(gave_up, sizeof gave_up, "%llu of %llu", (unsigned long long)no_token, (unsigned long long)begun);
+    printf("  %-6d %10.0f", widths[i], tps);
+    print_right(c1, 11);
+    print_right(c2, 11);
+    print_right(c3, 11);
+    print_right(gave_up, 17);
+    printf("\n");
     ttft_snapshot_free(s);
     ttft_registry_free(e.reg);
   }
   printf("  tokens/s is the replica's capacity view; TPOT is what each user feels.\n");
+  /* the same seed draws the same requests for every width: one offered load */
+  printf("  offered load: %.0f tokens/s (%llu requests asked for %llu output tokens in %.1f s)\n",
+         offered[NW - 1], (unsigned long long)begun, (unsigned long long)asked, seconds);
+  char list[128] = "";
+  size_t len = 0;
+  for (size_t i = 0; i < NW; i++)
+    if (over[i]) len += (size_t)snprintf(list + len, sizeof list - len, "%s%d", len ? ", " : "", widths[i]);
+  if (len)
+    printf("  over capacity: batch %s (tokens/s below the offered load, and more than a tenth of\n"
+           "  the requests never got a first token). There requests arrive faster than they finish:\n"
+           "  they queue, and TTFT grows without bound. The TTFT column counts only the requests that\n"
+           "  got a token; those that gave up first are under \"no first token\".\n",
+           list);
+  else
+    printf("  no width is over capacity: at every width the queue drained.\n");
 }
 
 static int parse_args(int argc, char **argv) {
