@@ -1006,13 +1006,14 @@ TEST(text_metric_rows) {
     }
     /* the TTFT row: p50 in ms with three significant digits */
     EXPECT_TRUE(line_starting(text, "ttft ", line, sizeof line));
-    char name[64], p50[32];
+    char name[64], p50[32], unit[16], shown[48];
     unsigned long long cnt;
-    EXPECT_EQ_INT(3, sscanf(line, "%63s %llu %31s", name, &cnt, p50));
+    EXPECT_EQ_INT(4, sscanf(line, "%63s %llu %31s %15s", name, &cnt, p50, unit));
+    snprintf(shown, sizeof shown, "%s %s", p50, unit); /* number, space, unit */
     double v = (double)ttft_snapshot_quantile(s, TTFT_METRIC_TTFT, 0.5) / 1e6;
     char exp[32];
-    snprintf(exp, sizeof exp, v < 9.995 ? "%.2fms" : v < 99.95 ? "%.1fms" : "%.0fms", v);
-    EXPECT_STREQ(exp, p50);
+    snprintf(exp, sizeof exp, v < 9.995 ? "%.2f ms" : v < 99.95 ? "%.1f ms" : "%.0f ms", v);
+    EXPECT_STREQ(exp, shown);
   }
   text_close(&w);
 }
@@ -1066,8 +1067,8 @@ TEST(text_slo_rows) {
       EXPECT_CONTAINS(line, want);
     }
     EXPECT_TRUE(line_starting(text, "chat ", line, sizeof line));
-    EXPECT_CONTAINS(line, "50.0ms"); /* its TTFT budget */
-    EXPECT_CONTAINS(line, "30.0ms"); /* its TPOT budget */
+    EXPECT_CONTAINS(line, "50.0 ms"); /* its TTFT budget */
+    EXPECT_CONTAINS(line, "30.0 ms"); /* its TPOT budget */
     EXPECT_CONTAINS(text, "per class"); /* more than one class: per-class rows */
     EXPECT_TRUE(line_starting(text, "all classes", line, sizeof line));
   }
@@ -1143,10 +1144,10 @@ TEST(text_duration_units) {
   static const struct {
     uint64_t ns;
     const char *shown;
-  } units[] = {{999, "999ns"},          {1000, "1.00\xC2\xB5s"},  {12345, "12.3\xC2\xB5s"},
-               {999499, "999\xC2\xB5s"}, {999600, "1.00ms"},       {250 * MS, "250ms"},
-               {1500 * MS, "1.50s"},     {59 * 1000 * MS, "59.0s"}, {90 * 1000 * MS, "1.50min"},
-               {3600 * 1000 * MS, "60.0min"}};
+  } units[] = {{999, "999 ns"},           {1000, "1.00 \xC2\xB5s"},  {12345, "12.3 \xC2\xB5s"},
+               {999499, "999 \xC2\xB5s"}, {999600, "1.00 ms"},       {250 * MS, "250 ms"},
+               {1500 * MS, "1.50 s"},     {59 * 1000 * MS, "59.0 s"}, {90 * 1000 * MS, "1.50 min"},
+               {3600 * 1000 * MS, "60.0 min"}};
   for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
     ttft_registry *r = one_stream(&c, units[i].ns);
     ttft_snapshot *s = ttft_snapshot_take(r);
@@ -1154,9 +1155,10 @@ TEST(text_duration_units) {
     char line[256];
     char *text = render(s, TTFT_FORMAT_TEXT, &n);
     if (text && line_starting(text, "ttft ", line, sizeof line)) {
-      char name[32], cnt[16], p50[32];
-      EXPECT_EQ_INT(3, sscanf(line, "%31s %15s %31s", name, cnt, p50));
-      EXPECT_STREQ(units[i].shown, p50);
+      char name[32], cnt[16], p50[32], unit[16], shown[48];
+      EXPECT_EQ_INT(4, sscanf(line, "%31s %15s %31s %15s", name, cnt, p50, unit));
+      snprintf(shown, sizeof shown, "%s %s", p50, unit);
+      EXPECT_STREQ(units[i].shown, shown);
     } else {
       EXPECT_TRUE(!"no ttft row");
     }
