@@ -399,20 +399,24 @@ static int write_svg(FILE *f, const char *out, const ttft_snapshot *s, const cha
 }
 
 /* --------------------------------------------------------------- diff */
-/* d in ns as "850 ns", "12.3 us", "120 ms", "1.23 s"; *div and *unit
- * receive the scale used, so that an interval prints in the same unit. */
+/* d in ns as the text report writes it: "850 ns", "12.3 µs", "120 ms",
+ * "1.23 s", "1.50 min" (the unit chosen after rounding to three
+ * significant digits, so 999.6 µs is "1.00 ms"); *div and *unit receive
+ * the scale used, so that an interval prints in the same unit. */
 static void dur_unit(double ns, double *div, const char **unit) {
   double a = fabs(ns);
   *div = 1, *unit = "ns";
-  if (a >= 1e9) *div = 1e9, *unit = "s";
-  else if (a >= 1e6) *div = 1e6, *unit = "ms";
-  else if (a >= 1e3) *div = 1e3, *unit = "us";
+  if (a >= 59.95e9) *div = 60e9, *unit = "min";
+  else if (a >= 999.5e6) *div = 1e9, *unit = "s";
+  else if (a >= 999.5e3) *div = 1e6, *unit = "ms";
+  else if (a >= 999.5) *div = 1e3, *unit = "\xC2\xB5s"; /* µs */
 }
 
+/* three significant digits, as the text report */
 static const char *num_fmt(double v, double ns_scale_div) {
   double av = fabs(v);
   if (ns_scale_div == 1) return "%.0f";
-  return av < 10 ? "%.2f" : av < 100 ? "%.1f" : "%.0f";
+  return av < 9.995 ? "%.2f" : av < 99.95 ? "%.1f" : "%.0f";
 }
 
 static void fmt_dur(char *out, size_t cap, double ns) {
@@ -674,7 +678,35 @@ static void flag(diff_ctx *d, const char *what) {
     snprintf(d->flagged + n, sizeof d->flagged - n, ", ...");
 }
 
-#define ROW_FMT "  %-16s %-13s %-26s %-26s %11s %9s%s\n"
+/* columns a UTF-8 string takes (µs: two bytes, one column) */
+static int cols_of(const char *s) {
+  int n = 0;
+  for (; *s; s++) n += ((unsigned char)*s & 0xC0) != 0x80;
+  return n;
+}
+
+/* s in a field of w columns: left-aligned (w > 0) or right-aligned (w < 0),
+ * as printf's %-*s / %*s would align ASCII */
+static void put_field(const char *s, int w) {
+  int pad = abs(w) - cols_of(s);
+  if (pad < 0) pad = 0;
+  if (w < 0) printf("%*s%s", pad, "", s);
+  else printf("%s%*s", s, pad, "");
+}
+
+/* one row of the diff: scope, stat, old, new, change, rel, and a note */
+static void print_row(const char *scope, const char *stat, const char *so, const char *sn,
+                      const char *sc, const char *sr, const char *note) {
+  printf("  %-16s %-13s ", scope, stat);
+  put_field(so, 26);
+  printf(" ");
+  put_field(sn, 26);
+  printf(" ");
+  put_field(sc, -11);
+  printf(" ");
+  put_field(sr, -9);
+  printf("%s\n", note);
+}
 
 /* A count or counter: old, new, change; no direction, never flagged. */
 static void diff_count(const char *scope, const char *stat, double o, double n, int have_old,
@@ -689,7 +721,7 @@ static void diff_count(const char *scope, const char *stat, double o, double n, 
     if (o != 0) snprintf(sr, sizeof sr, "%+.1f %%", 100.0 * (n - o) / fabs(o));
     else snprintf(sr, sizeof sr, "%s", n == 0 ? "0.0 %" : "new");
   }
-  printf(ROW_FMT, scope, stat, so, sn, sc, sr, "");
+  print_row(scope, stat, so, sn, sc, sr, "");
 }
 
 /* A quantile or mean. worse_if: +1 higher is worse, 0 no direction.
@@ -730,7 +762,7 @@ static void diff_est(diff_ctx *d, const char *scope, const char *stat, const est
       }
     }
   }
-  printf(ROW_FMT, scope, stat, so, sn, sc, sr, mark);
+  print_row(scope, stat, so, sn, sc, sr, mark);
 }
 
 /* A share that is bad when it rises (errors, stalls, SLO misses), given as
@@ -784,7 +816,7 @@ static void diff_share(diff_ctx *d, const char *scope, const char *name, uint64_
       d->noise++;
     }
   }
-  printf(ROW_FMT, scope, name, so, sn, sc, "", mark);
+  print_row(scope, name, so, sn, sc, "", mark);
 }
 
 static uint64_t ended(const ttft_snapshot *s, int c) {
