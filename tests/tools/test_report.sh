@@ -76,6 +76,17 @@ cp out.txt merged.txt
 expect_grep merged.txt "chat" "text report"
 expect_grep merged.txt "code" "text report (class only in b)"
 expect_grep merged.txt "server_arrival" "text report (start point)"
+# the header says what the time is: a merge covers its snapshots' windows,
+# one snapshot of a registry the registry's age
+expect_grep merged.txt "^libttft .* report over [0-9.]* [a-z]*: the time covered by the snapshots of this delta or merge$" \
+  "text report of a merge: its interval explained"
+expect_rc 0 "$REPORT" a.ttfs
+expect_grep out.txt "^libttft .* report over [0-9.]* [^ ]*, the registry's age: from its creation to this snapshot$" \
+  "text report of one snapshot: the registry's age"
+# one unit style, the diff's too: a number, a space, a unit ("19.1 ms")
+GLUED='[0-9]\(ns\|us\|µs\|ms\|s\|min\)\([^A-Za-z]\|$\)'
+expect_no_grep merged.txt "$GLUED" "text report: a unit glued to its number"
+expect_no_grep out.txt "$GLUED" "text report: a unit glued to its number"
 
 # the same two snapshots concatenated on stdin
 cat a.ttfs b.ttfs | "$REPORT" --format json - >cat.json 2>err.txt || fail "concatenated stdin: exit $?"
@@ -123,7 +134,8 @@ cp out.txt diff.txt
 expect_grep diff.txt "REGRESSION" "--diff of a 1.5x slower run"
 expect_grep diff.txt "^  ttft  *p99  .*<< REGRESSION" "--diff ttft p99 row"
 expect_grep diff.txt "^  ttft  *p50  .*<< REGRESSION" "--diff ttft p50 row"
-expect_grep diff.txt "^  ttft  *p99  *[0-9.]* [mu]*s \[[0-9.]*, [0-9.]*\]" "--diff prints the confidence interval"
+expect_grep diff.txt "^  ttft  *p99  *[0-9.]* [^ ]*s \[[0-9.]*, [0-9.]*\]" "--diff prints the confidence interval"
+expect_no_grep diff.txt "$GLUED" "--diff: a unit glued to its number"
 expect_grep diff.txt "regressions worse than 5.0 % and significant" "--diff summary"
 expect_rc 3 "$REPORT" --diff big.ttfs bigslow.ttfs --fail-on-regression
 expect_rc 0 "$REPORT" --diff a.ttfs a.ttfs --fail-on-regression
@@ -164,6 +176,26 @@ expect_no_grep out.txt "<< REGRESSION" "--diff of 37 vs 37 of one workload"
 expect_rc 0 "$REPORT" --diff small.ttfs smallslow.ttfs
 expect_grep out.txt "^  ttft  *p99  .*not enough data" "--diff of 37 vs 37 slowed: p99 not judged"
 expect_no_grep out.txt "^  ttft  *p99  .*REGRESSION" "--diff of 37 vs 37 slowed: p99 not flagged"
+# microseconds are written as the text report writes them, and keep the columns aligned
+"$MKSNAP" --seed 1 --requests 300 --scale 0.001 us1.ttfs >/dev/null || fail "mksnap us1"
+"$MKSNAP" --seed 2 --requests 300 --scale 0.0015 us2.ttfs >/dev/null || fail "mksnap us2"
+expect_rc 0 "$REPORT" --diff us1.ttfs us2.ttfs
+expect_grep out.txt "^  tpot  *p50  *[0-9.]* µs \[" "--diff in microseconds: the µs unit"
+expect_no_grep out.txt "[0-9] us" "--diff in microseconds: no 'us'"
+expect_no_grep out.txt "$GLUED" "--diff in microseconds: a unit glued to its number"
+if need_tool python3; then
+  got=$(python3 - out.txt <<'PY'
+import sys
+rows = [l for l in open(sys.argv[1], encoding="utf-8").read().splitlines()
+        if l.startswith("  tpot ") or l.startswith("  ttft ")]
+# "change" ends at column 98 and "rel" at 108 on every row (counted in
+# characters: the µ of a value is one column, two bytes)
+bad = [l for l in rows if len(l) < 108 or l[97] == " " or l[98] != " " or l[107] == " "]
+print("ok" if len(rows) > 4 and not bad else "misaligned: %r" % bad[:2])
+PY
+)
+  if [ "$got" = "ok" ]; then ok; else fail "--diff in microseconds: $got"; fi
+fi
 # --confidence
 expect_rc 0 "$REPORT" --diff big.ttfs big2.ttfs
 expect_grep out.txt "outside the 99 % confidence intervals" "--diff: 99 % by default"
