@@ -436,9 +436,13 @@ TEST(nonreaders) {
     EXPECT_EQ_U64(TABLE, st.conns);
     EXPECT_GE_U64(st.writing, NONREADERS - 4); /* stuck: a 1 KiB window */
     EXPECT_LE_U64(st.held_bytes, st.held_cap);
-    /* shared: a body or two (a fresh render may have replaced the one the
-     * first clients got), never one per client */
-    EXPECT_LE_U64(st.held_bytes, 3 * (body + 64 * 1024));
+    /* shared: a few bodies, never one per client. A body is reused for
+     * max(250 ms, 4 x its render time); a loaded machine can let the
+     * window pass a few times while the 64 clients connect, each time a
+     * fresh render that the clients after it share. So: at most
+     * NONREADERS / 8 bodies, and the bytes are those bodies' */
+    EXPECT_LE_U64(st.bodies, NONREADERS / 8);
+    EXPECT_LE_U64(st.held_bytes, (uint64_t)st.bodies * (body + 64 * 1024));
   }
 #endif
   /* each GET needs a slot: the table is full of clients that do not read */
@@ -454,7 +458,7 @@ TEST(nonreaders) {
      * place it left */
     EXPECT_GE_U64(st.evicted_writer, 1);
     EXPECT_LE_U64(st.held_peak, st.held_cap);
-    EXPECT_LE_U64(st.held_peak, 3 * (body + 64 * 1024));
+    EXPECT_LE_U64(st.held_peak, (NONREADERS / 8) * (body + 64 * 1024));
   }
 #endif
   /* both attacks at once */
