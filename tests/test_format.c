@@ -9,6 +9,7 @@
 
 #include "ttft.h"
 #include "task.h"
+#include "text_lines.h"
 
 #define T0 UINT64_C(1000)
 #define US UINT64_C(1000)
@@ -929,24 +930,6 @@ static size_t max_line_columns(const char *t) {
     }
   }
   return cur > worst ? cur : worst;
-}
-
-/* the line of text that starts with prefix, copied into out */
-static int line_starting(const char *text, const char *prefix, char *out, size_t cap) {
-  size_t pl = strlen(prefix);
-  for (const char *p = text; p && *p;) {
-    const char *nl = strchr(p, '\n');
-    size_t len = nl ? (size_t)(nl - p) : strlen(p);
-    if (len >= pl && !memcmp(p, prefix, pl)) {
-      if (len >= cap) len = cap - 1;
-      memcpy(out, p, len);
-      out[len] = '\0';
-      return 1;
-    }
-    p = nl ? nl + 1 : NULL;
-  }
-  out[0] = '\0';
-  return 0;
 }
 
 /* the text of the typical registry (text: labels, metric rows, classes,

@@ -10,6 +10,7 @@
 
 #include "ttft.h"
 #include "task.h"
+#include "text_lines.h"
 
 #define T0 UINT64_C(1000000)
 #define US UINT64_C(1000)
@@ -35,24 +36,6 @@ static char *report_of(ttft_registry *r) {
   char *t = render(s);
   ttft_snapshot_free(s);
   return t;
-}
-
-/* the first line that starts with prefix, copied into out (1), or 0 */
-static int line_starting(const char *text, const char *prefix, char *out, size_t cap) {
-  size_t pl = strlen(prefix);
-  for (const char *p = text; p && *p;) {
-    const char *nl = strchr(p, '\n');
-    size_t len = nl ? (size_t)(nl - p) : strlen(p);
-    if (len >= pl && !memcmp(p, prefix, pl)) {
-      if (len >= cap) len = cap - 1;
-      memcpy(out, p, len);
-      out[len] = '\0';
-      return 1;
-    }
-    p = nl ? nl + 1 : NULL;
-  }
-  out[0] = '\0';
-  return 0;
 }
 
 /* the block of lines from the one starting with title up to (not
