@@ -250,6 +250,78 @@ static void fork_rounds(uint32_t max_threads) {
 TEST(fork_child_registry_private_shards) { fork_rounds(4); }
 TEST(fork_child_registry_shared_shard) { fork_rounds(0); }
 
+/* A fork while another thread is inside a pool top-up (a snapshot or a
+ * class_add allocating a slab): the child inherits the top-up lock held
+ * and, possibly, a slab counted in nslabs but never published through
+ * `limit`. Staged here on the parent's registry, deterministically: the
+ * child must take snapshots (which top the pool up), add a class and
+ * record values across many octaves (chunks from new slabs) without
+ * hanging (alarm) and without touching the unpublished table entry. */
+static int pool_child_checks(ttft_registry *r) {
+  alarm(10); /* a child stuck on the inherited lock dies of SIGALRM; one
+              * that uses the unpublished entry, of SIGSEGV */
+  int bad = 0;
+  ttft_snapshot *s = ttft_snapshot_take(r);
+  if (!s) bad |= 1;
+  ttft_snapshot_free(s);
+  int cl = ttft_class_add(r, "after_fork", NULL);
+  if (cl < 0) bad |= 2;
+  uint64_t t = 1000 * MS;
+  for (int k = 0; k < 30; k++) { /* gaps from 1 us to ~9 min: 30 octaves */
+    ttft_request q;
+    ttft_request_init(&q);
+    q.class_id = cl < 0 ? 0 : (uint32_t)cl;
+    ttft_seq x = ttft_begin_ex(r, &q, t);
+    if (!x) bad |= 4;
+    uint64_t gap = (uint64_t)1000 << k;
+    if (ttft_token_emitted(r, x, 1, t + gap) != TTFT_OK) bad |= 8;
+    if (ttft_token_emitted(r, x, 1, t + 2 * gap) != TTFT_OK) bad |= 8;
+    if (ttft_stream_end(r, x, TTFT_COMPLETED, t + 2 * gap) != TTFT_OK) bad |= 16;
+    t += 2 * gap + MS;
+  }
+  s = ttft_snapshot_take(r);
+  if (!s || ttft_snapshot_class_count(s, cl, TTFT_METRIC_ITL) != 30) bad |= 32;
+  ttft_snapshot_free(s);
+  return bad;
+}
+
+TEST(fork_during_pool_top_up) {
+  ttft_registry *r = reg(64, 2);
+  if (!r) return;
+  one_stream(r, 1000);
+  uint32_t nslabs = r->pool.nslabs;
+  EXPECT_LT_U64(nslabs, r->pool.max_slabs);
+  EXPECT_EQ_U64((uint64_t)nslabs * TTFT__SLAB_CHUNKS, atomic_load(&r->pool.limit));
+  /* what a top-up cut short leaves: its lock held, and a table entry
+   * counted but not yet published (a poisoned pointer: using it crashes);
+   * and no free chunk left, so the child's next chunk comes from the slab
+   * its own first top-up adds */
+  uint64_t next = atomic_load(&r->pool.next);
+  atomic_store(&r->pool.next, atomic_load(&r->pool.limit));
+  atomic_store(&r->pool.lock, 1);
+  r->pool.slab[nslabs] = (ttft__chunk *)(uintptr_t)0x10;
+  r->pool.nslabs = nslabs + 1;
+  pid_t pid = fork();
+  if (pid == 0) _exit(pool_child_checks(r));
+  /* the parent's own top-up "finishes": undo the staging */
+  r->pool.nslabs = nslabs;
+  r->pool.slab[nslabs] = NULL;
+  atomic_store(&r->pool.lock, 0);
+  atomic_store(&r->pool.next, next);
+  int st = 0;
+  EXPECT_EQ_INT(pid, waitpid(pid, &st, 0));
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+    fprintf(stderr, "child: %s %d (bits: 1 snapshot, 2 class_add, 4 begin, 8 emit, 16 end, 32 count)\n",
+            WIFEXITED(st) ? "exit" : "signal", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+  EXPECT_TRUE(WIFEXITED(st));
+  EXPECT_EQ_INT(0, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+  /* and the parent goes on */
+  ttft_snapshot *s = ttft_snapshot_take(r);
+  EXPECT_NOT_NULL(s);
+  ttft_snapshot_free(s);
+  ttft_registry_free(r);
+}
+
 /* ------------------------------------------------------------ 9.6 */
 TEST(config_limits) {
   ttft_config c;
