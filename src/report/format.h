@@ -45,6 +45,14 @@ TTFT_HIDDEN extern const size_t ttft__prom_nctrs;
 TTFT_HIDDEN extern const ttft__prom_ctr_def ttft__prom_registry_ctrs[];
 TTFT_HIDDEN extern const size_t ttft__prom_nregistry_ctrs;
 
+/* The gauges, one family each with the base labels only; in
+ * ttft_gauge order (index = the gauge). */
+typedef struct ttft__prom_gauge_def {
+  const char *name;
+  const char *help;
+} ttft__prom_gauge_def;
+TTFT_HIDDEN extern const ttft__prom_gauge_def ttft__prom_gauges[TTFT_GAUGE_COUNT_];
+
 /* Formatters: each renders s into sb; return TTFT_OK or a TTFT_E* code. */
 TTFT_HIDDEN int ttft__format_text(const ttft_snapshot *s, ttft__sb *sb);
 TTFT_HIDDEN int ttft__format_json(const ttft_snapshot *s, ttft__sb *sb);

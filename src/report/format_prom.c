@@ -101,6 +101,19 @@ const ttft__prom_ctr_def ttft__prom_registry_ctrs[] = {
 };
 const size_t ttft__prom_nregistry_ctrs = sizeof ttft__prom_registry_ctrs / sizeof ttft__prom_registry_ctrs[0];
 
+const ttft__prom_gauge_def ttft__prom_gauges[TTFT_GAUGE_COUNT_] = {
+    [TTFT_GAUGE_INFLIGHT] = {"requests_in_flight", "Sequences begun and not yet ended."},
+    [TTFT_GAUGE_LIVE_STALLS] = {"live_stalls",
+                                "In-flight sequences whose last token is older than their stall budget "
+                                "right now."},
+    [TTFT_GAUGE_MEMORY] = {"registry_memory_bytes",
+                           "Bytes the measuring registry holds (ttft_registry_memory), bounded by its "
+                           "memory_limit."},
+    [TTFT_GAUGE_COARSE] = {"coarse_observations",
+                           "Observations recorded at power-of-two resolution only, because memory_limit "
+                           "was reached (0 normally; raise memory_limit if it grows)."},
+};
+
 #define hist_defs ttft__prom_hists
 #define N_HIST_DEFS ttft__prom_nhists
 #define ctr_defs ttft__prom_ctrs
@@ -520,18 +533,8 @@ static void put_gauge1(const prom_ctx *c, const char *name, const char *help, ui
 
 static void put_gauges(const prom_ctx *c) {
   const ttft_snapshot *s = c->s;
-  put_gauge1(c, "requests_in_flight", "Sequences begun and not yet ended.",
-             s->gauge[TTFT_GAUGE_INFLIGHT]);
-  put_gauge1(c, "live_stalls",
-             "In-flight sequences whose last token is older than their stall budget right now.",
-             s->gauge[TTFT_GAUGE_LIVE_STALLS]);
-  put_gauge1(c, "registry_memory_bytes",
-             "Bytes the measuring registry holds (ttft_registry_memory), bounded by its memory_limit.",
-             s->gauge[TTFT_GAUGE_MEMORY]);
-  put_gauge1(c, "coarse_observations",
-             "Observations recorded at power-of-two resolution only, because memory_limit was reached "
-             "(0 normally; raise memory_limit if it grows).",
-             s->gauge[TTFT_GAUGE_COARSE]);
+  for (unsigned g = 0; g < TTFT_GAUGE_COUNT_; g++)
+    put_gauge1(c, ttft__prom_gauges[g].name, ttft__prom_gauges[g].help, s->gauge[g]);
 
   /* budgets, so dashboards can draw them next to the percentiles */
   put_header(c, 0, "stall_budget_seconds", "gauge", "seconds",

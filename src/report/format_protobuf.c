@@ -903,19 +903,10 @@ static void put_all(pbx *x, ttft__sb *sb) {
   }
 
   f.type = MT_GAUGE, f.suffix = NULL;
-  f.kind = FK_GAUGE1, f.idx = TTFT_GAUGE_INFLIGHT, f.name = "requests_in_flight";
-  f.help = "Sequences begun and not yet ended.";
-  put_family(sb, &f);
-  f.idx = TTFT_GAUGE_LIVE_STALLS, f.name = "live_stalls";
-  f.help = "In-flight sequences whose last token is older than their stall budget right now.";
-  put_family(sb, &f);
-  f.idx = TTFT_GAUGE_MEMORY, f.name = "registry_memory_bytes";
-  f.help = "Bytes the measuring registry holds (ttft_registry_memory), bounded by its memory_limit.";
-  put_family(sb, &f);
-  f.idx = TTFT_GAUGE_COARSE, f.name = "coarse_observations";
-  f.help = "Observations recorded at power-of-two resolution only, because memory_limit was reached "
-           "(0 normally; raise memory_limit if it grows).";
-  put_family(sb, &f);
+  for (unsigned g = 0; g < TTFT_GAUGE_COUNT_; g++) {
+    f.kind = FK_GAUGE1, f.idx = g, f.name = ttft__prom_gauges[g].name, f.help = ttft__prom_gauges[g].help;
+    put_family(sb, &f);
+  }
 
   f.kind = FK_STALL_BUDGET, f.name = "stall_budget_seconds", f.unit = "seconds";
   f.help = "Stall budget of each class: an inter-token gap above it is a stall.";
