@@ -919,18 +919,6 @@ TEST(hostile_labels_text) {
 }
 
 /* ------------------------------------------------------------------ text */
-static size_t max_line_columns(const char *t) {
-  size_t worst = 0, cur = 0;
-  for (; *t; t++) {
-    if (*t == '\n') {
-      if (cur > worst) worst = cur;
-      cur = 0;
-    } else if (((unsigned char)*t & 0xC0) != 0x80) {
-      cur++;
-    }
-  }
-  return cur > worst ? cur : worst;
-}
 
 /* the text of the typical registry (text: labels, metric rows, classes,
  * splits, capacity wording) */

@@ -58,19 +58,6 @@ static int block(const char *text, const char *title, char *out, size_t cap) {
   return 0;
 }
 
-/* the widest line, in columns (code points) */
-static size_t max_line_columns(const char *t) {
-  size_t worst = 0, cur = 0;
-  for (; *t; t++) {
-    if (*t == '\n') {
-      if (cur > worst) worst = cur;
-      cur = 0;
-    } else if (((unsigned char)*t & 0xC0) != 0x80) {
-      cur++;
-    }
-  }
-  return cur > worst ? cur : worst;
-}
 
 static int is_letter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 

@@ -24,4 +24,18 @@ static inline int line_starting(const char *text, const char *prefix, char *out,
   return 0;
 }
 
+/* The widest line of text, in columns (UTF-8 code points). */
+static inline size_t max_line_columns(const char *t) {
+  size_t worst = 0, cur = 0;
+  for (; *t; t++) {
+    if (*t == '\n') {
+      if (cur > worst) worst = cur;
+      cur = 0;
+    } else if (((unsigned char)*t & 0xC0) != 0x80) {
+      cur++;
+    }
+  }
+  return cur > worst ? cur : worst;
+}
+
 #endif
