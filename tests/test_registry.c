@@ -250,16 +250,17 @@ static void fork_rounds(uint32_t max_threads) {
 TEST(fork_child_registry_private_shards) { fork_rounds(4); }
 TEST(fork_child_registry_shared_shard) { fork_rounds(0); }
 
-/* A fork while another thread is inside a pool top-up (a snapshot or a
- * class_add allocating a slab): the child inherits the top-up lock held
- * and, possibly, a slab counted in nslabs but never published through
- * `limit`. Staged here on the parent's registry, deterministically: the
- * child must take snapshots (which top the pool up), add a class and
- * record values across many octaves (chunks from new slabs) without
- * hanging (alarm) and without touching the unpublished table entry. */
+/* A fork while another thread is inside ttft_class_add or a pool top-up
+ * (a snapshot or a class_add allocating a slab). The child's copy of a
+ * half-done update cannot be trusted (pages are copied while the other
+ * thread runs), so fork() must wait for it: the atfork handler takes the
+ * class and pool locks. Staged here: a thread holds one of the locks as
+ * an update in progress would, marks its work done and releases 100 ms
+ * later. fork() may return only after that, in the parent and in the
+ * child, and the child must snapshot, add a class and record (the pool
+ * tops up from new slabs) without hanging (alarm). */
 static int pool_child_checks(ttft_registry *r) {
-  alarm(10); /* a child stuck on the inherited lock dies of SIGALRM; one
-              * that uses the unpublished entry, of SIGSEGV */
+  alarm(10); /* a child stuck on an inherited lock dies of SIGALRM */
   int bad = 0;
   ttft_snapshot *s = ttft_snapshot_take(r);
   if (!s) bad |= 1;
@@ -285,37 +286,54 @@ static int pool_child_checks(ttft_registry *r) {
   return bad;
 }
 
-TEST(fork_during_pool_top_up) {
-  ttft_registry *r = reg(64, 2);
-  if (!r) return;
-  one_stream(r, 1000);
-  uint32_t nslabs = r->pool.nslabs;
-  EXPECT_LT_U64(nslabs, r->pool.max_slabs);
-  EXPECT_EQ_U64((uint64_t)nslabs * TTFT__SLAB_CHUNKS, atomic_load(&r->pool.limit));
-  /* what a top-up cut short leaves: its lock held, and a table entry
-   * counted but not yet published (a poisoned pointer: using it crashes);
-   * and no free chunk left, so the child's next chunk comes from the slab
-   * its own first top-up adds */
-  uint64_t next = atomic_load(&r->pool.next);
-  atomic_store(&r->pool.next, atomic_load(&r->pool.limit));
-  atomic_store(&r->pool.lock, 1);
-  r->pool.slab[nslabs] = (ttft__chunk *)(uintptr_t)0x10;
-  r->pool.nslabs = nslabs + 1;
+typedef struct {
+  _Atomic int *lock;
+  _Atomic int holding, done;
+} lock_holder;
+
+static void *hold_lock(void *p) {
+  lock_holder *h = p;
+  int z = 0;
+  while (!atomic_compare_exchange_weak(h->lock, &z, 1)) z = 0;
+  atomic_store(&h->holding, 1);
+  struct timespec d = {0, 100 * 1000 * 1000};
+  nanosleep(&d, NULL);
+  atomic_store(&h->done, 1); /* the update is complete... */
+  atomic_store(h->lock, 0);  /* ...then the lock goes */
+  return NULL;
+}
+
+static void fork_while_locked(ttft_registry *r, _Atomic int *lock, const char *what) {
+  lock_holder h = {lock, 0, 0};
+  pthread_t th;
+  EXPECT_EQ_INT(0, pthread_create(&th, NULL, hold_lock, &h));
+  while (!atomic_load(&h.holding)) {
+  }
   pid_t pid = fork();
-  if (pid == 0) _exit(pool_child_checks(r));
-  /* the parent's own top-up "finishes": undo the staging */
-  r->pool.nslabs = nslabs;
-  r->pool.slab[nslabs] = NULL;
-  atomic_store(&r->pool.lock, 0);
-  atomic_store(&r->pool.next, next);
+  if (pid == 0) _exit(atomic_load(&h.done) ? pool_child_checks(r) : 64);
+  int done_at_fork = atomic_load(&h.done);
+  EXPECT_EQ_INT(1, done_at_fork); /* fork() waited for the holder */
+  pthread_join(th, NULL);
   int st = 0;
   EXPECT_EQ_INT(pid, waitpid(pid, &st, 0));
   if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-    fprintf(stderr, "child: %s %d (bits: 1 snapshot, 2 class_add, 4 begin, 8 emit, 16 end, 32 count)\n",
-            WIFEXITED(st) ? "exit" : "signal", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+    fprintf(stderr, "fork during %s: child %s %d (bits: 1 snapshot, 2 class_add, 4 begin, 8 emit, "
+                    "16 end, 32 count, 64 forked mid-update)\n",
+            what, WIFEXITED(st) ? "exit" : "signal", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
   EXPECT_TRUE(WIFEXITED(st));
   EXPECT_EQ_INT(0, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+}
+
+TEST(fork_waits_for_class_add_and_pool_top_up) {
+  ttft_registry *r = reg(64, 2);
+  if (!r) return;
+  one_stream(r, 1000);
+  fork_while_locked(r, &r->pool.lock, "a pool top-up");
+  fork_while_locked(r, &r->class_lock, "a class_add");
   /* and the parent goes on */
+  EXPECT_EQ_INT(0, atomic_load(&r->pool.lock));
+  EXPECT_EQ_INT(0, atomic_load(&r->class_lock));
+  EXPECT_GE_INT(ttft_class_add(r, "parent_after_fork", NULL), 1);
   ttft_snapshot *s = ttft_snapshot_take(r);
   EXPECT_NOT_NULL(s);
   ttft_snapshot_free(s);

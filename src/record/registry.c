@@ -8,6 +8,7 @@
 
 #ifdef TTFT_HAVE_PTHREADS
 #include <pthread.h>
+#include <sched.h>
 #endif
 
 static const uint32_t default_band_edges[] = {128, 512, 2048, 8192, 32768, 131072};
@@ -322,22 +323,47 @@ static ttft__shard *shard_cached(const ttft_registry *r) {
 
 /* ------------------------------------------------------------------ fork */
 #ifdef TTFT_HAVE_PTHREADS
-/* The list lock is held across fork() so that the child finds the list
- * whole; the child then repairs every registry (reclaim.c, clock.c): the
- * other threads of the parent do not exist there, whatever they held. */
-static void atfork_prepare(void) { pthread_mutex_lock(&g_live_mu); }
-static void atfork_parent(void) { pthread_mutex_unlock(&g_live_mu); }
+/* fork() copies the memory of a running process: another thread may be
+ * half way through an update, and the child's copy need not even show
+ * that thread's stores in program order (pages are copied one by one
+ * while it runs). So the state the child must find whole is locked
+ * across fork() instead of repaired: the list lock, and per registry the
+ * class-table lock and the chunk pool's top-up lock, in the order
+ * ttft_class_add takes them (class, then pool; a snapshot takes only the
+ * pool's). None of them is taken by a hook: fork() waits at most for a
+ * class_add or a pool top-up in progress, never for a token. The child's
+ * forking thread is the holder, so it just clears them; what hooks leave
+ * (epochs, SRCU counts, half-pushed slots, the TSC seqlock) is lock-free
+ * and is repaired instead (reclaim.c, clock.c). */
+static void spin_lock(_Atomic int *l) {
+  int z = 0;
+  /* acquire: pairs with the release that ends class_add / a top-up */
+  while (!atomic_compare_exchange_weak_explicit(l, &z, 1, memory_order_acquire, memory_order_relaxed)) {
+    z = 0;
+    sched_yield();
+  }
+}
+static void atfork_prepare(void) {
+  pthread_mutex_lock(&g_live_mu);
+  for (ttft_registry *r = g_live; r; r = r->live_next) {
+    spin_lock(&r->class_lock);
+    spin_lock(&r->pool.lock);
+  }
+}
+static void atfork_parent(void) {
+  for (ttft_registry *r = g_live; r; r = r->live_next) {
+    /* release: hands the class table and the pool back as they were */
+    atomic_store_explicit(&r->pool.lock, 0, memory_order_release);
+    atomic_store_explicit(&r->class_lock, 0, memory_order_release);
+  }
+  pthread_mutex_unlock(&g_live_mu);
+}
 static void atfork_child(void) {
   ttft__reclaim_atfork_child();
   ttft__clock_fork_child();
   for (ttft_registry *r = g_live; r; r = r->live_next) {
-    TTFT__ST(&r->class_lock, 0); /* a class_add cut short: its slot is reused */
-    /* a top-up cut short: only slabs published through `limit` stay in
-     * the table (one allocated but not yet published is left to the
-     * parent's copy of the heap: at most 256 KiB not reused, still
-     * counted in ttft_registry_memory) */
-    r->pool.nslabs = (uint32_t)(TTFT__LD(&r->pool.limit) / TTFT__SLAB_CHUNKS);
-    TTFT__ST(&r->pool.lock, 0);
+    TTFT__ST(&r->pool.lock, 0); /* held by this thread (prepare) */
+    TTFT__ST(&r->class_lock, 0);
     ttft__reclaim_fork_child(r, shard_cached(r));
   }
   pthread_mutex_unlock(&g_live_mu);
