@@ -12,6 +12,8 @@
 #  3. ttft-report --diff tells signal from noise: two runs of the demo with
 #     one seed report no regression; a run slowed down 1.5x is flagged.
 set -euo pipefail
+# (pipelines end in `grep ... >/dev/null`, never `grep -q`: under pipefail an
+# early-exiting grep -q can make the writer die of SIGPIPE and fail a match)
 cd "$(dirname "$0")/../.."
 src=$(pwd)
 JOBS="${JOBS:-2}"
@@ -72,7 +74,7 @@ cc -std=c11 -Wall -Wextra -Werror -I"$x/usr/include" "$src/examples/hello.c" -L"
    -Wl,-rpath,"$lib" -o "$tmp/hello"
 out=$("$tmp/hello")
 [ "$out" = "$expect" ] || fail "hello against the package printed '$out'"
-ldd "$tmp/hello" | grep -q "$lib/libttft.so.1" || fail "hello did not load the package's libttft.so.1"
+ldd "$tmp/hello" | grep "$lib/libttft.so.1" >/dev/null || fail "hello did not load the package's libttft.so.1"
 echo "   ok: cc -I.../usr/include -L$(realpath --relative-to="$x" "$lib") -lttft: $out"
 # pkg-config: ttft.pc is relocatable, so the extracted tree works as it is
 out=$(PKG_CONFIG_PATH="$lib/pkgconfig" pkg-config --cflags --libs ttft)
@@ -106,7 +108,7 @@ s = r.begin(t_ns=10**9); s.token(t_ns=10**9 + 42 * 10**6); s.end(t_ns=10**9 + 50
 print(ttft.library_path(), r.snapshot().quantile("ttft", 0.5))')
 case "$got" in "$lib/libttft.so.1 0.042") ;; *) fail "python from the package: $got" ;; esac
 echo "   ok: python3 imports the package's ttft: $got"
-"$x/usr/bin/ttft-report" "$tmp/clone/build/demo.ttfs" | grep -q "^ttft " || fail "the package's ttft-report"
+"$x/usr/bin/ttft-report" "$tmp/clone/build/demo.ttfs" | grep "^ttft " >/dev/null || fail "the package's ttft-report"
 echo "   ok: the package's ttft-report reads the demo's snapshot"
 
 # ------------------------------------------------------------ 3. diff: signal or noise

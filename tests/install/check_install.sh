@@ -44,10 +44,10 @@ block=$(awk '/<!-- install-prefix/ {m = 1; next}
              inside && /^```/ {exit}
              inside {print}' "$src_dir/README.md")
 [ -n "$block" ] || die "README.md: no sh block after <!-- install-prefix -->"
-echo "$block" | grep -q '^P=' || die "README.md install block does not start with P=..."
+echo "$block" | grep '^P=' >/dev/null || die "README.md install block does not start with P=..."
 for want in 'make install PREFIX=$P' 'PKG_CONFIG_PATH=$P/lib/pkgconfig' '-Wl,-rpath,$P/lib' \
             'LD_LIBRARY_PATH=$P/lib' 'CMAKE_PREFIX_PATH=$P'; do
-  echo "$block" | grep -qF -- "$want" || die "README.md install block lacks '$want'"
+  echo "$block" | grep -F -- "$want" >/dev/null || die "README.md install block lacks '$want'"
 done
 prefix="$work/opt/ttft"
 {
@@ -102,6 +102,6 @@ ok "pkg-config --static build against the archive"
 # ---------------------------------------------------------------- 4. exports
 bad=$(nm -D --defined-only "$prefix/lib/libttft.so" | awk '{print $3}' | grep -v '^ttft_' || true)
 [ -z "$bad" ] || die "non-ttft_ exported symbols: $bad"
-readelf -d "$prefix/lib/libttft.so" | grep -q 'SONAME.*libttft.so.1' || die "SONAME"
+readelf -d "$prefix/lib/libttft.so" | grep 'SONAME.*libttft.so.1' >/dev/null || die "SONAME"
 ok "exports only ttft_ symbols, SONAME libttft.so.1"
 echo "$passed passed, 0 failed"
