@@ -107,8 +107,10 @@ const ttft__prom_gauge_def ttft__prom_gauges[TTFT_GAUGE_COUNT_] = {
                                 "In-flight sequences whose last token is older than their stall budget "
                                 "right now."},
     [TTFT_GAUGE_MEMORY] = {"registry_memory_bytes",
-                           "Bytes the measuring registry holds (ttft_registry_memory), bounded by its "
-                           "memory_limit."},
+                           "Bytes the measuring registry has allocated (ttft_registry_memory): the "
+                           "fixed part sized at creation and class_add (slots, per-thread shards, "
+                           "class records), which memory_limit does not cover, plus the histogram "
+                           "buckets, which memory_limit caps."},
     [TTFT_GAUGE_COARSE] = {"coarse_observations",
                            "Observations recorded at power-of-two resolution only, because memory_limit "
                            "was reached (0 normally; raise memory_limit if it grows)."},
@@ -306,17 +308,15 @@ static const uint64_t *bounds_of(const ttft_snapshot *s, ttft_metric m, uint32_t
 /* Cumulative counts at each bound, in one pass over the fine buckets.
  * cum[j] = observations in fine buckets whose largest value is <= b[j],
  * which is what ttft__shist_count_le returns; exact when b[j] is a bucket's
- * upper edge. When every observation is known to be <= b[j] (max) the
- * count is exact whatever the edge. Bounds must ascend. */
+ * upper edge, else it leaves out the one fine bucket that straddles b[j]
+ * (< 0.8 % wide). The rule depends on nothing but the bucket, never on
+ * min or max, so a bucket's count never falls between two scrapes (a fall
+ * is a counter reset to Prometheus). Bounds must ascend. */
 static void cumulative(const ttft__shist *h, const uint64_t *b, uint32_t n, uint64_t *cum) {
   uint64_t run = 0;
   uint32_t j = 0, end = ttft__shist_hi(h);
   uint32_t i = ttft__shist_next(h, 0);
   for (; j < n; j++) {
-    if (h->count && h->max <= b[j]) {
-      cum[j] = h->count;
-      continue;
-    }
     while (i < end && ttft__bucket_hi(i) <= b[j]) {
       run += ttft__shist_at(h, i);
       i = ttft__shist_next(h, i + 1);

@@ -30,10 +30,17 @@
  * Native bucket k of schema s holds (B^(k-1), B^k], B = 2^(2^-s). Our
  * internal bucket I = [lo, hi] (integers: ns, or tokens) cannot be split,
  * so all of it goes to the one native bucket that holds its representative
- * r: the midpoint lo + (hi - lo)/2 clamped to [min, max] — the very value
- * the library itself reports for a rank in I (ttft__shist_quantile), in
- * seconds for times. The map is monotone, so the order of observations is
- * kept: the ceil(qN)-th smallest mapped value is r(I*), where I* is the
+ * r: the midpoint lo + (hi - lo)/2 (in seconds for times) — the value the
+ * library itself reports for a rank in I (ttft__shist_quantile) unless I
+ * holds min or max. r depends on I and the schema only, never on min, max
+ * or anything else that changes over time: an earlier version clamped r
+ * into [min, max], so a new minimum or maximum moved the buckets of the old
+ * ones to a neighbouring native bucket, a bucket count fell, and
+ * Prometheus read a counter reset (rate() and increase() then counted the
+ * whole bucket again; issue 17). Now every native bucket count, the zero
+ * count, the count and the sum only grow between two scrapes of a live
+ * registry (tests/test_protobuf.c native_buckets_are_counters). The map is
+ * monotone, so the order of observations is kept: the ceil(qN)-th smallest mapped value is r(I*), where I* is the
  * internal bucket of the exact order statistic x* = x(ceil(qN)). PromQL's
  * histogram_quantile finds the native bucket where the cumulative count
  * first reaches qN, which is the bucket holding that mapped value, and
@@ -377,9 +384,10 @@ static uint32_t next_populated(const ttft__shist *h, uint32_t i, uint32_t last, 
 }
 
 /* Classic cumulative counts: cum[j] = observations in internal buckets
- * whose largest value is <= b[j] (format_prom.c's rule), built during the
- * walk by classic_step, then classic_finish: capped at count, and the
- * total when max <= b[j]. */
+ * whose largest value is <= b[j] (format_prom.c's rule: fixed per bucket,
+ * so a cumulative count never falls between scrapes), built during the
+ * walk by classic_step, then classic_finish: capped at count (only a
+ * corrupt snapshot has more). */
 static void classic_step(uint32_t i, uint64_t c, const uint64_t *b, uint32_t n, uint32_t *j,
                          uint64_t *run, uint64_t *cum) {
   uint64_t top = ttft__bucket_hi(i);
@@ -392,7 +400,6 @@ static void classic_finish(const ttft__shist *h, const uint64_t *b, uint32_t n, 
   while (j < n) cum[j++] = run;
   for (j = 0; j < n; j++) {
     if (!h) cum[j] = 0;
-    else if (h->count && h->max <= b[j]) cum[j] = h->count;
     else if (cum[j] > h->count) cum[j] = h->count;
   }
 }
@@ -448,43 +455,32 @@ typedef struct native_list {
 
 /* Native buckets, built during the walk by native_step: each populated
  * internal bucket goes to the native bucket of its midpoint (the table),
- * except the buckets holding min and max, whose midpoint is clamped into
- * [min, max] as the library's own quantile does. Keys never go down, even
- * for a corrupt snapshot whose min/max contradict its buckets: a smaller
- * key joins the bucket before. Bucket 0 (the value 0) is the zero bucket. */
+ * a map fixed for the schema, so a native bucket only ever gains counts
+ * and Prometheus never reads a reset (see the top of the file). The map is
+ * monotone; a key smaller than the one before (only a corrupt table could
+ * give one) joins the bucket before. Bucket 0 (the value 0) is the zero
+ * bucket. */
 typedef struct native_walk {
   const pbx *x;
-  const ttft__shist *h;
   const int32_t *map;
-  int seconds, clamp;
-  uint32_t first, last; /* populated range: the clamp applies at its ends */
   int32_t prev;
   native_list nl;
 } native_walk;
 
-static void native_begin(native_walk *w, const pbx *x, const ttft__shist *h, int seconds,
-                         uint32_t first, uint32_t last) {
-  w->x = x, w->h = h, w->seconds = seconds;
+static void native_begin(native_walk *w, const pbx *x, int seconds) {
+  w->x = x;
   w->map = x->map[seconds];
-  w->clamp = h && h->min <= h->max;
-  w->first = first, w->last = last;
   w->prev = INT32_MIN;
   w->nl.key = x->nkey, w->nl.cnt = x->ncnt, w->nl.n = 0, w->nl.zero = 0;
 }
 
 static void native_step(native_walk *w, uint32_t i, uint64_t c) {
-  const ttft__shist *h = w->h;
   if (i == 0) {
     w->nl.zero += c;
     return;
   }
   int32_t k = w->map[i];
-  if (w->clamp && (i == w->first || i == w->last - 1)) { /* the buckets of min, max */
-    uint64_t mid = bucket_mid(i);
-    uint64_t r = mid < h->min ? h->min : mid > h->max ? h->max : mid;
-    if (r != mid && r != 0) k = native_index(unit_value(r, w->seconds), w->x->schema);
-  }
-  if (k < w->prev) k = w->prev; /* monotone, whatever the snapshot says */
+  if (k < w->prev) k = w->prev;
   if (w->nl.n && k == w->prev) {
     w->x->ncnt[w->nl.n - 1] += c;
   } else {
@@ -598,7 +594,7 @@ static void hist_prepare(series *se, hist_data *hd) {
   if (h && h->count) first = ttft__shist_lo(h), last = ttft__shist_hi(h);
   hd->nb = classic_bounds(se->x->s, se->d->m, hd->b);
   native_walk w;
-  native_begin(&w, se->x, h, se->d->seconds, first, last);
+  native_begin(&w, se->x, se->d->seconds);
   for (uint32_t i = next_populated(h, first, last, &c); i < last;
        i = next_populated(h, i + 1, last, &c)) {
     if (j < hd->nb) classic_step(i, c, hd->b, hd->nb, &j, &run, hd->cum);
