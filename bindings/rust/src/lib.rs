@@ -1,0 +1,1559 @@
+//! Safe Rust bindings of libttft: what a streaming LLM user feels — time to
+//! first token (TTFT), time per output token (TPOT), inter-token latency,
+//! stalls and SLO attainment — as honest percentiles.
+//!
+//! The crate wraps the C ABI of `include/ttft.h` (the API reference: units,
+//! edge cases and thread-safety of every call are documented there) and has
+//! no dependencies. `build.rs` finds the library through `TTFT_LIB_DIR` or
+//! the `pkg-config` command.
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use ttft::{Config, Format, Metric, Registry, Request, Slo, Status};
+//!
+//! # fn main() -> ttft::Result<()> {
+//! let reg = Registry::with_config(&Config::new().max_inflight(256).model("qwen2.5-7b"))?;
+//! let chat = reg.add_class("chat", Slo::new().ttft(Duration::from_millis(300)))?;
+//! let mut s = reg.begin_with(&Request::new().class(chat).prompt_tokens(812))?;
+//! s.token(1)?;                     // the first chunk is on the wire: TTFT
+//! s.token(3)?;                     // a 3-token speculative step: one gap
+//! s.end(Status::COMPLETED)?;       // dropping `s` unended records CANCELLED
+//! let snap = reg.snapshot()?;
+//! println!("TTFT p99 {} ns", snap.quantile(Metric::TTFT, 0.99));
+//! print!("{}", snap.format(Format::PROMETHEUS)?);
+//! # Ok(()) }
+//! ```
+//!
+//! Times are nanoseconds on CLOCK_MONOTONIC ([`now_ns`]); the methods
+//! without a timestamp read the library's clock. A timestamp of 0 is
+//! refused with [`Error::InvalidArgument`]: in C, 0 means "now", and a
+//! replayed trace that starts at 0 must not silently read the live clock.
+//!
+//! Ownership: a [`Registry`] is a cheap, clonable, `Send + Sync` handle;
+//! streams, shared streams and HTTP servers each keep it alive, so the C
+//! registry is freed only after the last of them is gone. Snapshots are
+//! independent of their registry.
+#![deny(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn)]
+
+mod ffi;
+
+use std::ffi::{CStr, CString};
+use std::fmt;
+use std::os::raw::{c_char, c_int};
+use std::ptr::{self, NonNull};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The `TTFT_VERSION_MAJOR` these bindings were written for; [`Registry`]
+/// constructors refuse a library of another major version.
+pub const ABI_MAJOR: u32 = 1;
+
+// ------------------------------------------------------------------ errors
+
+/// A libttft error: one variant per negative `TTFT_E*` code of the C API.
+/// `Display` prints the library's own `ttft_strerror` text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Error {
+    /// `TTFT_EINVAL` (-1): invalid argument.
+    InvalidArgument,
+    /// `TTFT_ESTALE` (-2): stale or unknown sequence handle (the stream
+    /// already ended), or no such class.
+    Stale,
+    /// `TTFT_EFULL` (-3): no free sequence slot (a refused begin) or class slot.
+    Full,
+    /// `TTFT_ENOMEM` (-4): out of memory.
+    NoMemory,
+    /// `TTFT_ERANGE` (-5): value out of range (e.g. annotate after the first token).
+    Range,
+    /// `TTFT_ECORRUPT` (-6): malformed, truncated or corrupted encoding.
+    Corrupt,
+    /// `TTFT_EEXIST` (-7): the class name already exists.
+    Exists,
+    /// `TTFT_EIO` (-8): socket or I/O error (the HTTP endpoint).
+    Io,
+    /// `TTFT_ENOTSUP` (-9): not supported by this build, or a library of
+    /// another major version.
+    NotSupported,
+    /// A negative code these bindings do not know (a newer library).
+    Other(i32),
+}
+
+impl Error {
+    /// The error for a C return code; `None` for 0 and positive values.
+    pub fn from_code(code: i32) -> Option<Error> {
+        Some(match code {
+            c if c >= 0 => return None,
+            -1 => Error::InvalidArgument,
+            -2 => Error::Stale,
+            -3 => Error::Full,
+            -4 => Error::NoMemory,
+            -5 => Error::Range,
+            -6 => Error::Corrupt,
+            -7 => Error::Exists,
+            -8 => Error::Io,
+            -9 => Error::NotSupported,
+            c => Error::Other(c),
+        })
+    }
+
+    /// The C code (`TTFT_EINVAL` = -1, ...).
+    pub fn code(self) -> i32 {
+        match self {
+            Error::InvalidArgument => -1,
+            Error::Stale => -2,
+            Error::Full => -3,
+            Error::NoMemory => -4,
+            Error::Range => -5,
+            Error::Corrupt => -6,
+            Error::Exists => -7,
+            Error::Io => -8,
+            Error::NotSupported => -9,
+            Error::Other(c) => c,
+        }
+    }
+
+    /// The symbolic C name, e.g. `"TTFT_ESTALE"` (`ttft_err_name`).
+    pub fn name(self) -> &'static str {
+        // SAFETY: ttft_err_name never returns NULL; the string is static.
+        unsafe { static_str(ffi::ttft_err_name(self.code())).unwrap_or("TTFT_UNKNOWN") }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // SAFETY: ttft_strerror never returns NULL; the string is static.
+        let msg = unsafe { static_str(ffi::ttft_strerror(self.code())) }.unwrap_or("unknown error");
+        write!(f, "{} ({})", msg, self.name())
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// `std::result::Result` with [`Error`].
+pub type Result<T> = std::result::Result<T, Error>;
+
+fn check(rc: c_int) -> Result<()> {
+    match Error::from_code(rc) {
+        None => Ok(()),
+        Some(e) => Err(e),
+    }
+}
+
+fn check_long(rc: std::os::raw::c_long) -> Result<usize> {
+    if rc < 0 {
+        Err(Error::from_code(rc as i32).unwrap_or(Error::Other(rc as i32)))
+    } else {
+        Ok(rc as usize)
+    }
+}
+
+/// A caller's timestamp: 0 is "now" in C, never a time here.
+fn t_arg(t_ns: u64) -> Result<u64> {
+    if t_ns == 0 {
+        Err(Error::InvalidArgument)
+    } else {
+        Ok(t_ns)
+    }
+}
+
+/// SAFETY: p is NULL or a NUL-terminated string that lives for 'static.
+unsafe fn static_str(p: *const c_char) -> Option<&'static str> {
+    if p.is_null() {
+        None
+    } else {
+        // SAFETY: per the function's contract.
+        unsafe { CStr::from_ptr(p) }.to_str().ok()
+    }
+}
+
+fn cstring(s: &str) -> Result<CString> {
+    CString::new(s).map_err(|_| Error::InvalidArgument)
+}
+
+// ------------------------------------------------------------- enums
+
+macro_rules! c_enum {
+    ($(#[$doc:meta])* $name:ident, $namefn:ident, { $($(#[$cdoc:meta])* $c:ident = $v:expr,)* }) => {
+        $(#[$doc])*
+        ///
+        /// A newtype over the C enum value rather than a Rust `enum`: the
+        /// library's enums gain values within a major version, and a newer
+        /// library's value must stay representable.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub struct $name(pub i32);
+        impl $name {
+            $($(#[$cdoc])* pub const $c: $name = $name($v);)*
+        }
+        c_enum!(@name $name, $namefn);
+    };
+    (@name $name:ident, none) => {};
+    (@name $name:ident, $namefn:ident) => {
+        impl $name {
+            /// The library's stable lower-case name (as in JSON and the
+            /// tools), or `None` for a value the loaded library does not know.
+            pub fn name(self) -> Option<&'static str> {
+                // SAFETY: the C function returns NULL or a static string.
+                unsafe { static_str(ffi::$namefn(self.0)) }
+            }
+            /// Every value the loaded library knows, asked from the library
+            /// itself (names up to the first unknown value), so values that
+            /// a newer library appends are included.
+            pub fn all() -> Vec<$name> {
+                (0..).map($name).take_while(|v| v.name().is_some()).collect()
+            }
+        }
+    };
+}
+
+c_enum!(
+    /// A latency or size distribution (`ttft_metric`).
+    Metric, ttft_metric_name, {
+    /// Time to first token: t_first - t_begin, ns.
+    TTFT = 0,
+    /// Time per output token: (t_last - t_first) / (N - 1), ns, N >= 2.
+    TPOT = 1,
+    /// Inter-token latency: the gap between emissions, ns.
+    ITL = 2,
+    /// End to end: t_end - t_begin, ns, every ended stream.
+    E2E = 3,
+    /// Queue time: t_sched - t_begin, ns (SCHEDULED mark).
+    QUEUE = 4,
+    /// Prefill: t_first - t_sched, ns.
+    PREFILL = 5,
+    /// Decode: t_last - t_first, ns.
+    DECODE = 6,
+    /// Output tokens per ended stream.
+    OUTPUT_TOKENS = 7,
+    /// Each sequence's own p95 gap, ns.
+    SEQ_ITL_P95 = 8,
+    /// Each sequence's worst gap (exact), ns.
+    SEQ_ITL_MAX = 9,
+    /// How long streams cancelled before their first token waited, ns.
+    ABANDONED_WAIT = 10,
+    /// Token-weighted ITL: n observations of gap/n per n-token emission, ns.
+    ITL_PER_TOKEN = 11,
+});
+
+c_enum!(
+    /// An event counter (`ttft_counter`). [`Counter::all`] asks the library
+    /// how many there are, so counters appended by a newer library appear.
+    Counter, ttft_counter_name, {
+    /// Accepted begins.
+    BEGUN = 0,
+    /// Streams ended COMPLETED.
+    COMPLETED = 1,
+    /// Streams ended CANCELLED.
+    CANCELLED = 2,
+    /// Streams ended ERROR.
+    ERRORS = 3,
+    /// Begins refused (no free slot).
+    DROPPED = 4,
+    /// Output tokens accepted.
+    TOKENS = 5,
+    /// ITL gaps above the stall budget.
+    STALLS = 6,
+    /// Sequences with at least one stall.
+    STALLED_SEQS = 7,
+    /// CANCELLED with zero tokens emitted.
+    ABANDONED = 8,
+    /// Ended streams that met their class's SLO.
+    SLO_MET = 9,
+    /// Timestamps earlier than the sequence's previous event (clamped).
+    CLOCK_CLAMPED = 10,
+    /// PREEMPTED marks.
+    PREEMPTIONS = 11,
+    /// Ended streams with fewer than two tokens (no TPOT).
+    NO_TPOT = 12,
+    /// Hook calls rejected with TTFT_ESTALE.
+    STALE = 13,
+});
+
+c_enum!(
+    /// How a stream ended (`ttft_status`).
+    Status, ttft_status_name, {
+    /// The stream finished normally.
+    COMPLETED = 0,
+    /// The client went away / aborted.
+    CANCELLED = 1,
+    /// The server failed the request.
+    ERROR = 2,
+});
+
+c_enum!(
+    /// An output format of [`Snapshot::format`] (`ttft_format`).
+    Format, ttft_format_name, {
+    /// A table for a terminal.
+    TEXT = 0,
+    /// JSON (docs/json.md).
+    JSON = 1,
+    /// Prometheus text exposition 0.0.4.
+    PROMETHEUS = 2,
+    /// OpenMetrics 1.0 text.
+    OPENMETRICS = 3,
+    /// Length-delimited Prometheus protobuf (binary; use [`Snapshot::format_bytes`]).
+    PROMETHEUS_PROTOBUF = 4,
+});
+
+c_enum!(
+    /// A phase mark (`ttft_phase`).
+    Phase, none, {
+    /// First admission by the scheduler (prefill starts).
+    SCHEDULED = 0,
+    /// Evicted from the batch (counted).
+    PREEMPTED = 1,
+});
+
+c_enum!(
+    /// A gauge read at snapshot time (`ttft_gauge`).
+    Gauge, none, {
+    /// Sequences begun and not yet ended.
+    INFLIGHT = 0,
+    /// In-flight sequences stalled right now.
+    LIVE_STALLS = 1,
+    /// Bytes the registry holds.
+    MEMORY = 2,
+    /// Observations binned by power of two only (memory limit reached).
+    COARSE = 3,
+});
+
+c_enum!(
+    /// A TTFT split (`ttft_split`).
+    Split, none, {
+    /// Index 0 = prefix-cache miss, 1 = hit.
+    PREFIX_CACHE = 0,
+    /// Index = prompt-length band.
+    PROMPT_BAND = 1,
+});
+
+c_enum!(
+    /// The clock behind "now" (`ttft_clock`).
+    Clock, none, {
+    /// clock_gettime(CLOCK_MONOTONIC).
+    MONOTONIC = 0,
+    /// Calibrated invariant TSC on CLOCK_MONOTONIC's epoch and rate.
+    TSC = 1,
+});
+
+/// A class of requests (from [`Registry::add_class`]); its id in the C API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Class(pub i32);
+
+impl Class {
+    /// The class every registry has ("default", id 0).
+    pub const DEFAULT: Class = Class(0);
+    /// Every class, in per-class queries (`TTFT_CLASS_ALL`).
+    pub const ALL: Class = Class(-1);
+}
+
+// ------------------------------------------------------------- top level
+
+/// Nanoseconds on CLOCK_MONOTONIC: the clock the hooks read.
+pub fn now_ns() -> u64 {
+    // SAFETY: no arguments; never fails.
+    unsafe { ffi::ttft_now_ns() }
+}
+
+/// `TTFT_VERSION_NUMBER` of the loaded library (MAJOR*10000 + MINOR*100 + PATCH).
+pub fn version_number() -> u32 {
+    // SAFETY: no arguments; never fails.
+    unsafe { ffi::ttft_version_number() }
+}
+
+/// "MAJOR.MINOR.PATCH" of the loaded library.
+pub fn version_string() -> &'static str {
+    // SAFETY: a static string.
+    unsafe { static_str(ffi::ttft_version_string()) }.unwrap_or("")
+}
+
+fn ns(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+// ------------------------------------------------------------- SLO, request
+
+/// SLO budgets of a class, in nanoseconds; 0 = no budget for that dimension.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Slo {
+    /// TTFT budget.
+    pub ttft_ns: u64,
+    /// TPOT budget (met when a stream has no TPOT).
+    pub tpot_ns: u64,
+    /// End-to-end budget.
+    pub e2e_ns: u64,
+    /// Stall budget of the class's gaps; 0 = the registry's stall threshold.
+    pub stall_threshold_ns: u64,
+}
+
+impl Slo {
+    /// No budgets.
+    pub fn new() -> Slo {
+        Slo::default()
+    }
+    /// Sets the TTFT budget.
+    pub fn ttft(mut self, d: Duration) -> Slo {
+        self.ttft_ns = ns(d);
+        self
+    }
+    /// Sets the TPOT budget.
+    pub fn tpot(mut self, d: Duration) -> Slo {
+        self.tpot_ns = ns(d);
+        self
+    }
+    /// Sets the end-to-end budget.
+    pub fn e2e(mut self, d: Duration) -> Slo {
+        self.e2e_ns = ns(d);
+        self
+    }
+    /// Sets the class's stall budget.
+    pub fn stall_threshold(mut self, d: Duration) -> Slo {
+        self.stall_threshold_ns = ns(d);
+        self
+    }
+    fn to_c(self) -> ffi::ttft_slo {
+        ffi::ttft_slo {
+            struct_size: std::mem::size_of::<ffi::ttft_slo>(),
+            ttft_ns: self.ttft_ns,
+            tpot_ns: self.tpot_ns,
+            e2e_ns: self.e2e_ns,
+            stall_threshold_ns: self.stall_threshold_ns,
+        }
+    }
+}
+
+/// What the scheduler knows about a request when it arrives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Request {
+    /// Its class ([`Class::DEFAULT`] unless set).
+    pub class: Class,
+    /// Prompt length in tokens; 0 = unknown (no prompt-band split).
+    pub prompt_tokens: u32,
+    /// Prefix-cache hit (`Some(true)`), miss, or unknown (`None`).
+    pub prefix_hit: Option<bool>,
+}
+
+impl Default for Request {
+    fn default() -> Request {
+        Request { class: Class::DEFAULT, prompt_tokens: 0, prefix_hit: None }
+    }
+}
+
+impl Request {
+    /// Class default, prompt and prefix unknown.
+    pub fn new() -> Request {
+        Request::default()
+    }
+    /// Sets the class.
+    pub fn class(mut self, c: Class) -> Request {
+        self.class = c;
+        self
+    }
+    /// Sets the prompt length.
+    pub fn prompt_tokens(mut self, n: u32) -> Request {
+        self.prompt_tokens = n;
+        self
+    }
+    /// Sets whether the prompt prefix was cached.
+    pub fn prefix_hit(mut self, hit: bool) -> Request {
+        self.prefix_hit = Some(hit);
+        self
+    }
+    fn to_c(self) -> ffi::ttft_request {
+        ffi::ttft_request {
+            struct_size: std::mem::size_of::<ffi::ttft_request>(),
+            class_id: self.class.0,
+            prompt_tokens: self.prompt_tokens,
+            prefix_hit: prefix_arg(self.prefix_hit),
+        }
+    }
+}
+
+fn prefix_arg(p: Option<bool>) -> c_int {
+    match p {
+        None => -1,
+        Some(false) => 0,
+        Some(true) => 1,
+    }
+}
+
+// ------------------------------------------------------------- config
+
+/// Registry configuration; every field left unset takes the library's
+/// default (`ttft_config_init`). Classes listed here are added right after
+/// the registry is created, in order (the first gets id 1).
+#[derive(Debug, Clone, Default)]
+pub struct Config {
+    max_inflight: Option<u32>,
+    max_threads: Option<u32>,
+    max_classes: Option<u32>,
+    stall_threshold_ns: Option<u64>,
+    clock: Option<Clock>,
+    start_point: Option<String>,
+    token_point: Option<String>,
+    model: Option<String>,
+    metric_namespace: Option<String>,
+    labels: Vec<(String, String)>,
+    prompt_band_edges: Option<Vec<u32>>,
+    prom_buckets: Vec<(Metric, Vec<u64>)>,
+    prom_summaries: Option<bool>,
+    native_histograms: Option<bool>,
+    native_schema: Option<i32>,
+    export_idle_classes: Option<bool>,
+    memory_limit: Option<u64>,
+    classes: Vec<(String, Slo)>,
+}
+
+impl Config {
+    /// The library's defaults.
+    pub fn new() -> Config {
+        Config::default()
+    }
+    /// Sequence slots (default 4096; 1 ..= 2^20): the most streams in flight.
+    pub fn max_inflight(mut self, n: u32) -> Config {
+        self.max_inflight = Some(n);
+        self
+    }
+    /// Threads with a private recording shard (default 8; 0 ..= 256).
+    pub fn max_threads(mut self, n: u32) -> Config {
+        self.max_threads = Some(n);
+        self
+    }
+    /// Classes including "default" (default 16).
+    pub fn max_classes(mut self, n: u32) -> Config {
+        self.max_classes = Some(n);
+        self
+    }
+    /// The default stall budget (default 500 ms).
+    pub fn stall_threshold(mut self, d: Duration) -> Config {
+        self.stall_threshold_ns = Some(ns(d));
+        self
+    }
+    /// The clock of "now" (default [`Clock::MONOTONIC`]).
+    pub fn clock(mut self, c: Clock) -> Config {
+        self.clock = Some(c);
+        self
+    }
+    /// Where t_begin is taken (label; default "server_arrival").
+    pub fn start_point(mut self, s: &str) -> Config {
+        self.start_point = Some(s.to_owned());
+        self
+    }
+    /// What counts as an emitted token (label; default "detokenized_flush").
+    pub fn token_point(mut self, s: &str) -> Config {
+        self.token_point = Some(s.to_owned());
+        self
+    }
+    /// The model label (default "").
+    pub fn model(mut self, s: &str) -> Config {
+        self.model = Some(s.to_owned());
+        self
+    }
+    /// Prefix of the exported metric names (default "llm_").
+    pub fn metric_namespace(mut self, s: &str) -> Config {
+        self.metric_namespace = Some(s.to_owned());
+        self
+    }
+    /// Adds a constant label to every exported series (at most 8).
+    pub fn label(mut self, name: &str, value: &str) -> Config {
+        self.labels.push((name.to_owned(), value.to_owned()));
+        self
+    }
+    /// Ascending prompt-token band edges (at most 7; empty = no bands).
+    pub fn prompt_band_edges(mut self, edges: &[u32]) -> Config {
+        self.prompt_band_edges = Some(edges.to_vec());
+        self
+    }
+    /// Classic Prometheus bucket bounds of metric `m` (ns; tokens for
+    /// OUTPUT_TOKENS), ascending; metrics 0..=10 are configurable.
+    pub fn prom_buckets(mut self, m: Metric, bounds: &[u64]) -> Config {
+        self.prom_buckets.push((m, bounds.to_vec()));
+        self
+    }
+    /// Also export p50..p99.9 summary series.
+    pub fn prom_summaries(mut self, on: bool) -> Config {
+        self.prom_summaries = Some(on);
+        self
+    }
+    /// Native (exponential) buckets in the protobuf exposition (default on).
+    pub fn native_histograms(mut self, on: bool) -> Config {
+        self.native_histograms = Some(on);
+        self
+    }
+    /// Native bucket schema, -4 ..= 8 (default 7).
+    pub fn native_schema(mut self, schema: i32) -> Config {
+        self.native_schema = Some(schema);
+        self
+    }
+    /// Export classes that never saw a begin (default off).
+    pub fn export_idle_classes(mut self, on: bool) -> Config {
+        self.export_idle_classes = Some(on);
+        self
+    }
+    /// Bytes of histogram buckets the registry may allocate (default 256 MiB).
+    pub fn memory_limit(mut self, bytes: u64) -> Config {
+        self.memory_limit = Some(bytes);
+        self
+    }
+    /// Adds a class with its SLO budgets once the registry exists.
+    pub fn class(mut self, name: &str, slo: Slo) -> Config {
+        self.classes.push((name.to_owned(), slo));
+        self
+    }
+}
+
+// ------------------------------------------------------------- registry
+
+struct Inner {
+    raw: NonNull<ffi::ttft_registry>,
+    classes: AtomicI32, // ids 0 .. classes-1 exist
+}
+
+// SAFETY: every libttft call on a registry is thread-safe except
+// ttft_registry_free, which runs only in Drop, when no other reference
+// (and so no other call) exists.
+unsafe impl Send for Inner {}
+// SAFETY: as above.
+unsafe impl Sync for Inner {}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // SAFETY: the last reference: nothing races the free.
+        unsafe { ffi::ttft_registry_free(self.raw.as_ptr()) }
+    }
+}
+
+/// A registry: the slots, histograms and counters that the hooks record
+/// into. Clone it freely (an atomic reference count); the C registry is
+/// freed when the last clone, [`Stream`], [`SharedStream`] and
+/// [`HttpServer`] referring to it is dropped. `Send + Sync`: every hook may
+/// be called from any thread.
+#[derive(Clone)]
+pub struct Registry {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for Registry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Registry").field("raw", &self.inner.raw).finish()
+    }
+}
+
+/// A sequence handle of the C API (`ttft_seq`): opaque, 0 = no stream.
+/// `repr(transparent)` over `u64`, so a slice of handles is passed to
+/// [`Registry::step_emitted`] without copying.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(transparent)]
+pub struct Handle(pub u64);
+
+fn check_major() -> Result<()> {
+    if version_number() / 10000 != ABI_MAJOR {
+        Err(Error::NotSupported)
+    } else {
+        Ok(())
+    }
+}
+
+impl Registry {
+    /// A registry with the default configuration (4096 slots, 500 ms stall budget).
+    pub fn new() -> Result<Registry> {
+        Registry::with_config(&Config::new())
+    }
+
+    /// A registry configured by `cfg` (then its classes added). Errors:
+    /// [`Error::InvalidArgument`] for a configuration the library refuses
+    /// (out-of-range value, bad label name, bands not ascending, a string
+    /// with a NUL) or no memory; [`Error::NotSupported`] for a library of
+    /// another major version; class errors as [`Registry::add_class`].
+    pub fn with_config(cfg: &Config) -> Result<Registry> {
+        check_major()?;
+        // ttft_config_init_sized writes only our mirror's size, whatever
+        // the loaded library's ttft_config is (docs/ffi.md).
+        let mut c = std::mem::MaybeUninit::<ffi::ttft_config>::zeroed();
+        // SAFETY: a valid pointer to size_of::<ttft_config>() bytes.
+        unsafe { ffi::ttft_config_init_sized(c.as_mut_ptr(), std::mem::size_of::<ffi::ttft_config>()) };
+        // SAFETY: zeroed then initialised; every field is plain data or a pointer.
+        let mut c = unsafe { c.assume_init() };
+        if let Some(v) = cfg.max_inflight {
+            c.max_inflight = v;
+        }
+        if let Some(v) = cfg.max_threads {
+            c.max_threads = v;
+        }
+        if let Some(v) = cfg.max_classes {
+            c.max_classes = v;
+        }
+        if let Some(v) = cfg.stall_threshold_ns {
+            c.stall_threshold_ns = v;
+        }
+        if let Some(v) = cfg.clock {
+            c.clock = v.0;
+        }
+        // Strings and arrays stay alive until ttft_registry_new has copied them.
+        let start = cfg.start_point.as_deref().map(cstring).transpose()?;
+        let token = cfg.token_point.as_deref().map(cstring).transpose()?;
+        let model = cfg.model.as_deref().map(cstring).transpose()?;
+        let ns_ = cfg.metric_namespace.as_deref().map(cstring).transpose()?;
+        if let Some(s) = &start {
+            c.start_point = s.as_ptr();
+        }
+        if let Some(s) = &token {
+            c.token_point = s.as_ptr();
+        }
+        if let Some(s) = &model {
+            c.model = s.as_ptr();
+        }
+        if let Some(s) = &ns_ {
+            c.metric_namespace = s.as_ptr();
+        }
+        let mut label_strings = Vec::with_capacity(cfg.labels.len());
+        for (k, v) in &cfg.labels {
+            label_strings.push((cstring(k)?, cstring(v)?));
+        }
+        let labels: Vec<ffi::ttft_label> =
+            label_strings.iter().map(|(k, v)| ffi::ttft_label { name: k.as_ptr(), value: v.as_ptr() }).collect();
+        if !labels.is_empty() {
+            c.const_labels = labels.as_ptr();
+            c.n_const_labels = u32::try_from(labels.len()).map_err(|_| Error::InvalidArgument)?;
+        }
+        if let Some(edges) = &cfg.prompt_band_edges {
+            if edges.len() > c.prompt_band_edges.len() {
+                return Err(Error::InvalidArgument);
+            }
+            c.prompt_band_edges[..edges.len()].copy_from_slice(edges);
+            c.n_prompt_bands = edges.len() as u32;
+        }
+        for (m, bounds) in &cfg.prom_buckets {
+            let i = usize::try_from(m.0).map_err(|_| Error::InvalidArgument)?;
+            if i >= ffi::TTFT_PROM_CONFIG_METRICS {
+                return Err(Error::InvalidArgument);
+            }
+            c.prom_buckets[i] = bounds.as_ptr();
+            c.prom_n_buckets[i] = u32::try_from(bounds.len()).map_err(|_| Error::InvalidArgument)?;
+        }
+        if let Some(v) = cfg.prom_summaries {
+            c.prom_summaries = v as c_int;
+        }
+        if let Some(v) = cfg.native_histograms {
+            c.native_histograms = v as c_int;
+        }
+        if let Some(v) = cfg.native_schema {
+            c.native_schema = v;
+        }
+        if let Some(v) = cfg.export_idle_classes {
+            c.export_idle_classes = v as c_int;
+        }
+        if let Some(v) = cfg.memory_limit {
+            c.memory_limit = v;
+        }
+        // SAFETY: c is a complete ttft_config whose pointers are valid now.
+        let raw = unsafe { ffi::ttft_registry_new(&c) };
+        let raw = NonNull::new(raw).ok_or(Error::InvalidArgument)?;
+        let reg = Registry { inner: Arc::new(Inner { raw, classes: AtomicI32::new(1) }) };
+        for (name, slo) in &cfg.classes {
+            reg.add_class(name, *slo)?;
+        }
+        Ok(reg)
+    }
+
+    fn raw(&self) -> *mut ffi::ttft_registry {
+        self.inner.raw.as_ptr()
+    }
+
+    /// Adds a class (`name`: 1..63 bytes of `[A-Za-z0-9_.:-]`) with its SLO
+    /// budgets. Errors: [`Error::InvalidArgument`] (bad name),
+    /// [`Error::Exists`], [`Error::Full`] (max_classes reached),
+    /// [`Error::NoMemory`]. Thread-safe, also against running hooks.
+    pub fn add_class(&self, name: &str, slo: Slo) -> Result<Class> {
+        let n = cstring(name)?;
+        let s = slo.to_c();
+        // SAFETY: valid registry, NUL-terminated name, complete slo.
+        let rc = unsafe { ffi::ttft_class_add(self.raw(), n.as_ptr(), &s) };
+        check(rc)?;
+        // Relaxed: see class_known.
+        self.inner.classes.fetch_max(rc + 1, Ordering::Relaxed);
+        Ok(Class(rc))
+    }
+
+    /// The class called `name`, or [`Error::Stale`] when there is none.
+    pub fn find_class(&self, name: &str) -> Result<Class> {
+        let n = cstring(name)?;
+        // SAFETY: valid registry and name.
+        let rc = unsafe { ffi::ttft_class_find(self.raw(), n.as_ptr()) };
+        check(rc).map(|()| Class(rc))
+    }
+
+    fn stream(&self, seq: u64) -> Result<Stream> {
+        if seq == 0 {
+            Err(Error::Full)
+        } else {
+            Ok(Stream { reg: self.clone(), seq, done: false })
+        }
+    }
+
+    /// Starts a stream now (class default). [`Error::Full`] when no slot
+    /// is free (counted as DROPPED). Lock-free, no allocation in C.
+    pub fn begin(&self) -> Result<Stream> {
+        // SAFETY: valid registry.
+        self.stream(unsafe { ffi::ttft_begin(self.raw(), 0) })
+    }
+
+    /// Starts a stream at `t_ns` (CLOCK_MONOTONIC ns, not 0).
+    pub fn begin_at(&self, t_ns: u64) -> Result<Stream> {
+        let t = t_arg(t_ns)?;
+        // SAFETY: valid registry.
+        self.stream(unsafe { ffi::ttft_begin(self.raw(), t) })
+    }
+
+    /// Starts a stream now with request details. [`Error::Full`] when no
+    /// slot is free; [`Error::InvalidArgument`] for an unknown class.
+    pub fn begin_with(&self, req: &Request) -> Result<Stream> {
+        self.begin_req(req, 0)
+    }
+
+    /// Starts a stream at `t_ns` (not 0) with request details.
+    pub fn begin_with_at(&self, req: &Request, t_ns: u64) -> Result<Stream> {
+        self.begin_req(req, t_arg(t_ns)?)
+    }
+
+    fn begin_req(&self, req: &Request, t: u64) -> Result<Stream> {
+        let r = req.to_c();
+        // SAFETY: valid registry and request.
+        let seq = unsafe { ffi::ttft_begin_ex(self.raw(), &r, t) };
+        if seq == 0 && !self.class_known(req.class) {
+            return Err(Error::InvalidArgument); // not a full table: C did not count a drop
+        }
+        self.stream(seq)
+    }
+
+    /// ttft_begin_ex returns 0 both for a full table and an unknown class;
+    /// class ids are dense and only this registry's add_class makes them.
+    fn class_known(&self, c: Class) -> bool {
+        // Relaxed: a class id is published to the caller by add_class's
+        // return value, which happens-before any begin that names it.
+        c.0 >= 0 && c.0 < self.inner.classes.load(Ordering::Relaxed)
+    }
+
+    /// Starts a stream now whose handle may be cloned into several owners
+    /// (callbacks); the last clone dropped ends it as CANCELLED unless one
+    /// of them ended it.
+    pub fn begin_shared(&self, req: &Request) -> Result<SharedStream> {
+        let s = self.begin_with(req)?;
+        Ok(SharedStream::from_stream(s))
+    }
+
+    /// One decode step of a continuous-batching engine: every handle in
+    /// `seqs` emitted one token (or `n_tokens[i]`, which must then have the
+    /// same length) now, with one clock read. Ended or unknown handles are
+    /// skipped and counted as STALE. Returns the number of emissions accepted.
+    pub fn step_emitted(&self, seqs: &[Handle], n_tokens: Option<&[u32]>) -> Result<usize> {
+        self.step(seqs, n_tokens, 0)
+    }
+
+    /// [`Registry::step_emitted`] at `t_ns` (not 0).
+    pub fn step_emitted_at(&self, seqs: &[Handle], n_tokens: Option<&[u32]>, t_ns: u64) -> Result<usize> {
+        self.step(seqs, n_tokens, t_arg(t_ns)?)
+    }
+
+    fn step(&self, seqs: &[Handle], n_tokens: Option<&[u32]>, t: u64) -> Result<usize> {
+        let n = match n_tokens {
+            None => ptr::null(),
+            Some(n) if n.len() == seqs.len() => n.as_ptr(),
+            Some(_) => return Err(Error::InvalidArgument),
+        };
+        // SAFETY: Handle is repr(transparent) over u64 (ttft_seq); both
+        // arrays hold seqs.len() elements and outlive the call.
+        check_long(unsafe { ffi::ttft_step_emitted(self.raw(), seqs.as_ptr().cast(), n, seqs.len(), t) })
+    }
+
+    /// Records `n` tokens of the stream `h` now, for engines that keep raw
+    /// handles ([`Stream::handle`]) instead of [`Stream`]s.
+    pub fn token_emitted(&self, h: Handle, n: u32) -> Result<()> {
+        // SAFETY: valid registry; any handle value is accepted by C.
+        check(unsafe { ffi::ttft_token_emitted(self.raw(), h.0, n, 0) })
+    }
+
+    /// Ends the stream `h` now (e.g. a client cancel from another thread,
+    /// racing the decode loop: exactly one end wins, the other gets
+    /// [`Error::Stale`]). A [`Stream`] ended this way still ends itself
+    /// when dropped, which is then counted as STALE: prefer
+    /// [`SharedStream`] when two parties may end a stream.
+    pub fn end(&self, h: Handle, status: Status) -> Result<()> {
+        // SAFETY: valid registry.
+        check(unsafe { ffi::ttft_stream_end(self.raw(), h.0, status.0, 0) })
+    }
+
+    /// What the live stream `h` looks like now; [`Error::Stale`] once it ended.
+    pub fn seq_stats(&self, h: Handle) -> Result<SeqInfo> {
+        let mut info =
+            ffi::ttft_seq_info { struct_size: std::mem::size_of::<ffi::ttft_seq_info>(), ..Default::default() };
+        // SAFETY: valid registry; info is a complete, sized ttft_seq_info.
+        check(unsafe { ffi::ttft_seq_stats(self.raw(), h.0, &mut info) })?;
+        Ok(SeqInfo {
+            class: Class(info.class_id),
+            emissions: info.emissions,
+            tokens: info.tokens,
+            t_begin_ns: info.t_begin_ns,
+            t_last_ns: info.t_last_ns,
+            ttft_ns: info.ttft_ns,
+            itl_p50_ns: info.itl_p50_ns,
+            itl_p95_ns: info.itl_p95_ns,
+            itl_max_ns: info.itl_max_ns,
+            stalls: info.stalls,
+            preemptions: info.preemptions,
+        })
+    }
+
+    /// Copies everything recorded so far into an immutable [`Snapshot`]
+    /// (never stops the hooks). [`Error::NoMemory`] when memory is short.
+    pub fn snapshot(&self) -> Result<Snapshot> {
+        // SAFETY: valid registry.
+        Snapshot::own(unsafe { ffi::ttft_snapshot_take(self.raw()) }, Error::NoMemory)
+    }
+
+    /// Streams begun and not yet ended.
+    pub fn inflight(&self) -> usize {
+        // SAFETY: valid registry.
+        unsafe { ffi::ttft_inflight(self.raw()) }.max(0) as usize
+    }
+
+    /// In-flight streams whose last token is older than their class's stall
+    /// budget now: stalls that have not closed yet.
+    pub fn stalled_now(&self) -> usize {
+        // SAFETY: valid registry.
+        unsafe { ffi::ttft_stalled_now(self.raw(), 0) }.max(0) as usize
+    }
+
+    /// [`Registry::stalled_now`] as of `t_ns` (not 0).
+    pub fn stalled_at(&self, t_ns: u64) -> Result<usize> {
+        // SAFETY: valid registry.
+        check_long(unsafe { ffi::ttft_stalled_now(self.raw(), t_arg(t_ns)?) })
+    }
+
+    /// Bytes of memory the registry holds.
+    pub fn memory(&self) -> usize {
+        // SAFETY: valid registry.
+        unsafe { ffi::ttft_registry_memory(self.raw()) }
+    }
+
+    /// Nanoseconds on the registry's configured clock ("now" of its hooks).
+    pub fn now_ns(&self) -> u64 {
+        // SAFETY: valid registry.
+        unsafe { ffi::ttft_registry_now_ns(self.raw()) }
+    }
+
+    /// Hands the calling thread's private recording shard back, so a
+    /// thread that stops recording frees it for another (recorded data stays).
+    pub fn thread_release(&self) -> Result<()> {
+        // SAFETY: valid registry.
+        check(unsafe { ffi::ttft_thread_release(self.raw()) })
+    }
+
+    /// Serves this registry over HTTP on `addr` ("127.0.0.1:9464", ":0"
+    /// picks a free port): `/metrics` (Prometheus text, OpenMetrics or
+    /// protobuf by Accept), `/report`, `/report.json`. The server keeps the
+    /// registry alive; dropping it stops the server. Errors:
+    /// [`Error::InvalidArgument`] (bad address), [`Error::Io`] (bind
+    /// failed), [`Error::NotSupported`] (built without HTTP).
+    pub fn serve(&self, addr: &str) -> Result<HttpServer> {
+        let a = cstring(addr)?;
+        let mut srv: *mut ffi::ttft_http = ptr::null_mut();
+        // SAFETY: valid registry, address and out pointer.
+        check(unsafe { ffi::ttft_http_start(self.raw(), a.as_ptr(), &mut srv) })?;
+        let raw = NonNull::new(srv).ok_or(Error::NoMemory)?;
+        Ok(HttpServer { raw, _reg: self.clone() })
+    }
+}
+
+/// What a live stream looks like right now ([`Registry::seq_stats`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SeqInfo {
+    /// Its class.
+    pub class: Class,
+    /// Emission events so far.
+    pub emissions: u32,
+    /// Tokens so far.
+    pub tokens: u64,
+    /// When it began, ns.
+    pub t_begin_ns: u64,
+    /// Its last emission, ns (t_begin before the first).
+    pub t_last_ns: u64,
+    /// Its TTFT, ns (0 before the first emission).
+    pub ttft_ns: u64,
+    /// Median of its own gaps, ns (~3 %; 0 before two emissions).
+    pub itl_p50_ns: u64,
+    /// p95 of its own gaps, ns.
+    pub itl_p95_ns: u64,
+    /// Its worst gap so far (exact), ns.
+    pub itl_max_ns: u64,
+    /// Stall gaps so far.
+    pub stalls: u32,
+    /// PREEMPTED marks so far.
+    pub preemptions: u32,
+}
+
+// ------------------------------------------------------------- streams
+
+/// One stream (request) from begin to end, owned by one party. Dropping a
+/// stream that was not ended records it as CANCELLED: an early return, a
+/// `?` or a panic in a handler still closes the stream (and frees its slot).
+#[derive(Debug)]
+pub struct Stream {
+    reg: Registry,
+    seq: u64,
+    done: bool,
+}
+
+impl Stream {
+    /// The C handle, for [`Registry::step_emitted`] and [`Registry::seq_stats`].
+    pub fn handle(&self) -> Handle {
+        Handle(self.seq)
+    }
+
+    /// Whether [`Stream::end`] has run (successfully or on an already-ended stream).
+    pub fn is_ended(&self) -> bool {
+        self.done
+    }
+
+    /// `n` tokens became visible to the client now (one emission; n > 1
+    /// for a multi-token step). The first emission records TTFT, later ones
+    /// one ITL gap each. [`Error::InvalidArgument`] for n = 0,
+    /// [`Error::Stale`] once the stream ended.
+    pub fn token(&mut self, n: u32) -> Result<()> {
+        // SAFETY: valid registry (held by self.reg).
+        check(unsafe { ffi::ttft_token_emitted(self.reg.raw(), self.seq, n, 0) })
+    }
+
+    /// [`Stream::token`] at `t_ns` (not 0).
+    pub fn token_at(&mut self, n: u32, t_ns: u64) -> Result<()> {
+        let t = t_arg(t_ns)?;
+        // SAFETY: valid registry.
+        check(unsafe { ffi::ttft_token_emitted(self.reg.raw(), self.seq, n, t) })
+    }
+
+    /// Marks a phase now ([`Phase::SCHEDULED`]: queue time ends, prefill starts).
+    pub fn mark(&mut self, phase: Phase) -> Result<()> {
+        // SAFETY: valid registry.
+        check(unsafe { ffi::ttft_mark(self.reg.raw(), self.seq, phase.0, 0) })
+    }
+
+    /// [`Stream::mark`] at `t_ns` (not 0).
+    pub fn mark_at(&mut self, phase: Phase, t_ns: u64) -> Result<()> {
+        let t = t_arg(t_ns)?;
+        // SAFETY: valid registry.
+        check(unsafe { ffi::ttft_mark(self.reg.raw(), self.seq, phase.0, t) })
+    }
+
+    /// Details learned after begin: the prompt length (0 = leave as is)
+    /// and whether its prefix was cached (`None` = leave). Allowed until
+    /// the first token ([`Error::Range`] after it).
+    pub fn annotate(&mut self, prompt_tokens: u32, prefix_hit: Option<bool>) -> Result<()> {
+        // SAFETY: valid registry.
+        check(unsafe { ffi::ttft_annotate(self.reg.raw(), self.seq, prompt_tokens, prefix_arg(prefix_hit)) })
+    }
+
+    /// What the stream looks like right now.
+    pub fn stats(&self) -> Result<SeqInfo> {
+        self.reg.seq_stats(self.handle())
+    }
+
+    /// Ends the stream now with `status`; E2E, TPOT and the rest are
+    /// recorded. [`Error::Stale`] when it had already ended elsewhere.
+    pub fn end(mut self, status: Status) -> Result<()> {
+        self.finish(status, 0)
+    }
+
+    /// [`Stream::end`] at `t_ns` (not 0). On a 0 timestamp the stream is
+    /// not ended and the error is returned; dropping it then cancels it.
+    pub fn end_at(mut self, status: Status, t_ns: u64) -> Result<()> {
+        let t = t_arg(t_ns)?;
+        self.finish(status, t)
+    }
+
+    fn finish(&mut self, status: Status, t: u64) -> Result<()> {
+        // SAFETY: valid registry.
+        let rc = unsafe { ffi::ttft_stream_end(self.reg.raw(), self.seq, status.0, t) };
+        if rc == 0 || Error::from_code(rc) == Some(Error::Stale) {
+            self.done = true;
+        }
+        check(rc)
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = self.finish(Status::CANCELLED, 0);
+        }
+    }
+}
+
+struct SharedInner {
+    reg: Registry,
+    seq: u64,
+    done: AtomicBool,
+}
+
+impl Drop for SharedInner {
+    fn drop(&mut self) {
+        // Acquire: see an end that another clone made before it was dropped.
+        if !self.done.load(Ordering::Acquire) {
+            // SAFETY: valid registry.
+            unsafe { ffi::ttft_stream_end(self.reg.raw(), self.seq, Status::CANCELLED.0, 0) };
+        }
+    }
+}
+
+/// A stream shared by its clones (e.g. copied into several callbacks): any
+/// clone may record or end it, from any thread; when the last clone is
+/// dropped an unended stream is recorded as CANCELLED. Cloning costs one
+/// atomic increment. Of two racing ends exactly one succeeds.
+#[derive(Clone)]
+pub struct SharedStream {
+    inner: Arc<SharedInner>,
+}
+
+impl fmt::Debug for SharedStream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SharedStream").field("seq", &self.inner.seq).finish()
+    }
+}
+
+impl SharedStream {
+    fn from_stream(mut s: Stream) -> SharedStream {
+        s.done = true; // ownership moves to the shared block
+        SharedStream { inner: Arc::new(SharedInner { reg: s.reg.clone(), seq: s.seq, done: AtomicBool::new(false) }) }
+    }
+
+    /// The C handle.
+    pub fn handle(&self) -> Handle {
+        Handle(self.inner.seq)
+    }
+
+    /// `n` tokens now (see [`Stream::token`]).
+    pub fn token(&self, n: u32) -> Result<()> {
+        // SAFETY: valid registry.
+        check(unsafe { ffi::ttft_token_emitted(self.inner.reg.raw(), self.inner.seq, n, 0) })
+    }
+
+    /// `n` tokens at `t_ns` (not 0).
+    pub fn token_at(&self, n: u32, t_ns: u64) -> Result<()> {
+        let t = t_arg(t_ns)?;
+        // SAFETY: valid registry.
+        check(unsafe { ffi::ttft_token_emitted(self.inner.reg.raw(), self.inner.seq, n, t) })
+    }
+
+    /// Marks a phase now.
+    pub fn mark(&self, phase: Phase) -> Result<()> {
+        // SAFETY: valid registry.
+        check(unsafe { ffi::ttft_mark(self.inner.reg.raw(), self.inner.seq, phase.0, 0) })
+    }
+
+    /// Details learned after begin (see [`Stream::annotate`]).
+    pub fn annotate(&self, prompt_tokens: u32, prefix_hit: Option<bool>) -> Result<()> {
+        // SAFETY: valid registry.
+        check(unsafe {
+            ffi::ttft_annotate(self.inner.reg.raw(), self.inner.seq, prompt_tokens, prefix_arg(prefix_hit))
+        })
+    }
+
+    /// Ends the stream now. [`Error::Stale`] when a clone ended it first.
+    pub fn end(&self, status: Status) -> Result<()> {
+        self.end_t(status, 0)
+    }
+
+    /// Ends the stream at `t_ns` (not 0).
+    pub fn end_at(&self, status: Status, t_ns: u64) -> Result<()> {
+        self.end_t(status, t_arg(t_ns)?)
+    }
+
+    fn end_t(&self, status: Status, t: u64) -> Result<()> {
+        // SAFETY: valid registry.
+        let rc = unsafe { ffi::ttft_stream_end(self.inner.reg.raw(), self.inner.seq, status.0, t) };
+        if rc == 0 || Error::from_code(rc) == Some(Error::Stale) {
+            // Release: the last clone's Drop (acquire) skips its cancel.
+            self.inner.done.store(true, Ordering::Release);
+        }
+        check(rc)
+    }
+
+    /// Whether some clone ended the stream.
+    pub fn is_ended(&self) -> bool {
+        // Acquire: pairs with the release store in end.
+        self.inner.done.load(Ordering::Acquire)
+    }
+}
+
+// ------------------------------------------------------------- snapshot
+
+/// An immutable copy of what a registry recorded: every query is
+/// thread-safe (`Send + Sync`) and independent of the registry.
+pub struct Snapshot {
+    raw: NonNull<ffi::ttft_snapshot>,
+}
+
+// SAFETY: a snapshot is immutable; queries from many threads are allowed,
+// and the free runs only in Drop (no other reference exists then).
+unsafe impl Send for Snapshot {}
+// SAFETY: as above.
+unsafe impl Sync for Snapshot {}
+
+impl Drop for Snapshot {
+    fn drop(&mut self) {
+        // SAFETY: owned pointer, freed once.
+        unsafe { ffi::ttft_snapshot_free(self.raw.as_ptr()) }
+    }
+}
+
+impl fmt::Debug for Snapshot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Snapshot").field("classes", &self.class_count()).finish()
+    }
+}
+
+fn err_of(err: c_int, fallback: Error) -> Error {
+    Error::from_code(err).unwrap_or(fallback)
+}
+
+impl Snapshot {
+    fn own(p: *mut ffi::ttft_snapshot, e: Error) -> Result<Snapshot> {
+        NonNull::new(p).map(|raw| Snapshot { raw }).ok_or(e)
+    }
+
+    fn p(&self) -> *const ffi::ttft_snapshot {
+        self.raw.as_ptr()
+    }
+
+    /// Observations of metric `m` over every class.
+    pub fn count(&self, m: Metric) -> u64 {
+        // SAFETY: valid snapshot.
+        unsafe { ffi::ttft_snapshot_count(self.p(), m.0) }
+    }
+
+    /// Quantile `q` in [0, 1] of metric `m`, nearest rank, within 0.5 % of
+    /// the observation (q = 0 and 1 are the exact min and max); ns (tokens
+    /// for OUTPUT_TOKENS); 0 when empty or q is outside [0, 1].
+    pub fn quantile(&self, m: Metric, q: f64) -> u64 {
+        // SAFETY: valid snapshot.
+        unsafe { ffi::ttft_snapshot_quantile(self.p(), m.0, q) }
+    }
+
+    /// Mean of `m` (0.0 when empty).
+    pub fn mean(&self, m: Metric) -> f64 {
+        // SAFETY: valid snapshot.
+        unsafe { ffi::ttft_snapshot_mean(self.p(), m.0) }
+    }
+
+    /// Sum of the observations of `m` (exact modulo 2^64).
+    pub fn sum(&self, m: Metric) -> u64 {
+        // SAFETY: valid snapshot.
+        unsafe { ffi::ttft_snapshot_sum(self.p(), m.0) }
+    }
+
+    /// Counter `c` over every class (0 for a counter the library lacks).
+    pub fn counter(&self, c: Counter) -> u64 {
+        // SAFETY: valid snapshot.
+        unsafe { ffi::ttft_snapshot_counter(self.p(), c.0) }
+    }
+
+    /// Every counter the loaded library has, with its value.
+    pub fn counters(&self) -> Vec<(Counter, u64)> {
+        Counter::all().into_iter().map(|c| (c, self.counter(c))).collect()
+    }
+
+    /// Gauge `g` as of the snapshot.
+    pub fn gauge(&self, g: Gauge) -> u64 {
+        // SAFETY: valid snapshot.
+        unsafe { ffi::ttft_snapshot_gauge(self.p(), g.0) }
+    }
+
+    /// Number of classes (including "default").
+    pub fn class_count(&self) -> usize {
+        // SAFETY: valid snapshot.
+        unsafe { ffi::ttft_snapshot_classes(self.p()) }.max(0) as usize
+    }
+
+    /// Every class of the snapshot, "default" (id 0) first.
+    pub fn classes(&self) -> Vec<ClassView<'_>> {
+        (0..self.class_count() as i32).map(|i| self.class(Class(i))).collect()
+    }
+
+    /// The per-class view of class `c` ([`Class::ALL`] = every class).
+    pub fn class(&self, c: Class) -> ClassView<'_> {
+        ClassView { snap: self, class: c }
+    }
+
+    /// The view of the streams that ended with `st`, over every class (what
+    /// client benchmarks report is `status(Status::COMPLETED)`).
+    pub fn status(&self, st: Status) -> StatusView<'_> {
+        StatusView { snap: self, class: Class::ALL, status: st }
+    }
+
+    /// SLO attainment over every class (good / ended), `None` when nothing ended.
+    pub fn attainment(&self) -> Option<f64> {
+        self.class(Class::ALL).attainment()
+    }
+
+    /// TTFT observations under a split (index: 0 miss / 1 hit, or a band).
+    pub fn split_count(&self, split: Split, index: u32) -> u64 {
+        // SAFETY: valid snapshot.
+        unsafe { ffi::ttft_snapshot_split_count(self.p(), split.0, index) }
+    }
+
+    /// TTFT quantile under a split.
+    pub fn split_quantile(&self, split: Split, index: u32, q: f64) -> u64 {
+        // SAFETY: valid snapshot.
+        unsafe { ffi::ttft_snapshot_split_quantile(self.p(), split.0, index, q) }
+    }
+
+    /// The prompt-length bands as `[lo, hi)` in tokens (the last `hi` is `u32::MAX`).
+    pub fn bands(&self) -> Vec<(u32, u32)> {
+        // SAFETY: valid snapshot.
+        let n = unsafe { ffi::ttft_snapshot_bands(self.p()) };
+        (0..n)
+            .filter_map(|i| {
+                let (mut lo, mut hi) = (0u32, 0u32);
+                // SAFETY: valid snapshot and out pointers.
+                let rc = unsafe { ffi::ttft_snapshot_band(self.p(), i, &mut lo, &mut hi) };
+                (rc == 0).then_some((lo, hi))
+            })
+            .collect()
+    }
+
+    /// The interval the snapshot covers, `(start_ns, end_ns)` on the monotonic clock.
+    pub fn interval(&self) -> (u64, u64) {
+        let (mut a, mut b) = (0u64, 0u64);
+        // SAFETY: valid snapshot and out pointers.
+        unsafe { ffi::ttft_snapshot_interval(self.p(), &mut a, &mut b) };
+        (a, b)
+    }
+
+    /// A registry label: "start_point", "token_point", "model" or "namespace".
+    pub fn label(&self, key: &str) -> Option<String> {
+        let k = cstring(key).ok()?;
+        // SAFETY: valid snapshot and key; the string lives as long as self.
+        let p = unsafe { ffi::ttft_snapshot_label(self.p(), k.as_ptr()) };
+        if p.is_null() {
+            None
+        } else {
+            // SAFETY: non-NULL, NUL-terminated, alive while self is.
+            Some(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
+        }
+    }
+
+    /// The snapshot rendered in `f`, as bytes (any format, including the
+    /// binary [`Format::PROMETHEUS_PROTOBUF`]).
+    pub fn format_bytes(&self, f: Format) -> Result<Vec<u8>> {
+        // SAFETY: valid snapshot; cap 0 with a NULL buffer sizes the output.
+        let need = check_long(unsafe { ffi::ttft_snapshot_format(self.p(), f.0, ptr::null_mut(), 0) })?;
+        let mut buf = vec![0u8; need + 1];
+        // SAFETY: buf holds need + 1 bytes.
+        let got = check_long(unsafe { ffi::ttft_snapshot_format(self.p(), f.0, buf.as_mut_ptr().cast(), buf.len()) })?;
+        if got > need {
+            return Err(Error::Range); // an immutable snapshot renders the same twice
+        }
+        buf.truncate(got);
+        Ok(buf)
+    }
+
+    /// The snapshot rendered in a text format (text, JSON, Prometheus,
+    /// OpenMetrics); [`Error::InvalidArgument`] for the binary protobuf format.
+    pub fn format(&self, f: Format) -> Result<String> {
+        let b = self.format_bytes(f)?;
+        String::from_utf8(b).map_err(|_| Error::InvalidArgument)
+    }
+
+    /// The compact, versioned, checksummed binary encoding (docs/encoding.md).
+    pub fn encode(&self) -> Result<Vec<u8>> {
+        // SAFETY: valid snapshot; sizing call.
+        let need = check_long(unsafe { ffi::ttft_snapshot_encode(self.p(), ptr::null_mut(), 0) })?;
+        let mut buf = vec![0u8; need];
+        // SAFETY: buf holds need bytes.
+        let got = check_long(unsafe { ffi::ttft_snapshot_encode(self.p(), buf.as_mut_ptr().cast(), need) })?;
+        if got != need {
+            return Err(Error::Range);
+        }
+        Ok(buf)
+    }
+
+    /// The encoding as one line of base64.
+    pub fn encode_base64(&self) -> Result<String> {
+        // SAFETY: valid snapshot; sizing call.
+        let need = check_long(unsafe { ffi::ttft_snapshot_encode_base64(self.p(), ptr::null_mut(), 0) })?;
+        let mut buf = vec![0u8; need + 1];
+        // SAFETY: buf holds need + 1 bytes.
+        let got =
+            check_long(unsafe { ffi::ttft_snapshot_encode_base64(self.p(), buf.as_mut_ptr().cast(), buf.len()) })?;
+        if got != need {
+            return Err(Error::Range);
+        }
+        buf.truncate(need);
+        String::from_utf8(buf).map_err(|_| Error::Corrupt)
+    }
+
+    /// Decodes untrusted bytes from [`Snapshot::encode`]; [`Error::Corrupt`]
+    /// for anything malformed.
+    pub fn decode(bytes: &[u8]) -> Result<Snapshot> {
+        let mut err: c_int = 0;
+        // SAFETY: bytes is valid for its length; err is an out pointer.
+        let p = unsafe { ffi::ttft_snapshot_decode(bytes.as_ptr().cast(), bytes.len(), &mut err) };
+        Snapshot::own(p, err_of(err, Error::Corrupt))
+    }
+
+    /// Decodes the base64 form.
+    pub fn decode_base64(text: &str) -> Result<Snapshot> {
+        let mut err: c_int = 0;
+        // SAFETY: text is valid for its length (no NUL needed: len is given).
+        let p = unsafe { ffi::ttft_snapshot_decode_base64(text.as_ptr().cast(), text.len(), &mut err) };
+        Snapshot::own(p, err_of(err, Error::Corrupt))
+    }
+
+    /// A snapshot holding the observations of `self` and `other` (classes
+    /// matched by name): fleet percentiles from merged counts.
+    pub fn merge(&self, other: &Snapshot) -> Result<Snapshot> {
+        let mut err: c_int = 0;
+        // SAFETY: two valid snapshots.
+        let p = unsafe { ffi::ttft_snapshot_merge(self.p(), other.p(), &mut err) };
+        Snapshot::own(p, err_of(err, Error::NoMemory))
+    }
+
+    /// What happened between `older` and `self` (two snapshots of one
+    /// registry, `self` taken later); [`Error::InvalidArgument`] otherwise.
+    pub fn delta(&self, older: &Snapshot) -> Result<Snapshot> {
+        let mut err: c_int = 0;
+        // SAFETY: two valid snapshots.
+        let p = unsafe { ffi::ttft_snapshot_delta(self.p(), older.p(), &mut err) };
+        Snapshot::own(p, err_of(err, Error::NoMemory))
+    }
+}
+
+/// Queries of one class of a [`Snapshot`] (or [`Class::ALL`]).
+#[derive(Debug, Clone, Copy)]
+pub struct ClassView<'s> {
+    snap: &'s Snapshot,
+    class: Class,
+}
+
+impl<'s> ClassView<'s> {
+    /// The class.
+    pub fn id(&self) -> Class {
+        self.class
+    }
+    /// The class's name (`None` for [`Class::ALL`] or an unknown id).
+    pub fn name(&self) -> Option<&'s str> {
+        // SAFETY: valid snapshot; the string lives as long as it.
+        let p = unsafe { ffi::ttft_snapshot_class_name(self.snap.p(), self.class.0) };
+        if p.is_null() {
+            None
+        } else {
+            // SAFETY: non-NULL, NUL-terminated, alive for 's.
+            unsafe { CStr::from_ptr(p) }.to_str().ok()
+        }
+    }
+    /// The class's SLO budgets; [`Error::InvalidArgument`] for an unknown class.
+    pub fn slo(&self) -> Result<Slo> {
+        let mut s = ffi::ttft_slo { struct_size: std::mem::size_of::<ffi::ttft_slo>(), ..Default::default() };
+        // SAFETY: valid snapshot; s is complete and sized.
+        check(unsafe { ffi::ttft_snapshot_class_slo(self.snap.p(), self.class.0, &mut s) })?;
+        Ok(Slo { ttft_ns: s.ttft_ns, tpot_ns: s.tpot_ns, e2e_ns: s.e2e_ns, stall_threshold_ns: s.stall_threshold_ns })
+    }
+    /// Observations of `m` in the class.
+    pub fn count(&self, m: Metric) -> u64 {
+        // SAFETY: valid snapshot.
+        unsafe { ffi::ttft_snapshot_class_count(self.snap.p(), self.class.0, m.0) }
+    }
+    /// Quantile `q` of `m` in the class.
+    pub fn quantile(&self, m: Metric, q: f64) -> u64 {
+        // SAFETY: valid snapshot.
+        unsafe { ffi::ttft_snapshot_class_quantile(self.snap.p(), self.class.0, m.0, q) }
+    }
+    /// Mean of `m` in the class.
+    pub fn mean(&self, m: Metric) -> f64 {
+        // SAFETY: valid snapshot.
+        unsafe { ffi::ttft_snapshot_class_mean(self.snap.p(), self.class.0, m.0) }
+    }
+    /// Sum of `m` in the class.
+    pub fn sum(&self, m: Metric) -> u64 {
+        // SAFETY: valid snapshot.
+        unsafe { ffi::ttft_snapshot_class_sum(self.snap.p(), self.class.0, m.0) }
+    }
+    /// Counter `c` of the class.
+    pub fn counter(&self, c: Counter) -> u64 {
+        // SAFETY: valid snapshot.
+        unsafe { ffi::ttft_snapshot_class_counter(self.snap.p(), self.class.0, c.0) }
+    }
+    /// SLO attainment (good / ended), `None` when nothing ended.
+    pub fn attainment(&self) -> Option<f64> {
+        // SAFETY: valid snapshot.
+        let a = unsafe { ffi::ttft_snapshot_attainment(self.snap.p(), self.class.0) };
+        (a >= 0.0).then_some(a)
+    }
+    /// The streams of this class that ended with `st`.
+    pub fn status(&self, st: Status) -> StatusView<'s> {
+        StatusView { snap: self.snap, class: self.class, status: st }
+    }
+}
+
+/// TTFT, TPOT, E2E and OUTPUT_TOKENS of the streams that ended with one
+/// status (recorded at stream end), in one class or all.
+#[derive(Debug, Clone, Copy)]
+pub struct StatusView<'s> {
+    snap: &'s Snapshot,
+    class: Class,
+    status: Status,
+}
+
+impl StatusView<'_> {
+    /// Observations of `m` (TTFT, TPOT, E2E or OUTPUT_TOKENS; 0 for others).
+    pub fn count(&self, m: Metric) -> u64 {
+        // SAFETY: valid snapshot.
+        unsafe { ffi::ttft_snapshot_status_count(self.snap.p(), self.class.0, self.status.0, m.0) }
+    }
+    /// Quantile `q` of `m`.
+    pub fn quantile(&self, m: Metric, q: f64) -> u64 {
+        // SAFETY: valid snapshot.
+        unsafe { ffi::ttft_snapshot_status_quantile(self.snap.p(), self.class.0, self.status.0, m.0, q) }
+    }
+}
+
+// ------------------------------------------------------------- http
+
+/// The `/metrics` endpoint of a registry ([`Registry::serve`]): one
+/// background thread; dropping the server stops it and joins the thread.
+pub struct HttpServer {
+    raw: NonNull<ffi::ttft_http>,
+    _reg: Registry,
+}
+
+// SAFETY: ttft_http_port is thread-safe; ttft_http_stop runs once, in Drop.
+unsafe impl Send for HttpServer {}
+// SAFETY: as above.
+unsafe impl Sync for HttpServer {}
+
+impl fmt::Debug for HttpServer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpServer").field("port", &self.port()).finish()
+    }
+}
+
+impl HttpServer {
+    /// The TCP port the server listens on.
+    pub fn port(&self) -> u16 {
+        // SAFETY: valid server.
+        let p = unsafe { ffi::ttft_http_port(self.raw.as_ptr()) };
+        u16::try_from(p).unwrap_or(0)
+    }
+    /// Stops the server (the same as dropping it).
+    pub fn stop(self) {}
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        // SAFETY: once per server; the registry (held in _reg) outlives it.
+        unsafe { ffi::ttft_http_stop(self.raw.as_ptr()) }
+    }
+}
+
+#[cfg(test)]
+mod abi_layout;
