@@ -4,6 +4,7 @@
 #                         every struct starts with struct_size (or is listed frozen);
 #                         enum constants in tests/abi/enums.txt unchanged (enums only grow)
 #   abi_symbols_selftest  the checker catches each kind of tampering it claims to
+#   abi_layout            tests/abi/layout.c builds and prints the mirrored structs' layout
 #   abi_struct_size.<test>.{shared,static}  struct_size at offset 0, set by the init
 #                         functions, and a wrong struct_size rejected where documented
 #                         (abi/test_struct_size.c, written with task.h: one ctest test
@@ -54,3 +55,15 @@ foreach(kind shared static)
   endforeach()
   set_tests_properties(${_abi_ctests} PROPERTIES LABELS "abi;${kind}" TIMEOUT 120)
 endforeach()
+
+# abi_layout: tests/abi/layout.c prints the size, alignment and field
+# offsets of every struct the Rust and Go bindings mirror, as the compiler
+# sees ttft.h. The bindings' own tests (.ci/steps.d/70-bindings.sh) compare
+# it with their declarations; here it is built with the project's warnings
+# and run, so a header change that breaks the program itself fails ctest.
+add_executable(abi_layout ${CMAKE_CURRENT_SOURCE_DIR}/abi/layout.c)
+target_include_directories(abi_layout PRIVATE ${PROJECT_SOURCE_DIR}/include)
+target_compile_options(abi_layout PRIVATE ${TTFT_WARNINGS})
+add_test(NAME abi_layout COMMAND abi_layout)
+set_tests_properties(abi_layout PROPERTIES LABELS abi TIMEOUT 60
+  PASS_REGULAR_EXPRESSION "size ttft_config [0-9]+\nalign ttft_config [0-9]+\noffset ttft_config struct_size 0\n")

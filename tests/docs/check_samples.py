@@ -17,7 +17,8 @@ What is checked, by fence language:
               directory that holds report.json (a JSON report) for samples
               that read one; exit 0
 Other languages (sh, yaml, promql, json, cmake, go, rust, js, unlabelled text)
-are listed, not built; a language this script does not know fails the test,
+are listed, not built (a go or rust sample marked same-as PATH must be that
+file byte for byte: .ci/steps.d/70-bindings.sh builds and runs those files); a language this script does not know fails the test,
 so that a new kind of sample is not skipped silently.
 
 Markers. An HTML comment on the last non-blank line before a fence says how
@@ -206,6 +207,21 @@ def main():
             if lang not in BUILT:
                 if lang in LISTED:
                     listed[lang or "(plain)"] = listed.get(lang or "(plain)", 0) + 1
+                    # A listed sample that says it is a file of the tree
+                    # (the Rust and Go bindings' examples, which their own
+                    # CI step builds and runs) must be that file.
+                    try:
+                        mk_ = parse_marker(marker) if marker else {}
+                    except ValueError:
+                        mk_ = {}  # markers of listed samples are otherwise not read
+                    if "same-as" in mk_:
+                        ref = os.path.join(root, mk_["same-as"])
+                        if os.path.isfile(ref) and open(ref, encoding="utf-8").read() == code:
+                            passed += 1
+                            print("ok     %s %s: same as %s" % (where, lang, mk_["same-as"]))
+                        else:
+                            failed += 1
+                            print("FAILED %s %s: not the same as %s, byte for byte" % (where, lang, mk_["same-as"]))
                     continue
                 print("FAILED %s: a ```%s sample; this test does not know the language "
                       "(tests/docs/check_samples.py: BUILT or LISTED)" % (where, lang))
