@@ -216,7 +216,7 @@ PROTOTYPES = {
 # ---------------------------------------------------------------- lookup
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
 _SONAME = "libttft.so.1"
-BUNDLED_NAME = "_libttft.so"  # what setup.py builds into the package
+BUNDLED_NAME = "_libttft.so"  # what the build backend (python/_backend) builds into the package
 
 
 def _checkout_root():
@@ -234,7 +234,7 @@ def candidates(environ=None):
     1. $TTFT_LIBRARY (when set, it is the only place tried: an explicit
        choice must not silently fall back to another library);
     2. _libttft.so inside the package: the library `pip install ./python`
-       compiled from the C sources (setup.py), so a pip-installed package
+       compiled from the C sources (python/_backend/ttft_build.py), so a pip-installed package
        always uses the library it was built with;
     3. libttft.so* next to the package (a copied or vendored library);
     4. the path `make install` recorded when it installed the package;
