@@ -367,16 +367,17 @@ typedef enum ttft_split {
 
 /* --------------------------------------------------------------- snapshots */
 
-/* Mean of m over every class: ttft_snapshot_sum / ttft_snapshot_count as
- * a double, so exact to double rounding while the sum has not wrapped (see
- * below); 0.0 when empty or invalid. */
+/* Mean of m over every class: the exact sum (128 bits, see below) over
+ * ttft_snapshot_count as a double, so exact to double rounding; 0.0 when
+ * empty or invalid. */
 TTFT_API double ttft_snapshot_mean(const ttft_snapshot *s, ttft_metric m);
 
-/* Sum of the observations of m (ns; tokens for OUTPUT_TOKENS), exact
- * modulo 2^64: it wraps after 2^64 ns (584 years) of summed time, which a
- * registry of 1000 concurrent 10 s streams reaches after about 7 months
- * (Prometheus' rate() reads a wrapped _sum as a counter reset). 0 when
- * empty or invalid. */
+/* Sum of the observations of m (ns; tokens for OUTPUT_TOKENS). Sums are
+ * kept 128 bits wide everywhere (live, snapshots, merge, delta, the
+ * encoding, every exposition) and never wrap; this returns the sum when
+ * it is below 2^64 (584 years of nanoseconds) and saturates at UINT64_MAX
+ * above. ttft_snapshot_class_sum_wide gives the whole number. 0 when
+ * empty or invalid. Thread-safe. */
 TTFT_API uint64_t ttft_snapshot_sum(const ttft_snapshot *s, ttft_metric m);
 
 /* Gauge g at the time the snapshot was taken; 0 for NULL/unknown. */
@@ -400,6 +401,13 @@ TTFT_API uint64_t ttft_snapshot_class_quantile(const ttft_snapshot *s, int class
                                                ttft_metric m, double q);
 TTFT_API double ttft_snapshot_class_mean(const ttft_snapshot *s, int class_id, ttft_metric m);
 TTFT_API uint64_t ttft_snapshot_class_sum(const ttft_snapshot *s, int class_id, ttft_metric m);
+/* The whole sum of m in class class_id (or TTFT_CLASS_ALL): the 128-bit
+ * number *hi * 2^64 + *lo, in ns (tokens for OUTPUT_TOKENS); exact, never
+ * wrapped (a registry would need 2^128 ns). hi or lo may be NULL (not
+ * written). TTFT_OK, or TTFT_EINVAL for NULL s, an unknown class or
+ * metric (nothing written). Thread-safe. */
+TTFT_API int ttft_snapshot_class_sum_wide(const ttft_snapshot *s, int class_id, ttft_metric m,
+                                          uint64_t *hi, uint64_t *lo);
 TTFT_API uint64_t ttft_snapshot_class_counter(const ttft_snapshot *s, int class_id,
                                               ttft_counter c);
 

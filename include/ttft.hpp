@@ -484,8 +484,15 @@ class Snapshot {
   double mean_value(ttft_metric m, Class c = Class::all()) const noexcept {
     return ttft_snapshot_class_mean(s_, c.id(), m);
   }
+  /* ns (tokens for OUTPUT_TOKENS); saturates at UINT64_MAX past 2^64 */
   std::uint64_t sum(ttft_metric m, Class c = Class::all()) const noexcept {
     return ttft_snapshot_class_sum(s_, c.id(), m);
+  }
+  /* the whole 128-bit sum as a double (ns; tokens for OUTPUT_TOKENS) */
+  double sum_value(ttft_metric m, Class c = Class::all()) const noexcept {
+    std::uint64_t hi = 0, lo = 0;
+    if (ttft_snapshot_class_sum_wide(s_, c.id(), m, &hi, &lo) != TTFT_OK) return 0.0;
+    return static_cast<double>(hi) * 18446744073709551616.0 + static_cast<double>(lo);
   }
   std::uint64_t counter(ttft_counter k, Class c = Class::all()) const noexcept {
     return ttft_snapshot_class_counter(s_, c.id(), k);

@@ -424,7 +424,7 @@ TEST(damage_header_fields) {
     struct {
       size_t at;
       unsigned char v;
-    } hdr[] = {{0, 'X'}, {3, 's'}, {4, 0}, {4, 3}, {5, 0x08}, {5, 0x80}, {6, 1}, {7, 1}, {8, 0}, {11, 1}};
+    } hdr[] = {{0, 'X'}, {3, 's'}, {4, 0}, {4, 4}, {5, 0x08}, {5, 0x80}, {6, 1}, {7, 1}, {8, 0}, {11, 1}};
     for (size_t k = 0; k < sizeof hdr / sizeof hdr[0]; k++) {
       memcpy(c, x.w.b, n);
       c[hdr[k].at] = hdr[k].v;
@@ -477,6 +477,8 @@ enum {
 };
 #define V_FIRST_V2_ONLY V_SCHEMA
 
+static int g_hb_version; /* the version hb_build is writing */
+
 /* the TTFT histogram of class 0 (values 10, 10, 345: bucket 10 (exact)
  * twice, bucket 300 = [344, 345] once), broken as variant v asks */
 static void hb_hist_ttft(hb *h, int v, int cls) {
@@ -506,6 +508,7 @@ static void hb_hist_ttft(hb *h, int v, int cls) {
   if (v == V_TRUNC_HIST) return;
   hb_var(h, v == V_COUNT_MISMATCH ? 4 : 3); /* count */
   hb_var(h, 365);                            /* sum   */
+  if (g_hb_version >= 3) hb_var(h, 0);       /* sum, high word */
   hb_var(h, v == V_MIN ? 11 : 10);           /* min   */
   hb_var(h, v == V_MAX ? 336 : 335);         /* max - min */
 }
@@ -526,6 +529,9 @@ static void hb_view(hb *h, int v, int cls, int st, int view) {
   if (v == V_VIEW_OVERFLOW) return; /* refused at the bucket already */
   hb_var(h, 2);
   hb_var(h, big + 7);
+  /* version 3: sums are 128 bits; this one is 2^65 + 2^62 + 7 (a true
+   * sum the values could never reach, which the decoder does not judge) */
+  if (g_hb_version >= 3) hb_var(h, 2);
   hb_var(h, v == V_VIEW_BAD ? 8 : 7);
   hb_var(h, big);
 }
@@ -534,8 +540,9 @@ static void hb_view(hb *h, int v, int cls, int st, int view) {
  * out from docs/encoding.md; variant v breaks one rule. */
 static size_t hb_build(hb *h, int v, int version) {
   h->n = 0;
+  g_hb_version = version;
   hb_mem(h, "TTFS", 4);
-  hb_byte(h, v == V_VERSION ? 3 : (unsigned)version);
+  hb_byte(h, v == V_VERSION ? 4 : (unsigned)version);
   /* v1 knows bit 0 only; v2 bits 0-2 (summaries, native, idle classes) */
   hb_byte(h, v == V_FLAG ? (version == 1 ? 0x03 : 0x09) : version == 1 ? 0x01 : 0x03);
   hb_byte(h, v == V_RESERVED ? 1 : 0);
@@ -571,13 +578,14 @@ static size_t hb_build(hb *h, int v, int version) {
     hb_var(h, 65);
     for (int i = 0; i < 65; i++) hb_var(h, 0);
   } else { /* in-flight 3, live stalls 1; version 2 also memory and coarse observations */
-    hb_var(h, version == 1 ? 2 : 4);
+    hb_var(h, version == 1 ? 2 : version == 2 ? 4 : TTFT_GAUGE_COUNT_);
     hb_var(h, 3);
     hb_var(h, 1);
     if (version >= 2) {
       hb_var(h, 123456);
       hb_var(h, 0);
     }
+    for (int g = 4; version >= 3 && g < TTFT_GAUGE_COUNT_; g++) hb_var(h, 0);
   }
   if (v == V_LABELS_MANY) {
     hb_var(h, 9);
@@ -593,7 +601,9 @@ static size_t hb_build(hb *h, int v, int version) {
   hb_var(h, 2); /* band edges 100, 500 */
   hb_var(h, 100);
   hb_var(h, v == V_BANDS ? 0 : 400);
-  int nmet = version == 1 ? 11 : 12, nctr = version == 1 ? 13 : 14;
+  /* version 3 (1.2): what this build writes, so that it re-encodes bit-exact */
+  int nmet = version == 1 ? 11 : version == 2 ? 12 : TTFT_METRIC_COUNT_;
+  int nctr = version == 1 ? 13 : version == 2 ? 14 : TTFT_COUNTER_COUNT_;
   hb_var(h, (uint64_t)nmet); /* prom lists */
   for (int m = 0; m < nmet; m++) {
     if (m == 0 && v == V_PROM_LONG) {
@@ -703,6 +713,44 @@ TEST(hand_built_v2) {
     EXPECT_EQ_U64(7, ttft_snapshot_status_quantile(s, 1, TTFT_COMPLETED, TTFT_METRIC_E2E, 0.5));
     EXPECT_EQ_U64((UINT64_C(1) << 62) + 7,
                   ttft_snapshot_status_quantile(s, 1, TTFT_COMPLETED, TTFT_METRIC_E2E, 1.0));
+    /* 64-bit sums read as they were written */
+    uint64_t hi = 9, lo = 0;
+    EXPECT_ERR(TTFT_OK, ttft_snapshot_class_sum_wide(s, 1, TTFT_METRIC_E2E, &hi, &lo));
+    EXPECT_EQ_U64(0, hi);
+    EXPECT_EQ_U64((UINT64_C(1) << 62) + 7, lo);
+    /* re-encoded as version 3, which decodes to the same */
+    long n2 = ttft_snapshot_encode(s, re, sizeof re);
+    EXPECT_TRUE(n2 > 16 && re[4] == 3);
+    ttft_snapshot *s3 = n2 > 0 ? ttft_snapshot_decode(re, (size_t)n2, &err) : NULL;
+    EXPECT_NOT_NULL(s3);
+    if (s3) {
+      expect_hand_built(s3);
+      EXPECT_EQ_U64(2, ttft_snapshot_status_count(s3, 1, TTFT_COMPLETED, TTFT_METRIC_E2E));
+    }
+    ttft_snapshot_free(s3);
+  }
+  ttft_snapshot_free(s);
+}
+
+/* version 3 (1.2): 128-bit sums; decodes to the values it spells and
+ * re-encodes to the same bytes */
+TEST(hand_built_v3) {
+  static hb h;
+  static unsigned char re[8192];
+  size_t n = hb_build(&h, V_OK, 3);
+  int err = 1;
+  ttft_snapshot *s = ttft_snapshot_decode(h.b, n, &err);
+  EXPECT_ERR(TTFT_OK, err);
+  EXPECT_NOT_NULL(s);
+  if (s) {
+    expect_hand_built(s);
+    EXPECT_EQ_U64(2, ttft_snapshot_status_count(s, 1, TTFT_COMPLETED, TTFT_METRIC_E2E));
+    /* the view's wide sum, exact in the exposition: 2^65 + 2^62 + 7 ns */
+    static char text[65536];
+    long tl = ttft_snapshot_format(s, TTFT_FORMAT_PROMETHEUS, text, sizeof text);
+    EXPECT_TRUE(tl > 0 && (size_t)tl < sizeof text);
+    EXPECT_CONTAINS(text, "llm_request_duration_by_status_seconds_sum{class=\"chat\",model=\"m\xc3\xa9\","
+                          "region=\"eu \\\"west\\\"\",status=\"completed\"} 41505174165.846491143\n");
     long n2 = ttft_snapshot_encode(s, re, sizeof re);
     EXPECT_EQ_INT((long)n, n2);
     EXPECT_TRUE(n2 == (long)n && memcmp(re, h.b, n) == 0);
@@ -724,7 +772,7 @@ TEST(hand_built_v1) {
     expect_hand_built(s1);
     EXPECT_EQ_U64(0, ttft_snapshot_status_count(s1, TTFT_CLASS_ALL, TTFT_COMPLETED, TTFT_METRIC_E2E));
     long n2 = ttft_snapshot_encode(s1, re, sizeof re);
-    EXPECT_TRUE(n2 > 16 && re[4] == 2);
+    EXPECT_TRUE(n2 > 16 && re[4] == 3);
     EXPECT_EQ_U64(0x03, re[5]); /* summaries as written; native histograms: the default */
     ttft_snapshot *s2 = n2 > 0 ? ttft_snapshot_decode(re, (size_t)n2, &err) : NULL;
     EXPECT_NOT_NULL(s2);
@@ -760,6 +808,7 @@ static void expect_variants_rejected(int version) {
 
 TEST(hand_built_v1_broken_rejected) { expect_variants_rejected(1); }
 TEST(hand_built_v2_broken_rejected) { expect_variants_rejected(2); }
+TEST(hand_built_v3_broken_rejected) { expect_variants_rejected(3); }
 
 /* -------------------------------------------------------------- base64
  * A small recorded workload and its base64 text (need characters). */

@@ -444,8 +444,10 @@ TEST(decode_budget) {
   }
 }
 
-/* ------------------------------------------------ 6. sums modulo 2^64 */
-/* 6. sums are exact modulo 2^64: a merge past 2^64 wraps, counts stay exact */
+/* ------------------------------------------------ 6. sums past 2^64 */
+/* 6. sums are 128 bits wide (issue 18.4; 1.1 wrapped them modulo 2^64): a
+ * merge past 2^64 keeps the whole sum, which every reader uses; the
+ * uint64 accessor saturates; counts and extremes stay exact */
 TEST(sum_wraps) {
   enc e = {0};
   e_begin(&e);
@@ -459,8 +461,44 @@ TEST(sum_wraps) {
   EXPECT_ERR(TTFT_OK, err);
   if (m) {
     EXPECT_EQ_U64(2, ttft_snapshot_count(m, TTFT_METRIC_TTFT));
-    EXPECT_EQ_U64(UINT64_MAX - 1, ttft_snapshot_sum(m, TTFT_METRIC_TTFT)); /* 2 (2^64 - 1) mod 2^64 */
+    EXPECT_EQ_U64(UINT64_MAX, ttft_snapshot_sum(m, TTFT_METRIC_TTFT)); /* saturated */
+    uint64_t hi = 0, lo = 0; /* 2 (2^64 - 1) = 2^65 - 2 */
+    EXPECT_ERR(TTFT_OK, ttft_snapshot_class_sum_wide(m, TTFT_CLASS_ALL, TTFT_METRIC_TTFT, &hi, &lo));
+    EXPECT_EQ_U64(1, hi);
+    EXPECT_EQ_U64(UINT64_MAX - 1, lo);
+    EXPECT_EQ_DBL(18446744073709551615.0, ttft_snapshot_mean(m, TTFT_METRIC_TTFT));
     EXPECT_EQ_U64(UINT64_MAX, ttft_snapshot_quantile(m, TTFT_METRIC_TTFT, 1.0)); /* min/max exact */
+    /* the merge of the merge with itself: 2^66 - 4, exact; and encoded
+     * (version 3) and decoded, still exact */
+    int e2 = 1;
+    ttft_snapshot *m2 = ttft_snapshot_merge(m, m, &e2);
+    EXPECT_NOT_NULL(m2);
+    if (m2) {
+      EXPECT_ERR(TTFT_OK, ttft_snapshot_class_sum_wide(m2, 0, TTFT_METRIC_TTFT, &hi, &lo));
+      EXPECT_EQ_U64(3, hi);
+      EXPECT_EQ_U64(UINT64_MAX - 3, lo);
+      unsigned char buf[4096];
+      long n = ttft_snapshot_encode(m2, buf, sizeof buf);
+      ttft_snapshot *d = n > 0 && (size_t)n <= sizeof buf ? ttft_snapshot_decode(buf, (size_t)n, &e2) : NULL;
+      EXPECT_NOT_NULL(d);
+      if (d) {
+        hi = lo = 0;
+        EXPECT_ERR(TTFT_OK, ttft_snapshot_class_sum_wide(d, 0, TTFT_METRIC_TTFT, &hi, &lo));
+        EXPECT_EQ_U64(3, hi);
+        EXPECT_EQ_U64(UINT64_MAX - 3, lo);
+        /* Prometheus: (2^66 - 4) ns = 73786976294.838206460 s, exact */
+        char text[65536];
+        long tl = ttft_snapshot_format(d, TTFT_FORMAT_PROMETHEUS, text, sizeof text);
+        EXPECT_TRUE(tl > 0 && (size_t)tl < sizeof text);
+        EXPECT_CONTAINS(text, "gen_ai_server_time_to_first_token_seconds_sum{class=\"default\"} 73786976294.83820646\n");
+        tl = ttft_snapshot_format(d, TTFT_FORMAT_JSON, text, sizeof text);
+        EXPECT_TRUE(tl > 0 && (size_t)tl < sizeof text);
+        EXPECT_CONTAINS(text, "\"sum\":73786976294838206460");
+      }
+      ttft_snapshot_free(d);
+      /* and a delta of the two subtracts in 128 bits: m2 - m = 2^65 - 2 */
+    }
+    ttft_snapshot_free(m2);
   }
   ttft_snapshot_free(m);
   ttft_snapshot_free(s);

@@ -534,7 +534,7 @@ static void panel_subtitle(char *sub, size_t cap, const panel *p, const ttft_sna
                (unsigned long long)hn->count);
     }
   } else if (hn->count) {
-    fmt_ns(a, sizeof a, (double)hn->sum / (double)hn->count);
+    fmt_ns(a, sizeof a, ttft__shist_sum_double(hn) / (double)hn->count);
     snprintf(sub, cap, "n = %llu \xc2\xb7 mean %s", (unsigned long long)hn->count, a);
   }
 }

@@ -611,11 +611,11 @@ static est mean_est(const ttft__shist *h, uint64_t units, const ttft__shist *per
   if (!h || !h->count) return e;
   e.have = 1;
   uint64_t n_eff = units && units < h->count ? units : h->count;
-  double n = (double)h->count, mean = (double)h->sum / n;
+  double n = (double)h->count, mean = ttft__shist_sum_double(h) / n;
   e.v = mean;
   e.enough = n_eff >= MIN_MEAN_N;
-  if (units && per_unit && per_unit->count > 1 && per_unit->sum > 0) {
-    double pm = (double)per_unit->sum / (double)per_unit->count;
+  if (units && per_unit && per_unit->count > 1 && (per_unit->sum || per_unit->sum_hi)) {
+    double pm = ttft__shist_sum_double(per_unit) / (double)per_unit->count;
     double rel = g_z * sqrt(hist_var(per_unit, pm) / (double)per_unit->count) / pm;
     e.lo = mean * (1 - rel) > 0 ? mean * (1 - rel) : 0;
     e.hi = mean * (1 + rel);

@@ -186,6 +186,7 @@ PROTOTYPES = {
     "ttft_snapshot_class_quantile": (_u64, [_vp, _int, _c_enum, _dbl]),
     "ttft_snapshot_class_mean": (_dbl, [_vp, _int, _c_enum]),
     "ttft_snapshot_class_sum": (_u64, [_vp, _int, _c_enum]),
+    "ttft_snapshot_class_sum_wide": (_int, [_vp, _int, _c_enum, _P(_u64), _P(_u64)]),
     "ttft_snapshot_class_counter": (_u64, [_vp, _int, _c_enum]),
     "ttft_snapshot_status_count": (_u64, [_vp, _int, _c_enum, _c_enum]),
     "ttft_snapshot_status_quantile": (_u64, [_vp, _int, _c_enum, _c_enum, _dbl]),

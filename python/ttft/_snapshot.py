@@ -193,10 +193,15 @@ class Snapshot:
         return _core._L.ttft_snapshot_status_count(own.ptr, self._cid(cls), st, m)
 
     def sum(self, metric, cls=None):
-        """Exact sum of metric: seconds (tokens for output_tokens)."""
+        """Exact sum of metric: seconds (tokens for output_tokens). The
+        library keeps sums 128 bits wide (they never wrap); the nanoseconds
+        are summed as a Python int before the division."""
         m = _core._metric_index(metric)
         own = self._p()
-        return _value(m, _core._L.ttft_snapshot_class_sum(own.ptr, self._cid(cls), m))
+        hi, lo = ctypes.c_uint64(0), ctypes.c_uint64(0)
+        _core._L.ttft_snapshot_class_sum_wide(own.ptr, self._cid(cls), m,
+                                              ctypes.byref(hi), ctypes.byref(lo))
+        return _value(m, (hi.value << 64) | lo.value)
 
     def mean(self, metric, cls=None):
         """Exact mean of metric: seconds (tokens for output_tokens); 0.0

@@ -264,13 +264,20 @@ void ttft__hacc_clear(ttft__hacc *acc) {
   acc->n = 0;
   acc->lo = acc->hi = 0;
   acc->sorted = 1;
-  acc->sum = acc->min = acc->max = 0;
+  acc->sum = acc->sum_hi = acc->min = acc->max = 0;
   acc->any = 0;
   acc->overflow = 0;
 }
 
-void ttft__hacc_add_stats(ttft__hacc *acc, uint64_t sum, uint64_t min, uint64_t max) {
-  acc->sum += sum; /* modulo 2^64, as documented */
+void ttft__hacc_add_stats(ttft__hacc *acc, uint64_t lo, uint64_t hi, uint64_t min, uint64_t max) {
+  /* 128-bit add: the carry out of the low word goes to the high word; a
+   * carry out of that (2^128 ns, never recorded) refuses the result */
+  uint64_t s = acc->sum + lo;
+  uint64_t h = acc->sum_hi + hi;
+  if (h < hi) acc->overflow = 1;
+  if (s < lo && ++h == 0) acc->overflow = 1;
+  acc->sum = s;
+  acc->sum_hi = h;
   if (!acc->any || min < acc->min) acc->min = min;
   if (!acc->any || max > acc->max) acc->max = max;
   acc->any = 1;
@@ -282,7 +289,50 @@ void ttft__hacc_add(ttft__hacc *acc, const ttft__shist *h) {
     const ttft__hrun *r = &h->runs[k];
     for (uint32_t j = 0; j < r->len; j++) ttft__hacc_add_bucket(acc, r->start + j, h->cnt[r->off + j]);
   }
-  ttft__hacc_add_stats(acc, h->sum, h->min, h->max);
+  ttft__hacc_add_stats(acc, h->sum, h->sum_hi, h->min, h->max);
+}
+
+uint32_t ttft__u128_divmod(uint64_t *hi, uint64_t *lo, uint32_t d) {
+  TTFT_ASSERT(d > 0);
+  /* long division by 32-bit limbs: each step divides a value below d * 2^32 */
+  uint32_t w[4] = {(uint32_t)(*hi >> 32), (uint32_t)*hi, (uint32_t)(*lo >> 32), (uint32_t)*lo};
+  uint64_t r = 0;
+  for (int i = 0; i < 4; i++) {
+    uint64_t cur = (r << 32) | w[i];
+    w[i] = (uint32_t)(cur / d);
+    r = cur % d;
+  }
+  *hi = (uint64_t)w[0] << 32 | w[1];
+  *lo = (uint64_t)w[2] << 32 | w[3];
+  return (uint32_t)r;
+}
+
+size_t ttft__u128_decimal(uint64_t hi, uint64_t lo, char *buf) {
+  char tmp[40];
+  size_t n = 0;
+  for (;;) {
+    uint32_t r = ttft__u128_divmod(&hi, &lo, 1000000000u);
+    if (hi || lo) { /* more groups follow: nine digits, leading zeros kept */
+      for (int k = 0; k < 9; k++, r /= 10) tmp[n++] = (char)('0' + r % 10);
+      continue;
+    }
+    do {
+      tmp[n++] = (char)('0' + r % 10);
+      r /= 10;
+    } while (r);
+    break;
+  }
+  for (size_t i = 0; i < n; i++) buf[i] = tmp[n - 1 - i];
+  buf[n] = '\0';
+  return n;
+}
+
+int ttft__hacc_set_sum_diff(ttft__hacc *acc, uint64_t a_hi, uint64_t a_lo, uint64_t b_hi,
+                            uint64_t b_lo) {
+  if (a_hi < b_hi || (a_hi == b_hi && a_lo < b_lo)) return 0;
+  acc->sum = a_lo - b_lo;
+  acc->sum_hi = a_hi - b_hi - (a_lo < b_lo);
+  return 1;
 }
 
 int ttft__hacc_sub(ttft__hacc *acc, const ttft__shist *h) {
@@ -386,6 +436,7 @@ int ttft__hacc_build(ttft__hacc *acc, ttft__hist_alloc_fn alloc_fn, void *ctx, t
   }
   h->count = count;
   h->sum = acc->sum;
+  h->sum_hi = acc->sum_hi;
   h->lo = first;
   h->hi = last + 1;
   h->nruns = nruns;

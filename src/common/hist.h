@@ -61,14 +61,36 @@ typedef struct ttft__hrun {
 
 typedef struct ttft__shist {
   uint64_t count, sum, min, max; /* min = max = 0 when count == 0; count is
-                                    the sum of the buckets; sum wraps modulo
-                                    2^64 (docs/encoding.md)              */
+                                    the sum of the buckets               */
+  uint64_t sum_hi;               /* the sum of the observations is the
+                                    128-bit number sum_hi * 2^64 + sum
+                                    (ttft__shist_sum_sat, _sum_double)    */
   uint32_t lo, hi;               /* buckets lo and hi - 1 are populated;
                                     lo = hi = 0 when empty                */
   uint32_t nruns;
   const ttft__hrun *runs;        /* nruns, ascending, not adjacent        */
   const uint64_t *cnt;
 } ttft__shist;
+
+/* The sum of h's observations, widened to 128 bits (sum_hi:sum), read
+ * the two ways readers want it: saturated to the uint64 API (exact below
+ * 2^64 ns, 584 years; UINT64_MAX above), or as a double (the exporters'
+ * _sum in seconds, the means). Both accept the shared empty histogram. */
+static inline uint64_t ttft__shist_sum_sat(const ttft__shist *h) {
+  return h->sum_hi ? UINT64_MAX : h->sum;
+}
+static inline double ttft__u128_double(uint64_t hi, uint64_t lo) {
+  return (double)hi * 18446744073709551616.0 + (double)lo;
+}
+static inline double ttft__shist_sum_double(const ttft__shist *h) {
+  return ttft__u128_double(h->sum_hi, h->sum);
+}
+
+/* 128-bit helpers for the sums' readers: *hi:*lo /= d (d > 0), returning
+ * the remainder; the decimal digits of hi:lo into buf (at least 40 bytes,
+ * NUL-terminated), returning their number. */
+TTFT_HIDDEN uint32_t ttft__u128_divmod(uint64_t *hi, uint64_t *lo, uint32_t d);
+TTFT_HIDDEN size_t ttft__u128_decimal(uint64_t hi, uint64_t lo, char *buf);
 
 /* Reading a snapshot histogram: only buckets in [ttft__shist_lo(h),
  * ttft__shist_hi(h)) can be non-zero, and ttft__shist_at(h, i) is bucket
@@ -103,6 +125,8 @@ TTFT_HIDDEN uint64_t ttft__shist_count_le(const ttft__shist *h, uint64_t v);
  * between threads. */
 typedef struct ttft__hacc {
   uint64_t sum, min, max;  /* statistics, combined as observations are  */
+  uint64_t sum_hi;         /* the sum is sum_hi:sum (128 bits); a carry
+                              past 2^128 sets overflow                  */
   int any;                 /* 1 once min/max hold an observation        */
   int overflow;            /* a bucket count wrapped: refuse the result */
   uint32_t n;              /* buckets touched: idx[0 .. n)              */
@@ -130,8 +154,13 @@ static inline void ttft__hacc_add_bucket(ttft__hacc *acc, uint32_t i, uint64_t n
   if (n > UINT64_MAX - acc->b[i]) acc->overflow = 1;
   acc->b[i] += n;
 }
-/* Combine observation statistics: sum += sum, min/max widened. */
-TTFT_HIDDEN void ttft__hacc_add_stats(ttft__hacc *acc, uint64_t sum, uint64_t min, uint64_t max);
+/* Combine observation statistics: sum_hi:sum += the 128-bit sum
+ * hi:lo, min/max widened. */
+TTFT_HIDDEN void ttft__hacc_add_stats(ttft__hacc *acc, uint64_t lo, uint64_t hi, uint64_t min,
+                                      uint64_t max);
+/* acc's sum = the 128-bit difference a - b (each hi:lo); 0 when a < b. */
+TTFT_HIDDEN int ttft__hacc_set_sum_diff(ttft__hacc *acc, uint64_t a_hi, uint64_t a_lo, uint64_t b_hi,
+                                        uint64_t b_lo);
 /* Every bucket and the statistics of h (a count that would wrap sets
  * acc->overflow). */
 TTFT_HIDDEN void ttft__hacc_add(ttft__hacc *acc, const ttft__shist *h);

@@ -46,13 +46,13 @@ TTFT__INLINE void hist_rec_at(ttft_registry *r, int shared, ttft__hist *h, uint3
   _Atomic uint64_t *b = bucket_of(r, shared, h, i);
   if (TTFT_LIKELY(!shared)) {
     TTFT__ST(b, TTFT__LD(b) + 1);
-    TTFT__ST(&h->sum, TTFT__LD(&h->sum) + v);
+    ttft__hist_sum_add(h, v);
     if (~v > TTFT__LD(&h->min)) TTFT__ST(&h->min, ~v);
     if (v > TTFT__LD(&h->max)) TTFT__ST(&h->max, v);
     return;
   }
   atomic_fetch_add_explicit(b, 1, memory_order_relaxed);
-  atomic_fetch_add_explicit(&h->sum, v, memory_order_relaxed);
+  ttft__hist_sum_add_shared(h, v);
   uint64_t m = TTFT__LD(&h->min);
   while (~v > m && !atomic_compare_exchange_weak_explicit(&h->min, &m, ~v, memory_order_relaxed,
                                                           memory_order_relaxed)) {
@@ -73,14 +73,14 @@ static inline void hist_rec_n(ttft_registry *r, int shared, ttft__hist *h, uint6
   if (TTFT_LIKELY(!shared)) {
     _Atomic uint64_t *b = bucket_of(r, 0, h, i);
     TTFT__ST(b, TTFT__LD(b) + n);
-    TTFT__ST(&h->sum, TTFT__LD(&h->sum) + v * n);
+    ttft__hist_sum_add(h, v * n); /* v * n <= the gap v was divided from */
     if (~v > TTFT__LD(&h->min)) TTFT__ST(&h->min, ~v);
     if (v > TTFT__LD(&h->max)) TTFT__ST(&h->max, v);
     return;
   }
   hist_rec_at(r, 1, h, i, v);
   atomic_fetch_add_explicit(bucket_of(r, 1, h, i), n - 1, memory_order_relaxed);
-  atomic_fetch_add_explicit(&h->sum, v * (n - 1), memory_order_relaxed);
+  ttft__hist_sum_add_shared(h, v * (n - 1));
 }
 
 /* The shard's class record. acquire: pairs with class_add's release of the
@@ -378,9 +378,13 @@ TTFT__INLINE int emit_fast_in_call(ttft_registry *r, ttft__shard *sh, ttft_seq s
   /* relaxed: only this shard's owner attaches its chunks */
   ttft__chunk *ch = atomic_load_explicit(&h->chunk[i >> TTFT__CHUNK_BITS], memory_order_relaxed);
   if (TTFT_UNLIKELY(!ch)) return 0;
+  /* the wide sum's common case (registry.h): no crossing of 2^63 */
+  uint64_t sum0 = TTFT__LD(&h->sum), sum = sum0 + gap;
+  if (TTFT_UNLIKELY((int64_t)((sum ^ sum0) | gap) < 0)) return 0;
   _Atomic uint64_t *b = &ch->b[i & (TTFT__CHUNK_BUCKETS - 1)];
   TTFT__ST(b, TTFT__LD(b) + 1);
-  TTFT__ST(&h->sum, TTFT__LD(&h->sum) + gap);
+  /* release: see ttft__hist_sum_add */
+  atomic_store_explicit(&h->sum, sum, memory_order_release);
   if (~gap > TTFT__LD(&h->min)) TTFT__ST(&h->min, ~gap);
   if (gap > TTFT__LD(&h->max)) TTFT__ST(&h->max, gap);
   seq_gap(sl, i, gap);

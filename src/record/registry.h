@@ -50,9 +50,62 @@ _Static_assert(sizeof(ttft__chunk) == 1024, "a chunk is 1 KiB");
 
 typedef struct ttft__hist {
   _Atomic uint64_t sum, min, max;
+  /* The sum is 128 bits wide: `sum` holds it modulo 2^64 and `half` counts
+   * the times it crossed a multiple of 2^63 (ttft__hist_sum_read). */
+  _Atomic uint64_t half;
   _Atomic(ttft__chunk *) chunk[TTFT__HIST_CHUNKS];
   _Atomic uint64_t coarse[TTFT__HIST_CHUNKS];
 } ttft__hist;
+
+/* ------------------------------------------------------ the wide sum
+ * A histogram's sum of observations must not wrap (2^64 ns is 584 years
+ * of summed time: a busy fleet's E2E reaches it, and Prometheus reads a
+ * wrapped _sum as a counter reset). The hooks add to a 64-bit word `sum`;
+ * the carries go to `half`, which counts how often the true sum crossed a
+ * multiple of 2^63 (the top bit of `sum` flipped). So in a settled state
+ * half's parity equals sum's top bit and the true sum is
+ * (half >> 1) * 2^64 + sum.
+ *
+ * Why half-crossings and not wraps: a reader (snapshot_take) cannot read
+ * two words at once, and the writer stores `sum` before `half`. Every add
+ * moves `sum` by less than 2^63 (larger values are added in parts), so it
+ * flips the top bit at most once, and a writer settles `half` before its
+ * next add can flip it again (private shard: program order; shared shard:
+ * a CAS on `sum` happens only from a settled state, see
+ * ttft__hist_sum_add_shared). Hence a reader that sees `half` unchanged
+ * around its load of `sum` (release stores, acquire loads) sees it either
+ * settled or exactly one crossing behind, and parity tells which: a
+ * mismatch means one crossing not yet counted. The state is
+ * self-describing: nothing is lost when a writer dies between its two
+ * stores (a thread killed inside a hook, a fork child), and the next
+ * writer settles it.
+ *
+ * Hot path cost: an xor and a test on the add the hooks already make;
+ * crossings (every 2^63 ns of summed time) take the cold path. */
+#define TTFT__SUM_PART (UINT64_C(1) << 62) /* the largest part of one add */
+
+/* What the reader computes: the true sum of a (sum, half) pair, hi:lo. */
+static inline uint64_t ttft__sum_hi_of(uint64_t lo, uint64_t half) {
+  return (half + ((half ^ (lo >> 63)) & 1u)) >> 1;
+}
+
+/* Add v to h's sum on a private shard (this thread is the only writer):
+ * the common case inline, crossings and parts in the cold function. */
+TTFT_HIDDEN void ttft__hist_sum_add_slow(ttft__hist *h, uint64_t v);
+static inline __attribute__((always_inline)) void ttft__hist_sum_add(ttft__hist *h, uint64_t v) {
+  uint64_t l = atomic_load_explicit(&h->sum, memory_order_relaxed), n = l + v;
+  if (__builtin_expect((int64_t)((l ^ n) | v) < 0, 0)) {
+    ttft__hist_sum_add_slow(h, v);
+    return;
+  }
+  /* release: a reader that loads this value sees every earlier store of
+   * `half` after it (no crossing is hidden from it) */
+  atomic_store_explicit(&h->sum, n, memory_order_release);
+}
+/* The same on the shared shard (any number of writers; a CAS loop). */
+TTFT_HIDDEN void ttft__hist_sum_add_shared(ttft__hist *h, uint64_t v);
+/* The reader: h's sum as hi:lo (*hi receives the high word). */
+TTFT_HIDDEN uint64_t ttft__hist_sum_read(const ttft__hist *h, uint64_t *hi);
 
 /* The pool of chunks (pool.c): slabs of TTFT__SLAB_CHUNKS chunks; chunk k
  * is slab[k / SLAB][k % SLAB]; chunks [next, limit) are free. */

@@ -44,7 +44,8 @@ static uint64_t hist_copy_add(ttft__hacc *acc, const ttft__hist *src) {
     }
   }
   if (!n) return 0;
-  ttft__hacc_add_stats(acc, TTFT__LD(&src->sum), mnw ? ~mnw : 0, mx);
+  uint64_t sum_hi, sum = ttft__hist_sum_read(src, &sum_hi);
+  ttft__hacc_add_stats(acc, sum, sum_hi, mnw ? ~mnw : 0, mx);
   return coarse;
 }
 

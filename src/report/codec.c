@@ -13,7 +13,8 @@
 #include "report/format.h"
 
 #define CODEC_MAGIC "TTFS"
-#define CODEC_VERSION 2u        /* written; 1 (libttft 1.0) is still read   */
+#define CODEC_VERSION 3u        /* written (libttft 1.2); 1 (1.0) and 2 (1.1)
+                                   are still read                          */
 #define CODEC_HEADER 12u        /* magic, version, flags, reserved, length */
 #define CODEC_TRAILER 4u        /* CRC-32C */
 #define CODEC_FLAG_SUMMARIES 1u /* prom_summaries                           */
@@ -21,6 +22,7 @@
 #define CODEC_FLAG_IDLE 4u      /* export_idle_classes (version 2)          */
 #define CODEC_FLAGS_V1 CODEC_FLAG_SUMMARIES
 #define CODEC_FLAGS_V2 (CODEC_FLAG_SUMMARIES | CODEC_FLAG_NATIVE | CODEC_FLAG_IDLE)
+#define CODEC_FLAGS_V3 CODEC_FLAGS_V2
 #define CODEC_MAX_CLASSES TTFT__MAX_CLASSES
 #define CODEC_MAX_LIST 64u      /* gauges, counters, metrics per list */
 #define CODEC_MAX_STATUS 8u     /* status-view lists per class         */
@@ -158,6 +160,7 @@ static void put_hist(wr *w, const ttft__shist *h) {
   hist_bounds(h, first, last, &min, &max);
   put_var(w, count);
   put_var(w, h->sum);
+  put_var(w, h->sum_hi); /* version 3: the sum's high word (128-bit sums) */
   put_var(w, min);
   put_var(w, max - min);
 }
@@ -257,7 +260,7 @@ typedef struct rd {
   const unsigned char *p;
   size_t pos, end;
   int bad;
-  unsigned version; /* 1 or 2: what the body holds */
+  unsigned version; /* 1, 2 or 3: what the body holds */
   int nomem;        /* pass 2: a histogram could not be stored */
   ttft_snapshot *s; /* pass 2: the snapshot being filled, else NULL */
   ttft__hacc *acc;  /* pass 2: builds each histogram */
@@ -375,7 +378,9 @@ static void get_hist(rd *r, ttft__shist **slot, uint64_t *total) {
     sum_b += n;
     if (acc) ttft__hacc_add_bucket(acc, (uint32_t)idx, n);
   }
-  uint64_t count = get_var(r), sum = get_var(r), min = get_var(r), span = get_var(r);
+  uint64_t count = get_var(r), sum = get_var(r);
+  uint64_t sum_hi = r->version >= 3 ? get_var(r) : 0; /* 1, 2: sums were 64 bits */
+  uint64_t min = get_var(r), span = get_var(r);
   uint32_t last = (uint32_t)idx;
   if (!r->bad && (count != sum_b || span > UINT64_MAX - min ||
                   min < ttft__bucket_lo(first) || min > ttft__bucket_hi(first) ||
@@ -390,7 +395,7 @@ static void get_hist(rd *r, ttft__shist **slot, uint64_t *total) {
     ttft__hacc_clear(acc);
     return;
   }
-  ttft__hacc_add_stats(acc, sum, min, min + span);
+  ttft__hacc_add_stats(acc, sum, sum_hi, min, min + span);
   int rc = ttft__snapshot_hist(r->s, acc, slot);
   if (rc != TTFT_OK) {
     r->nomem = rc == TTFT_ENOMEM;
@@ -523,7 +528,8 @@ ttft_snapshot *ttft_snapshot_decode(const void *buf, size_t len, int *err) {
   if (!buf) return fail(err, TTFT_EINVAL);
   const unsigned char *p = buf;
   if (len < CODEC_HEADER + CODEC_TRAILER || memcmp(p, CODEC_MAGIC, 4) != 0 ||
-      (p[4] != 1 && p[4] != 2) || (p[5] & ~(p[4] == 1 ? CODEC_FLAGS_V1 : CODEC_FLAGS_V2)) ||
+      p[4] < 1 || p[4] > 3 ||
+      (p[5] & ~(p[4] == 1 ? CODEC_FLAGS_V1 : p[4] == 2 ? CODEC_FLAGS_V2 : CODEC_FLAGS_V3)) ||
       p[6] || p[7] || le32_get(p + 8) != len ||
       crc32c(p, len - CODEC_TRAILER) != le32_get(p + len - CODEC_TRAILER))
     return fail(err, TTFT_ECORRUPT);

@@ -85,9 +85,14 @@ static void json_hist(ttft__sb *sb, const ttft__shist *h, const char *unit) {
   json_key(sb, "count", &first);
   json_u64(sb, n);
   json_key(sb, "sum", &first);
-  json_u64(sb, n ? h->sum : 0);
+  if (n && h->sum_hi) { /* exact, past 2^64 (common/hist.h) */
+    char d[40];
+    ttft__sb_put(sb, d, ttft__u128_decimal(h->sum_hi, h->sum, d));
+  } else {
+    json_u64(sb, n ? h->sum : 0);
+  }
   json_key(sb, "mean", &first);
-  if (n) json_dbl(sb, (double)h->sum / (double)n);
+  if (n) json_dbl(sb, ttft__shist_sum_double(h) / (double)n);
   else ttft__sb_puts(sb, "null");
   json_key(sb, "min", &first);
   if (n) json_u64(sb, h->min);

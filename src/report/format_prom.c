@@ -246,6 +246,26 @@ static void put_bound(ttft__sb *sb, uint64_t v, int seconds) {
   }
 }
 
+/* A histogram's sum (128 bits wide, common/hist.h): exact decimal
+ * seconds or a plain count, as put_seconds and put_u64 write them. */
+static void put_sum(ttft__sb *sb, const ttft__shist *h, int seconds) {
+  uint64_t hi = h ? h->sum_hi : 0, lo = h ? h->sum : 0;
+  if (!hi) {
+    if (seconds) put_seconds(sb, lo);
+    else put_u64(sb, lo);
+    return;
+  }
+  char d[40];
+  uint32_t frac = seconds ? ttft__u128_divmod(&hi, &lo, 1000000000u) : 0;
+  ttft__sb_put(sb, d, ttft__u128_decimal(hi, lo, d));
+  if (!seconds) return;
+  d[0] = '.';
+  for (int i = 9; i >= 1; i--, frac /= 10) d[i] = (char)('0' + frac % 10);
+  size_t len = 10;
+  while (len > 2 && d[len - 1] == '0') len--;
+  ttft__sb_put(sb, d, len);
+}
+
 static void put_name(const prom_ctx *c, int absolute, const char *name, const char *suffix) {
   if (!absolute) ttft__sb_puts(c->sb, c->ns);
   ttft__sb_puts(c->sb, name);
@@ -344,7 +364,7 @@ static void put_hist_series(const prom_ctx *c, const prom_hist_def *d, const ttf
   for (uint32_t j = 0; j < n; j++) /* keep strictly ascending bounds only */
     if (k == 0 || b[j] > bb[k - 1]) bb[k++] = b[j];
   cumulative(h, bb, k, cum);
-  uint64_t count = h ? h->count : 0, sum = h ? h->sum : 0;
+  uint64_t count = h ? h->count : 0;
   for (uint32_t j = 0; j <= k; j++) {
     int first = 1;
     put_name(c, d->otel, d->name, "_bucket");
@@ -362,8 +382,7 @@ static void put_hist_series(const prom_ctx *c, const prom_hist_def *d, const ttf
   if (xname) put_label(c->sb, &first, xname, xval, TTFT_MAX_LABEL);
   close_labels(c->sb, first);
   ttft__sb_puts(c->sb, " ");
-  if (d->seconds) put_seconds(c->sb, sum);
-  else put_u64(c->sb, sum);
+  put_sum(c->sb, h, d->seconds);
   ttft__sb_puts(c->sb, "\n");
   first = 1;
   put_name(c, d->otel, d->name, "_count");
@@ -451,7 +470,7 @@ static void put_summaries(const prom_ctx *c) {
     for (uint32_t i = 0; i < s->nclasses; i++) {
       if (!class_shown(s, i)) continue;
       const ttft__shist *h = class_hist(&s->cls[i], def->m);
-      uint64_t count = h ? h->count : 0, sum = h ? h->sum : 0;
+      uint64_t count = h ? h->count : 0;
       for (size_t q = 0; q < sizeof qs / sizeof qs[0]; q++) {
         int first = 1;
         put_name(c, 0, def->qname, NULL);
@@ -469,8 +488,7 @@ static void put_summaries(const prom_ctx *c) {
       put_base_labels(c, &first, class_name(s, i));
       close_labels(c->sb, first);
       ttft__sb_puts(c->sb, " ");
-      if (def->seconds) put_seconds(c->sb, sum);
-      else put_u64(c->sb, sum);
+      put_sum(c->sb, h, def->seconds);
       ttft__sb_puts(c->sb, "\n");
       first = 1;
       put_name(c, 0, def->qname, "_count");

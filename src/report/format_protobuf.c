@@ -433,6 +433,13 @@ static uint64_t bucket_mid(uint32_t i) {
 }
 
 static double unit_value(uint64_t v, int seconds) { return seconds ? as_seconds(v) : (double)v; }
+/* a histogram's sum (128 bits wide, common/hist.h) in its unit */
+static double sum_value(const ttft__shist *h, int seconds) {
+  if (!h) return 0.0;
+  if (!h->sum_hi) return unit_value(h->sum, seconds);
+  double v = ttft__shist_sum_double(h);
+  return seconds ? v / 1e9 : v;
+}
 
 /* Fill the table of native indices of every internal bucket's midpoint,
  * for seconds (1) or plain counts (0). */
@@ -570,9 +577,9 @@ static void histogram_body(pb_out *o, const void *arg) {
   const series *se = arg;
   const ttft__shist *h = se->h;
   const hist_data *hd = se->hd;
-  uint64_t count = h ? h->count : 0, sum = h ? h->sum : 0;
+  uint64_t count = h ? h->count : 0;
   pb_uint(o, 1, count);
-  pb_double(o, 2, unit_value(sum, se->d->seconds));
+  pb_double(o, 2, sum_value(h, se->d->seconds));
   for (uint32_t j = 0; j < hd->nb; j++) { /* +Inf is implied by sample_count */
     bucket_arg ba = {hd->cum[j], unit_value(hd->b[j], se->d->seconds)};
     pb_message(o, 3, bucket_body, &ba);
@@ -639,9 +646,9 @@ static void summary_body(pb_out *o, const void *arg) {
   static const double qs[] = {0.5, 0.9, 0.95, 0.99, 0.999};
   const series *se = arg;
   const ttft__shist *h = se->h;
-  uint64_t count = h ? h->count : 0, sum = h ? h->sum : 0;
+  uint64_t count = h ? h->count : 0;
   pb_uint(o, 1, count);
-  pb_double(o, 2, unit_value(sum, se->d->seconds));
+  pb_double(o, 2, sum_value(h, se->d->seconds));
   for (size_t q = 0; q < sizeof qs / sizeof qs[0]; q++) {
     quantile_arg qa = {qs[q], NAN};
     if (count) qa.v = unit_value(ttft__shist_quantile(h, qs[q]), se->d->seconds);

@@ -144,7 +144,7 @@ static void metric_row(ttft__sb *sb, const char *name, const ttft__shist *h, int
     }
     if (i < sizeof row_q / sizeof row_q[0]) fmt_int(cell, sizeof cell, ttft__shist_quantile(h, row_q[i]), tokens);
     else if (i == sizeof row_q / sizeof row_q[0]) fmt_int(cell, sizeof cell, h->max, tokens);
-    else fmt_mean(cell, sizeof cell, (double)h->sum / (double)n, tokens);
+    else fmt_mean(cell, sizeof cell, ttft__shist_sum_double(h) / (double)n, tokens);
     put_right(sb, cell, CELL_W);
   }
   ttft__sb_puts(sb, "\n");

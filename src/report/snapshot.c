@@ -25,11 +25,19 @@ uint64_t ttft_snapshot_class_quantile(const ttft_snapshot *s, int class_id, ttft
 }
 double ttft_snapshot_class_mean(const ttft_snapshot *s, int class_id, ttft_metric m) {
   const ttft__shist *h = hist_of(s, class_id, m);
-  return (h && h->count) ? (double)h->sum / (double)h->count : 0.0;
+  return (h && h->count) ? ttft__shist_sum_double(h) / (double)h->count : 0.0;
 }
 uint64_t ttft_snapshot_class_sum(const ttft_snapshot *s, int class_id, ttft_metric m) {
   const ttft__shist *h = hist_of(s, class_id, m);
-  return h ? h->sum : 0;
+  return h ? ttft__shist_sum_sat(h) : 0;
+}
+int ttft_snapshot_class_sum_wide(const ttft_snapshot *s, int class_id, ttft_metric m, uint64_t *hi,
+                                 uint64_t *lo) {
+  const ttft__shist *h = hist_of(s, class_id, m);
+  if (!h) return TTFT_EINVAL;
+  if (hi) *hi = h->sum_hi;
+  if (lo) *lo = h->sum;
+  return TTFT_OK;
 }
 uint64_t ttft_snapshot_class_counter(const ttft_snapshot *s, int class_id, ttft_counter c) {
   const ttft__sclass *k = ttft__snapshot_class(s, class_id);

@@ -146,7 +146,12 @@ static int hist_sub(ttft_snapshot *s, ttft__hacc *acc, ttft__shist **slot, const
     ttft__hacc_clear(acc);
     return TTFT_EINVAL;
   }
-  acc->sum = newer->sum - older->sum; /* modulo 2^64, like the sums themselves */
+  /* sums are 128 bits wide and never wrap: one that went down is not of
+   * an older snapshot of the same histogram */
+  if (!ttft__hacc_set_sum_diff(acc, newer->sum_hi, newer->sum, older->sum_hi, older->sum)) {
+    ttft__hacc_clear(acc);
+    return TTFT_EINVAL;
+  }
   acc->min = newer->min;
   acc->max = newer->max;
   acc->any = 1;

@@ -158,7 +158,7 @@ typedef struct mclass {
 /* exact min/max/sum of a metric over all classes while no fuzzy value went in */
 typedef struct mstat {
   int fuzzy;
-  uint64_t n, min, max, sum;
+  uint64_t n, min, max, sum, sum_hi; /* the sum is sum_hi:sum, 128 bits, as the library's */
 } mstat;
 
 typedef struct model {
@@ -192,7 +192,9 @@ static void stat_add(mstat *s, uint64_t v, uint64_t n, int fuzzy) {
   if (s->n == 0 || v < s->min) s->min = v;
   if (s->n == 0 || v > s->max) s->max = v;
   s->n += n;
-  s->sum += v * n; /* modulo 2^64, as the library's */
+  unsigned __int128 t = ((unsigned __int128)s->sum_hi << 64 | s->sum) + (unsigned __int128)v * n;
+  s->sum = (uint64_t)t;
+  s->sum_hi = (uint64_t)(t >> 64);
 }
 
 /* n observations of v in metric k of class cls */
@@ -804,11 +806,15 @@ static void check_snapshot_data(const model *m, const ttft_snapshot *s) {
     check_quantiles(s, TTFT_CLASS_ALL, (ttft_metric)k);
     if (n && !st->fuzzy) {
       uint64_t lo = ttft_snapshot_quantile(s, (ttft_metric)k, 0.0), hi = ttft_snapshot_quantile(s, (ttft_metric)k, 1.0);
-      uint64_t sum = ttft_snapshot_sum(s, (ttft_metric)k);
-      FUZZ_CHECK(lo == st->min && hi == st->max && sum == st->sum,
-                 "%s: min %llu max %llu sum %llu, model %llu %llu %llu", ttft_metric_name((ttft_metric)k),
-                 (unsigned long long)lo, (unsigned long long)hi, (unsigned long long)sum, (unsigned long long)st->min,
-                 (unsigned long long)st->max, (unsigned long long)st->sum);
+      uint64_t sum = 0, sum_hi = 0;
+      ttft_snapshot_class_sum_wide(s, TTFT_CLASS_ALL, (ttft_metric)k, &sum_hi, &sum);
+      FUZZ_CHECK(lo == st->min && hi == st->max && sum == st->sum && sum_hi == st->sum_hi,
+                 "%s: min %llu max %llu sum %llu:%llu, model %llu %llu %llu:%llu", ttft_metric_name((ttft_metric)k),
+                 (unsigned long long)lo, (unsigned long long)hi, (unsigned long long)sum_hi,
+                 (unsigned long long)sum, (unsigned long long)st->min, (unsigned long long)st->max,
+                 (unsigned long long)st->sum_hi, (unsigned long long)st->sum);
+      FUZZ_CHECK(ttft_snapshot_sum(s, (ttft_metric)k) == (st->sum_hi ? UINT64_MAX : st->sum),
+                 "%s: the uint64 sum saturates", ttft_metric_name((ttft_metric)k));
     }
   }
   if (!m->splits_fuzzy) {
@@ -835,8 +841,13 @@ static void check_same_data(const ttft_snapshot *a, const ttft_snapshot *b, uint
   for (int k = 0; k < NMET; k++) {
     FUZZ_CHECK(ttft_snapshot_count(b, (ttft_metric)k) == mult * ttft_snapshot_count(a, (ttft_metric)k),
                "%s: count of %s", what, ttft_metric_name((ttft_metric)k));
-    FUZZ_CHECK(ttft_snapshot_sum(b, (ttft_metric)k) == mult * ttft_snapshot_sum(a, (ttft_metric)k), "%s: sum of %s",
-               what, ttft_metric_name((ttft_metric)k));
+    {
+      uint64_t ah = 0, al = 0, bh = 0, bl = 0;
+      ttft_snapshot_class_sum_wide(a, TTFT_CLASS_ALL, (ttft_metric)k, &ah, &al);
+      ttft_snapshot_class_sum_wide(b, TTFT_CLASS_ALL, (ttft_metric)k, &bh, &bl);
+      unsigned __int128 aw = (unsigned __int128)ah << 64 | al, bw = (unsigned __int128)bh << 64 | bl;
+      FUZZ_CHECK(bw == aw * mult, "%s: sum of %s", what, ttft_metric_name((ttft_metric)k));
+    }
     if (ttft_snapshot_count(a, (ttft_metric)k)) {
       FUZZ_CHECK(ttft_snapshot_quantile(b, (ttft_metric)k, 0.0) == ttft_snapshot_quantile(a, (ttft_metric)k, 0.0) &&
                      ttft_snapshot_quantile(b, (ttft_metric)k, 1.0) == ttft_snapshot_quantile(a, (ttft_metric)k, 1.0),
