@@ -22,8 +22,8 @@
 #define PLOT_L 84.0
 #define PLOT_R (SVG_W - 170.0)
 #define MARGIN_X (PLOT_R + 12.0) /* the label column right of the plot */
-#define HEADER_H 92.0
-#define PANEL_TITLE 40.0
+#define HEADER_H(diff) ((diff) ? 138.0 : 102.0) /* title, one or two snapshots' lines, the axis note */
+#define PANEL_TITLE 58.0 /* title and subtitle, then the line for a "not enough data" note */
 #define PLOT_H 240.0
 #define PANEL_FOOT 46.0
 #define LINE_H 14.0 /* a 12 px label's box height */
@@ -41,6 +41,8 @@ typedef struct series {
   const ttft__shist *h;
   const char *color;
   int dashed;
+  const ttft_snapshot *snap; /* whose curve: for the gap units of ITL */
+  int cls;                   /* its class, or TTFT_CLASS_ALL */
 } series;
 
 typedef struct budget {
@@ -108,6 +110,31 @@ static size_t utf8_len(const char *s) {
 /* a generous estimate of the rendered width (DejaVu Sans digits and
  * lower case average about 0.6 em) */
 static double text_w(const char *s, double size) { return (double)utf8_len(s) * size * 0.62; }
+
+/* the byte offset of character k of s (UTF-8), or strlen(s) */
+static size_t utf8_offset(const char *s, size_t k) {
+  size_t i = 0, n = 0;
+  for (; s[i]; i++) {
+    if (((unsigned char)s[i] & 0xC0) != 0x80) {
+      if (n == k) return i;
+      n++;
+    }
+  }
+  return i;
+}
+
+/* s in at most max characters: when longer, its middle becomes "…"
+ * (a path keeps its start and its file name: "/home/…/runs/new.ttfs") */
+static void elide_middle(char *out, size_t cap, const char *s, size_t max) {
+  size_t n = utf8_len(s);
+  if (n <= max || max < 3) {
+    snprintf(out, cap, "%s", s);
+    return;
+  }
+  size_t keep = max - 1, head = keep / 3, tail = keep - head;
+  size_t hb = utf8_offset(s, head), tb = utf8_offset(s, n - tail);
+  snprintf(out, cap, "%.*s\xe2\x80\xa6%s", (int)hb, s, s + tb);
+}
 
 static double px_x(const panel *p, double ns) {
   double l = log10(ns < 1 ? 1 : ns);
@@ -490,10 +517,14 @@ static void build_panel(panel *p, const ttft_snapshot *s, const ttft_snapshot *o
     o->h = old->all.h[p->m];
     o->color = OLD_COLOR;
     o->dashed = 1;
+    o->snap = old;
+    o->cls = TTFT_CLASS_ALL;
     series *n = &p->ser[p->nser++];
     snprintf(n->name, sizeof n->name, "new");
     n->h = s->all.h[p->m];
     n->color = palette[0];
+    n->snap = s;
+    n->cls = TTFT_CLASS_ALL;
   } else {
     int with_data = 0;
     for (uint32_t c = 0; c < s->nclasses; c++) with_data += s->cls[c].h[p->m]->count > 0;
@@ -503,6 +534,8 @@ static void build_panel(panel *p, const ttft_snapshot *s, const ttft_snapshot *o
       snprintf(x->name, sizeof x->name, "%s", with_data > 1 ? s->cls[c].name : "all");
       x->h = s->cls[c].h[p->m];
       x->color = palette[c % NPALETTE];
+      x->snap = s;
+      x->cls = (int)c;
     }
   }
   add_budgets_of(p, s, old != NULL);
@@ -539,6 +572,52 @@ static void panel_subtitle(char *sub, size_t cap, const panel *p, const ttft_sna
   }
 }
 
+/* The independent units behind a curve: its observations, or for ITL the
+ * sequences that had a gap (gaps of one sequence are not independent;
+ * ttft-report --diff counts them the same way). */
+static uint64_t series_units(const panel *p, const series *x) {
+  if (p->m != TTFT_METRIC_ITL) return x->h->count;
+  uint64_t u = report_gap_units(x->snap, x->cls);
+  return u < x->h->count ? u : x->h->count;
+}
+
+/* "p99: not enough data (n >= 1000 per side)" for each marked quantile
+ * that some curve of the panel has too few observations to judge, by the
+ * text diff's rule; "" when every marker stands on enough data. */
+static void panel_note(char *out, size_t cap, const panel *p, int diff) {
+  size_t len = 0;
+  out[0] = 0;
+  for (int k = 0; k < NMARKERS; k++) {
+    uint64_t need = report_min_n_for(marker_q[k].q);
+    char who[128] = "";
+    int with = 0, shortn = 0;
+    for (int i = 0; i < p->nser; i++) {
+      const series *x = &p->ser[i];
+      if (!x->h->count) continue;
+      with++;
+      if (series_units(p, x) >= need) continue;
+      size_t w = strlen(who);
+      if (shortn < 3) snprintf(who + w, sizeof who - w, "%s%s", shortn ? ", " : "", x->name);
+      shortn++;
+    }
+    if (!shortn) continue;
+    const char *unit = p->m == TTFT_METRIC_ITL ? " sequences" : "";
+    char part[224];
+    if (diff)
+      snprintf(part, sizeof part, "%s: not enough data (n >= %llu%s per side)", marker_q[k].name,
+               (unsigned long long)need, unit);
+    else if (with > 1 && shortn < with)
+      snprintf(part, sizeof part, "%s of %s%s: not enough data (n >= %llu%s)", marker_q[k].name,
+               shortn > 3 ? "" : who, shortn > 3 ? "most classes" : "", (unsigned long long)need, unit);
+    else
+      snprintf(part, sizeof part, "%s: not enough data (n >= %llu%s)", marker_q[k].name,
+               (unsigned long long)need, unit);
+    int w = snprintf(out + len, cap - len, "%s%s", len ? " \xc2\xb7 " : "", part);
+    if (w < 0 || (size_t)w >= cap - len) break;
+    len += (size_t)w;
+  }
+}
+
 static void draw_panel(FILE *f, panel *p, double y0, const ttft_snapshot *s, const ttft_snapshot *old) {
   fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"16\" font-weight=\"bold\" fill=\"#222222\">%s</text>\n",
           PLOT_L, y0 + 22, p->title);
@@ -547,6 +626,15 @@ static void draw_panel(FILE *f, panel *p, double y0, const ttft_snapshot *s, con
   fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"13\" fill=\"#555555\" text-anchor=\"end\">", PLOT_R, y0 + 22);
   xml_text(f, sub);
   fputs("</text>\n", f);
+  char note[480];
+  panel_note(note, sizeof note, p, old != NULL);
+  if (note[0]) {
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" fill=\"#A04000\" class=\"note\">", PLOT_L,
+            y0 + 42);
+    xml_text(f, note);
+    fputs("</text>\n", f);
+    reserve(p, text_box(PLOT_L, y0 + 42, text_w(note, 12)));
+  }
 
   p->top = y0 + PANEL_TITLE;
   axis_range(p);
@@ -586,17 +674,36 @@ static void draw_panel(FILE *f, panel *p, double y0, const ttft_snapshot *s, con
 
 /* "d1.ttfs · model "demo-7b" · clock starts at server_arrival · token =
  * detokenized_flush · 38 streams ended over 5.6 s" */
-static void snapshot_info(char *out, size_t cap, const char *name, const ttft_snapshot *s) {
+/* A snapshot's two header lines, from y: its name ("old: runs/a.ttfs"; a
+ * long path is elided in its middle so the line fits the picture), then
+ * what it measured ("model "demo-7b" · clock starts at server_arrival ·
+ * token = detokenized_flush · 38 streams ended over 5.6 s", elided the same
+ * way if a model name is absurdly long). Returns the y of the next line. */
+static double snapshot_header(FILE *f, double y, const char *label, const char *color, const char *name,
+                              const ttft_snapshot *s) {
+  char text[1024], line[1200];
+  if (name || label) {
+    snprintf(line, sizeof line, "%s%s%s", label ? label : "", label && name ? ": " : "", name ? name : "");
+    elide_middle(text, sizeof text, line, (size_t)((SVG_W - PLOT_L - 8) / (13 * 0.62)));
+    fprintf(f, "<text x=\"%.1f\" y=\"%.0f\" font-size=\"13\" fill=\"%s\">", PLOT_L, y, color);
+    xml_text(f, text);
+    fputs("</text>\n", f);
+    y += 16;
+  }
   uint64_t t0 = 0, t1 = 0;
   ttft_snapshot_interval(s, &t0, &t1);
   uint64_t ended = s->all.ctr[TTFT_COUNTER_COMPLETED] + s->all.ctr[TTFT_COUNTER_CANCELLED] +
                    s->all.ctr[TTFT_COUNTER_ERRORS];
   char iv[32];
   fmt_ns(iv, sizeof iv, (double)(t1 - t0));
-  snprintf(out, cap,
-           "%s%smodel \"%s\" \xc2\xb7 clock starts at %s \xc2\xb7 token = %s \xc2\xb7 %llu streams ended over %s",
-           name ? name : "", name ? " \xc2\xb7 " : "", s->model, s->start_point, s->token_point,
-           (unsigned long long)ended, iv);
+  snprintf(line, sizeof line,
+           "model \"%s\" \xc2\xb7 clock starts at %s \xc2\xb7 token = %s \xc2\xb7 %llu streams ended over %s",
+           s->model, s->start_point, s->token_point, (unsigned long long)ended, iv);
+  elide_middle(text, sizeof text, line, (size_t)((SVG_W - PLOT_L - 8) / (12 * 0.62)));
+  fprintf(f, "<text x=\"%.1f\" y=\"%.0f\" font-size=\"12\" fill=\"%s\">", PLOT_L, y, color);
+  xml_text(f, text);
+  fputs("</text>\n", f);
+  return y + 20;
 }
 
 int report_svg(FILE *f, const ttft_snapshot *s, const char *s_name, const ttft_snapshot *old,
@@ -611,7 +718,7 @@ int report_svg(FILE *f, const ttft_snapshot *s, const char *s_name, const ttft_s
     {TTFT_METRIC_ITL, "ITL \xc2\xb7 inter-token gaps", "gaps"},
     {TTFT_METRIC_E2E, "E2E \xc2\xb7 end to end", "requests"},
   };
-  double height = HEADER_H + NPANELS * PANEL_H + 10;
+  double height = HEADER_H(old != NULL) + NPANELS * PANEL_H + 10;
   fprintf(f,
           "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
           "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
@@ -623,23 +730,14 @@ int report_svg(FILE *f, const ttft_snapshot *s, const char *s_name, const ttft_s
   if (old) fputs("Latency CDFs: old (grey, dashed) vs new (blue)", f);
   else fputs("Latency CDFs", f);
   fputs("</text>\n", f);
-  char info[1024];
+  double y = 52;
   if (old) {
-    snapshot_info(info, sizeof info, old_name ? old_name : "old", old);
-    fprintf(f, "<text x=\"%.1f\" y=\"52\" font-size=\"13\" fill=\"%s\">old: ", PLOT_L, OLD_COLOR);
-    xml_text(f, info);
-    fputs("</text>\n", f);
-    snapshot_info(info, sizeof info, s_name ? s_name : "new", s);
-    fprintf(f, "<text x=\"%.1f\" y=\"70\" font-size=\"13\" fill=\"%s\">new: ", PLOT_L, palette[0]);
-    xml_text(f, info);
-    fputs("</text>\n", f);
+    y = snapshot_header(f, y, "old", OLD_COLOR, old_name, old);
+    y = snapshot_header(f, y, "new", palette[0], s_name, s);
   } else {
-    snapshot_info(info, sizeof info, s_name, s);
-    fprintf(f, "<text x=\"%.1f\" y=\"52\" font-size=\"13\" fill=\"#555555\">", PLOT_L);
-    xml_text(f, info);
-    fputs("</text>\n", f);
+    y = snapshot_header(f, y, NULL, "#555555", s_name, s);
   }
-  fprintf(f, "<text x=\"%.1f\" y=\"%.0f\" font-size=\"12\" fill=\"#777777\">", PLOT_L, old ? 86.0 : 70.0);
+  fprintf(f, "<text x=\"%.1f\" y=\"%.0f\" font-size=\"12\" fill=\"#777777\">", PLOT_L, y - 2);
   if (tail_axis)
     fputs("vertical axis: tail scale, 50 / 90 / 99 / 99.9 % evenly spaced \xc2\xb7 dotted lines: "
           "SLO and stall budgets",
@@ -657,7 +755,7 @@ int report_svg(FILE *f, const ttft_snapshot *s, const char *s_name, const ttft_s
     p->tail = tail_axis;
     build_panel(p, s, old);
     fprintf(f, "<g font-size=\"12\">\n");
-    draw_panel(f, p, HEADER_H + i * PANEL_H, s, old);
+    draw_panel(f, p, HEADER_H(old != NULL) + i * PANEL_H, s, old);
     fputs("</g>\n", f);
   }
   fputs("</svg>\n", f);

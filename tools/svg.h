@@ -14,10 +14,22 @@
  * budget (TTFT, TPOT, E2E) or stall budget (ITL) as a labelled vertical
  * line. old != NULL (--diff): two curves per panel, old (grey, dashed) and
  * new, over every class, with the budgets of both; the header describes
- * both snapshots. s_name / old_name label them. tail_axis: 1 = vertical
+ * both snapshots. s_name / old_name label them (a long name is elided in
+ * the middle so that each header line fits the picture's width). A panel
+ * whose curve has too few observations (sequences, for ITL) to judge its
+ * p50 or p99 says so under its title, with the n it would need, as the
+ * text diff does. tail_axis: 1 = vertical
  * axis in -log10(1 - F) (50/90/99/99.9 % evenly spaced), 0 = linear.
  * Returns 0, or -1 when writing failed. */
 int report_svg(FILE *f, const ttft_snapshot *s, const char *s_name, const ttft_snapshot *old,
                const char *old_name, int tail_axis);
+
+/* From ttft-report.c (the text diff's rules, shared so that the picture
+ * and the text agree): the smallest n with enough observations on each
+ * side of quantile q to judge it ("not enough data" below that), and the
+ * independent units behind class c's gaps (the sequences that had one;
+ * c = TTFT_CLASS_ALL for every class). */
+uint64_t report_min_n_for(double q);
+uint64_t report_gap_units(const ttft_snapshot *s, int c);
 
 #endif

@@ -836,6 +836,11 @@ static uint64_t gap_units(const ttft_snapshot *s, int c) {
 
 static int per_gap(int m) { return m == TTFT_METRIC_ITL || m == TTFT_METRIC_ITL_PER_TOKEN; }
 
+/* for svg.c: the same minimum counts and units, so a plot panel says
+ * "not enough data" exactly where the text diff does */
+uint64_t report_min_n_for(double q) { return min_n_for(q); }
+uint64_t report_gap_units(const ttft_snapshot *s, int c) { return gap_units(s, c); }
+
 static void diff_rates(diff_ctx *d, const ttft_snapshot *o, int oc, const ttft_snapshot *n, int nc,
                        const char *scope) {
   int ho = o && oc != -2, hn = n && nc != -2;

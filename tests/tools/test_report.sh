@@ -305,6 +305,51 @@ PY
     case "$got" in ok*) ok ;; *) fail "$f labels: $got" ;; esac
   done
 fi
+# a panel says when its n is too small for a marked percentile, by the
+# text diff's rule: a vs slow (600 streams) cannot judge p99 (the text diff
+# says "not enough data (n >= 1000 per side)"), 3000 per side can
+expect_rc 0 "$REPORT" --diff a.ttfs slow.ttfs
+expect_grep out.txt "^  ttft  *p99 .*not enough data (n >= 1000 per side)$" "text diff: p99 of 600 not judged"
+expect_grep diff.svg 'class="note">p99: not enough data (n &gt;= 1000 per side)<' "diff svg: p99 note"
+expect_grep diff.svg 'class="note">p99: not enough data (n &gt;= 1000 sequences per side)<' "diff svg: ITL counts sequences"
+expect_no_grep diff.svg 'class="note">p50' "diff svg: p50 of 600 is judged"
+expect_rc 0 "$REPORT" --diff big.ttfs bigslow.ttfs --svg bigdiff.svg
+expect_no_grep bigdiff.svg 'class="note"' "diff svg of 3000 per side: no note"
+expect_grep merged.svg 'class="note">.*p99.*: not enough data (n &gt;= 1000)<' "svg of one merge: p99 note"
+# the header is never clipped: long paths are elided in their middle,
+# keeping the file name
+long="long/$(printf 'deeply-nested-ci-artifact-directory-%s/' 1 2 3 4 5 6)run"
+mkdir -p "$long" && cp a.ttfs "$long/old-baseline-snapshot.ttfs" && cp slow.ttfs "$long/new-candidate-snapshot.ttfs"
+expect_rc 0 "$REPORT" --diff "$long/old-baseline-snapshot.ttfs" "$long/new-candidate-snapshot.ttfs" --svg longdiff.svg
+expect_rc 0 "$REPORT" --svg longone.svg "$long/new-candidate-snapshot.ttfs"
+expect_grep longdiff.svg '>old: long/deeply.*….*/old-baseline-snapshot\.ttfs<' "diff svg: old path elided, name kept"
+expect_grep longdiff.svg '>new: long/deeply.*….*/new-candidate-snapshot\.ttfs<' "diff svg: new path elided, name kept"
+expect_grep longone.svg '>long/deeply.*….*/new-candidate-snapshot\.ttfs<' "svg: path elided, name kept"
+if need_tool python3; then
+  # every text line with its own font size fits the picture (0.62 em per
+  # character, as the drawing code measures)
+  for f in merged.svg diff.svg bigdiff.svg longdiff.svg longone.svg; do
+    got=$(python3 - "$f" <<'PY'
+import html, re, sys
+svg = open(sys.argv[1], encoding="utf-8").read()
+w = float(re.search(r'<svg [^>]*width="([0-9.]+)"', svg).group(1))
+bad, n = [], 0
+for m in re.finditer(r'<text x="([0-9.-]+)" y="[0-9.-]+" font-size="([0-9.]+)"([^>]*)>([^<]*)</text>', svg):
+    x, size, attrs, t = float(m.group(1)), float(m.group(2)), m.group(3), m.group(4)
+    if "transform=" in attrs:
+        continue  # the rotated axis titles run down the left margin
+    t = html.unescape(t)
+    width = len(t) * size * 0.62
+    x0, x1 = (x - width, x) if 'text-anchor="end"' in attrs else (x - width / 2, x + width / 2) if 'text-anchor="middle"' in attrs else (x, x + width)
+    n += 1
+    if x0 < 0 or x1 > w:
+        bad.append("%r clipped (%.0f..%.0f of %.0f)" % (t, x0, x1, w))
+print("ok %d lines" % n if not bad and n >= 10 else "; ".join(bad) or "too few lines")
+PY
+)
+    case "$got" in ok*) ok ;; *) fail "$f text lines: $got" ;; esac
+  done
+fi
 if need_tool rsvg-convert; then
   # renders (what people do with it: docs/ttft-report.md)
   if rsvg-convert -o big.png big.svg 2>err.txt && [ -s big.png ]; then ok; else fail "rsvg-convert big.svg: $(cat err.txt)"; fi
