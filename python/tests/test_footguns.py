@@ -9,6 +9,8 @@
 Every check also proves that nothing reached the library.
 """
 
+import fractions
+import time
 import unittest
 
 from support import MS, T0, registry, ttft
@@ -78,6 +80,39 @@ class TokenCountBound(unittest.TestCase):
         self.assertIn(str(BIG), msg)
         self.assertEqual(counters(self.reg)["tokens"], 0)
         self.assertEqual(self.s.stats().emissions, 0)
+
+    def test_every_timestamp_shape_gets_the_hint(self):
+        # time.monotonic_ns() is above 2**32 after 4.3 s of uptime and
+        # time.time_ns() always; floats are time.monotonic() / time.time()
+        other = self.reg.begin(t_ns=T0)
+        for bad in (time.monotonic_ns(), time.time_ns(), 2**32, 2**64, 2**70, 150_000_000,
+                    time.monotonic(), time.time(), 1.0, float("nan"), fractions.Fraction(3, 2)):
+            calls = (lambda: self.s.token(bad),
+                     lambda: self.s.token(bad, allow_large=True),
+                     lambda: self.reg.step_emitted([self.s, other], bad),
+                     lambda: self.reg.step_emitted([self.s, other], [1, bad]),
+                     lambda: self.reg.step_emitted([self.s, other], (bad, 1), allow_large=True))
+            for i, call in enumerate(calls):
+                if isinstance(bad, int) and bad <= 2**32 - 1 and i in (1, 4):
+                    continue  # allow_large: a real (if huge) count
+                with self.assertRaises((ValueError, TypeError), msg="%r call %d" % (bad, i)) as cm:
+                    call()
+                self.assertIn("was a timestamp passed as the token count?", str(cm.exception),
+                              "%r call %d" % (bad, i))
+                self.assertIn("t_ns=", str(cm.exception))
+        # instrument's count() results too
+        with self.assertRaises(ValueError) as cm:
+            list(self.reg.instrument(["x"], count=lambda item: time.monotonic_ns()))
+        self.assertIn("was a timestamp passed", str(cm.exception))
+        self.assertEqual(counters(self.reg)["tokens"], 0)
+        self.assertEqual(self.s.stats().emissions, 0)
+
+    def test_non_counts_that_are_not_times_get_no_hint(self):
+        for bad, err in ((0, ValueError), (-1, ValueError), ("3", TypeError), (None, TypeError),
+                         (True, TypeError)):
+            with self.assertRaises(err) as cm:
+                self.s.token(bad)
+            self.assertNotIn("timestamp", str(cm.exception), repr(bad))
 
     def test_the_bound_is_inclusive(self):
         self.assertEqual(BIG, 1 << 20)

@@ -15,8 +15,10 @@ import asyncio
 import concurrent.futures
 import ctypes
 import math
+import numbers
 import re
 import threading
+import warnings
 from array import array
 
 from . import _lib
@@ -101,16 +103,35 @@ def _t_arg(t_ns, what="t_ns"):
     return t
 
 
-def _n_arg(n, allow_large=False, what="n"):
-    """A token count of one emission: an int in [1, 2**32-1], and at most
-    MAX_TOKENS_PER_EMISSION unless allow_large."""
-    v = _int_arg(n, what, 1, _U32)
+_TIMESTAMP_HINT = ("was a timestamp passed as the token count? Timestamps go in "
+                   "t_ns=... (keyword-only, int nanoseconds on time.monotonic_ns()'s clock)")
+
+
+def _n_arg(n, allow_large=False, what="n", lo=1):
+    """A token count of one emission: an int in [lo, 2**32-1], and at most
+    MAX_TOKENS_PER_EMISSION unless allow_large. Every value that cannot be
+    a count and looks like a time — a float (time.monotonic(),
+    time.time()), an int above the bound or above 2**32-1 (any
+    time.monotonic_ns() after the first 4.3 s of uptime, time.time_ns()) —
+    gets the "was a timestamp passed?" hint."""
+    if isinstance(n, numbers.Real) and not hasattr(type(n), "__index__"):
+        raise TypeError("%s=%r is not a token count (an int): %s"
+                        % (what, n, _TIMESTAMP_HINT))
+    if isinstance(n, bool) or not hasattr(type(n), "__index__"):
+        raise TypeError("%s must be an int, not %s" % (what, type(n).__name__))
+    v = n.__index__()
+    if v < lo:
+        raise ValueError("%s must be in [%d, %d], got %d" % (what, lo, _U32, v))
+    if v > _U32:
+        raise ValueError(
+            "%s=%d cannot be a token count: the library counts the tokens of one "
+            "emission in 32 bits (at most %d), and a number this large is what "
+            "time.monotonic_ns() returns: %s" % (what, v, _U32, _TIMESTAMP_HINT))
     if v > MAX_TOKENS_PER_EMISSION and not allow_large:
         raise ValueError(
             "%s=%d tokens in one emission is above the sanity bound of %d "
-            "(ttft.MAX_TOKENS_PER_EMISSION): was a timestamp passed as the token "
-            "count? Timestamps go in t_ns=...; pass allow_large=True if the count "
-            "is real" % (what, v, MAX_TOKENS_PER_EMISSION))
+            "(ttft.MAX_TOKENS_PER_EMISSION): %s; pass allow_large=True if the count "
+            "is real" % (what, v, MAX_TOKENS_PER_EMISSION, _TIMESTAMP_HINT))
     return v
 
 
@@ -160,14 +181,54 @@ def _status_arg(status):
                          % (", ".join(_lib.STATUSES), status)) from None
 
 
-def _status_for(exc_type):
+# A task's CancelledError: the client went away (an ASGI server cancels the
+# handler on disconnect), or the server's own timeout (asyncio.wait_for,
+# asyncio.timeout) cancelled it. on_cancel= decides which it was.
+_TASK_CANCEL = (asyncio.CancelledError, concurrent.futures.CancelledError)
+_ON_CANCEL = ("cancelled", "error")
+
+
+def _on_cancel_arg(on_cancel):
+    """on_cancel of Registry.stream / instrument: "cancelled", "error" or a
+    callable exception -> one of those."""
+    if callable(on_cancel):
+        return on_cancel
+    if isinstance(on_cancel, str) and on_cancel in _ON_CANCEL:
+        return on_cancel
+    raise ValueError("on_cancel must be 'cancelled', 'error' or a callable "
+                     "(exception -> 'cancelled' | 'error'), got %r" % (on_cancel,))
+
+
+def _cancel_status(on_cancel, exc):
+    """How a CancelledError ends the stream. A callable that raises or
+    returns anything else ends it as error, with a RuntimeWarning: the
+    CancelledError itself must keep propagating, so it is not replaced."""
+    if not callable(on_cancel):
+        return on_cancel
+    try:
+        status = on_cancel(exc)
+    except Exception as e:  # noqa: BLE001 (reported, the cancel goes on)
+        warnings.warn("ttft: on_cancel raised %r; the stream ends as 'error'" % (e,),
+                      RuntimeWarning, stacklevel=3)
+        return "error"
+    if not (isinstance(status, str) and status in _ON_CANCEL):
+        warnings.warn("ttft: on_cancel returned %r, not 'cancelled' or 'error'; the stream "
+                      "ends as 'error'" % (status,), RuntimeWarning, stacklevel=3)
+        return "error"
+    return status
+
+
+def _status_for(exc_type, exc=None, on_cancel="cancelled"):
     """The end status of a stream left by exception type exc_type.
 
-    None -> completed; the client going away (task cancelled, generator
-    closed, connection reset/broken pipe) -> cancelled; anything else ->
-    error."""
+    None -> completed; a task's CancelledError -> what on_cancel says
+    (default cancelled: the client went away); the client going away in
+    other ways (generator closed, connection reset/broken pipe) ->
+    cancelled; anything else -> error."""
     if exc_type is None:
         return "completed"
+    if issubclass(exc_type, _TASK_CANCEL):
+        return _cancel_status(on_cancel, exc)
     if issubclass(exc_type, _CANCEL_TYPES):
         return "cancelled"
     return "error"
@@ -430,10 +491,11 @@ class _StreamScope:
     end as completed, cancelled or error (see _status_for) unless the body
     already ended the stream. Exceptions are never swallowed."""
 
-    __slots__ = ("_reg", "_t", "_req", "_cls", "stream")
+    __slots__ = ("_reg", "_t", "_req", "_cls", "_on_cancel", "stream")
 
-    def __init__(self, reg, t, req, cls):
+    def __init__(self, reg, t, req, cls, on_cancel="cancelled"):
         self._reg, self._t, self._req, self._cls = reg, t, req, cls
+        self._on_cancel = on_cancel
         self.stream = None
 
     def __enter__(self):
@@ -451,7 +513,7 @@ class _StreamScope:
                 except StaleHandleError:
                     pass  # another thread ended it first: its outcome won
             else:
-                _end_quietly(s, _status_for(exc_type))
+                _end_quietly(s, _status_for(exc_type, exc, self._on_cancel))
         return False
 
     async def __aenter__(self):
@@ -465,10 +527,8 @@ def _step_counts(n_tokens, count, allow_large):
     """n_tokens of step_emitted as an array of uint32 (None: all 1)."""
     if isinstance(n_tokens, bool):
         raise TypeError("n_tokens must be None, an int or a sequence of ints, not bool")
-    if isinstance(n_tokens, int):
-        n = _int_arg(n_tokens, "n_tokens", 0, _U32)
-        if n > MAX_TOKENS_PER_EMISSION:
-            _n_arg(n, allow_large, "n_tokens")
+    if isinstance(n_tokens, numbers.Real):   # an int, or a time passed as one
+        n = _n_arg(n_tokens, allow_large, "n_tokens", lo=0)
         return None if n == 1 else array(_N_CODE, [n]) * count
     if isinstance(n_tokens, (str, bytes, bytearray, memoryview)):
         # array() would read bytes as raw machine integers
@@ -476,10 +536,15 @@ def _step_counts(n_tokens, count, allow_large):
                         % type(n_tokens).__name__)
     try:
         ns = array(_N_CODE, n_tokens)
-    except TypeError:
+    except (TypeError, OverflowError) as e:
+        # name the count at fault, with the timestamp hint where it fits
+        # (a sequence can be read twice; an iterator was consumed)
+        if isinstance(n_tokens, (list, tuple)):
+            for i, v in enumerate(n_tokens):
+                _n_arg(v, True, "n_tokens[%d]" % i, lo=0)
+        if isinstance(e, OverflowError):
+            raise ValueError("n_tokens: every count must be in [0, %d]" % _U32) from None
         raise TypeError("n_tokens must be None, an int or a sequence of ints") from None
-    except OverflowError:
-        raise ValueError("n_tokens: every count must be in [0, %d]" % _U32) from None
     if len(ns) != count:
         raise ValueError("n_tokens has %d counts for %d streams" % (len(ns), count))
     if count and not allow_large:
@@ -498,7 +563,7 @@ def _token_count(count, item):
     return _n_arg(n)
 
 
-def _instrument_sync(reg, iterable, t, req, cls, count):
+def _instrument_sync(reg, iterable, t, req, cls, count, on_cancel):
     it = iter(iterable)
     s = None
     try:
@@ -509,7 +574,7 @@ def _instrument_sync(reg, iterable, t, req, cls, count):
                 s.token(n)
             yield item
     except BaseException as e:
-        _end_quietly(s, _status_for(type(e)))
+        _end_quietly(s, _status_for(type(e), e, on_cancel))
         raise
     else:
         s.end("completed")
@@ -519,7 +584,7 @@ def _instrument_sync(reg, iterable, t, req, cls, count):
             close()
 
 
-async def _instrument_async(reg, aiterable, t, req, cls, count):
+async def _instrument_async(reg, aiterable, t, req, cls, count, on_cancel):
     ait = aiterable.__aiter__()
     s = None
     try:
@@ -534,7 +599,7 @@ async def _instrument_async(reg, aiterable, t, req, cls, count):
                 s.token(n)
             yield item
     except BaseException as e:
-        _end_quietly(s, _status_for(type(e)))
+        _end_quietly(s, _status_for(type(e), e, on_cancel))
         raise
     else:
         s.end("completed")
@@ -870,26 +935,42 @@ class Registry:
             ns = array(_N_CODE, [ns[i] for i in keep])
         return handles, ns
 
-    def stream(self, t_ns=None, cls=None, prompt_tokens=None, prefix_hit=None):
+    def stream(self, t_ns=None, cls=None, prompt_tokens=None, prefix_hit=None, *,
+               on_cancel="cancelled"):
         """A context manager (sync and async) that begins a stream on enter
-        and ends it on exit: completed, or cancelled for CancelledError,
-        GeneratorExit and ConnectionError (the client went away), or error
-        for any other exception."""
+        and ends it on exit: completed; cancelled for GeneratorExit and
+        ConnectionError (the client went away); error for any other
+        exception; and for a task's CancelledError, what on_cancel says:
+
+          "cancelled" (default) — the client went away: ASGI/aiohttp
+              servers cancel the handler's task when the client disconnects;
+          "error" — every cancel of this handler is the server's own doing
+              (its timeout: asyncio.wait_for, asyncio.timeout), a failure to
+              serve, not the client leaving;
+          a callable, exception -> "cancelled" | "error" — decide per
+              cancel, e.g. lambda e: "error" if deadline.expired() else
+              "cancelled" with the asyncio.timeout() context around the
+              handler (a callable that raises or returns anything else
+              ends the stream as error, with a RuntimeWarning).
+        The exception always propagates."""
         t = _t_arg(t_ns)
+        on_cancel = _on_cancel_arg(on_cancel)
         o = self._o
         _registry_ptr(o)
         req = self._prepare(cls, prompt_tokens, prefix_hit)
-        return _StreamScope(self, t, req, self._resolve_cls(cls))
+        return _StreamScope(self, t, req, self._resolve_cls(cls), on_cancel)
 
     def instrument(self, iterable, cls=None, t_ns=None, prompt_tokens=None,
-                   prefix_hit=None, count=None):
+                   prefix_hit=None, count=None, *, on_cancel="cancelled"):
         """Wrap a token iterable (sync or async): the stream begins when
         iteration starts (or at t_ns, e.g. the request's arrival), each item
         yielded is one emission of count(item) tokens (default 1; items with
         0 are not emissions), and it ends completed when the iterable is
         exhausted, cancelled when the consumer closes it early or is
-        cancelled, error when the iterable raises."""
+        cancelled, error when the iterable raises. on_cancel decides what a task's CancelledError
+        records, as in stream()."""
         t = _t_arg(t_ns)
+        on_cancel = _on_cancel_arg(on_cancel)
         req = self._prepare(cls, prompt_tokens, prefix_hit)
         c = self._resolve_cls(cls)
         if count is not None and not callable(count):
@@ -897,9 +978,9 @@ class Registry:
         o = self._o  # a local keeps the registry alive during the call
         _registry_ptr(o)
         if hasattr(iterable, "__aiter__"):
-            return _instrument_async(self, iterable, t, req, c, count)
+            return _instrument_async(self, iterable, t, req, c, count, on_cancel)
         if hasattr(iterable, "__iter__"):
-            return _instrument_sync(self, iterable, t, req, c, count)
+            return _instrument_sync(self, iterable, t, req, c, count, on_cancel)
         raise TypeError("instrument() needs an iterable or async iterable, not %s"
                         % type(iterable).__name__)
 
