@@ -3,7 +3,7 @@
 #   make demo                  build the demo and ttft-report only, run the demo
 #   make test                  build everything, run every test
 #   make install PREFIX=DIR    install (DIR may be relative: it is made absolute)
-#   make deb                   a Debian package (build-deb/libttft_*.deb)
+#   make deb                   Debian packages (build-deb/*.deb: libttft1, libttft-dev, ttft-tools, python3-ttft)
 #   make bench                 the benchmarks, in a Release build
 # The Makefile works from any directory (make -f path/to/Makefile ...);
 # BUILD and PREFIX are relative to where make runs.
@@ -57,10 +57,19 @@ install: configure
 # A .deb of what `make install` installs, for /usr: its own build
 # directory, because the prefix decides the library directory
 # (lib/<multiarch>) and Debian's Python reads /usr/lib/python3/dist-packages.
+# Four packages, as Debian splits a library (docs/install.md): libttft1,
+# libttft-dev, ttft-tools, python3-ttft. Compiled with Debian's hardening
+# flags (dpkg-buildflags: stack protector, _FORTIFY_SOURCE, relro) when
+# dpkg-dev is there.
+DEB_FLAGS = $(shell command -v dpkg-buildflags >/dev/null 2>&1 && \
+  echo "-DCMAKE_C_FLAGS='$$(dpkg-buildflags --get CFLAGS) $$(dpkg-buildflags --get CPPFLAGS)'" \
+       "-DCMAKE_SHARED_LINKER_FLAGS='$$(dpkg-buildflags --get LDFLAGS) -Wl,-z,now'" \
+       "-DCMAKE_EXE_LINKER_FLAGS='$$(dpkg-buildflags --get LDFLAGS) -Wl,-z,now'")
 deb:
+	rm -f $(DEB_BUILD)/*.deb
 	cmake -S $(SRC) -B $(DEB_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=/usr \
-	  -DTTFT_BUILD_TESTS=OFF -DTTFT_BUILD_BENCH=OFF -DTTFT_BUILD_EXAMPLES=OFF \
-	  -DTTFT_PYTHON_INSTALL_DIR=lib/python3/dist-packages $(CMAKE_ARGS)
+	  -DTTFT_BUILD_TESTS=OFF -DTTFT_BUILD_BENCH=OFF -DTTFT_BUILD_EXAMPLES=OFF -DTTFT_DEB_DOCS=ON \
+	  -DTTFT_PYTHON_INSTALL_DIR=lib/python3/dist-packages $(DEB_FLAGS) $(CMAKE_ARGS)
 	cmake --build $(DEB_BUILD) -j $(JOBS)
 	cd $(DEB_BUILD) && cpack -G DEB
 	@for f in $(DEB_BUILD)/*.deb; do echo "package: $$f"; done

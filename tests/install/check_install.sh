@@ -3,8 +3,9 @@
 #  1. the README's "Install" commands for a non-default prefix, run as
 #     written (extracted from README.md after <!-- install-prefix -->):
 #     make install PREFIX=$P, pkg-config through PKG_CONFIG_PATH, a program
-#     with an rpath and one run with LD_LIBRARY_PATH, a CMake consumer
-#     through CMAKE_PREFIX_PATH, the Python package through PYTHONPATH;
+#     with an rpath and one run with LD_LIBRARY_PATH, the CMake consumer
+#     project examples/consumer (copied to a fresh directory) through
+#     CMAKE_PREFIX_PATH, the Python package through PYTHONPATH;
 #  2. a relative PREFIX: the Makefile makes it absolute, so everything the
 #     install records (the Python package's library path) is absolute;
 #  3. pkg-config --static against the archive;
@@ -23,17 +24,12 @@ die() { echo "FAIL: $*"; echo "$passed passed, 1 failed"; exit 1; }
 
 command -v pkg-config >/dev/null || die "pkg-config missing (apt-get install pkg-config)"
 
-# A user's project: the program is examples/hello.c, the CMake project
-# finds the package with find_package(ttft).
+# A user's project: examples/consumer (the README names it), copied to a
+# fresh directory: app.c, and a CMakeLists.txt that finds the package with
+# find_package(ttft) and links ttft::ttft.
 mkdir -p "$work/app"
-cp "$src_dir/examples/hello.c" "$work/app/app.c"
-cat >"$work/app/CMakeLists.txt" <<'CM'
-cmake_minimum_required(VERSION 3.16)
-project(consumer C)
-find_package(ttft 1.1 REQUIRED)
-add_executable(app app.c)
-target_link_libraries(app PRIVATE ttft::ttft)
-CM
+cp "$src_dir/examples/consumer/CMakeLists.txt" "$src_dir/examples/consumer/app.c" "$work/app/"
+expect_app="consumer: 3 streams, TTFT p50 = 30 ms, TPOT p50 = 10 ms"
 # `make` in the README is the top-level Makefile run in the source tree;
 # here it runs from the user's directory (-f) with the build ctest made.
 wrapper="make() { command make --no-print-directory -f '$src_dir/Makefile' BUILD='$build_dir' \"\$@\"; }"
@@ -59,15 +55,15 @@ echo "-- running the README's install commands with P=$prefix"
 (cd "$work/app" && env -u PKG_CONFIG_PATH -u LD_LIBRARY_PATH -u TTFT_LIBRARY -u PYTHONPATH \
    bash "$work/readme_install.sh") >"$work/readme.log" 2>&1 || {
   sed 's/^/  | /' "$work/readme.log"; die "the README's install commands failed"; }
-n=$(grep -cxF "$expect" "$work/readme.log" || true)
-[ "$n" = 2 ] || { sed 's/^/  | /' "$work/readme.log"; die "README: ./app and LD_LIBRARY_PATH ./app2 should print '$expect' (got it $n times)"; }
+n=$(grep -cxF "$expect_app" "$work/readme.log" || true)
+[ "$n" = 2 ] || { sed 's/^/  | /' "$work/readme.log"; die "README: ./app and LD_LIBRARY_PATH ./app2 should print '$expect_app' (got it $n times)"; }
 ok "README commands: pkg-config with PKG_CONFIG_PATH, rpath, LD_LIBRARY_PATH"
 grep -qxF "$prefix/lib/libttft.so.1" "$work/readme.log" ||
   { sed 's/^/  | /' "$work/readme.log"; die "README: python's ttft.library_path() is not $prefix/lib/libttft.so.1"; }
 ok "README commands: Python package through PYTHONPATH uses $prefix/lib/libttft.so.1"
 out=$("$work/app/build/app")
-[ "$out" = "$expect" ] || die "README: find_package build printed '$out'"
-ok "README commands: find_package(ttft) through CMAKE_PREFIX_PATH"
+[ "$out" = "$expect_app" ] || die "README: find_package build of examples/consumer printed '$out'"
+ok "README commands: examples/consumer from a fresh directory, find_package(ttft) through CMAKE_PREFIX_PATH"
 test "$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --modversion ttft)" = "1.1.0" ||
   die "pkg-config --modversion ttft is not 1.1.0"
 ok "pkg-config version 1.1.0"
