@@ -180,13 +180,20 @@ typedef enum ttft_counter {
   TTFT_COUNTER_STALLS = 6,        /* ITL gaps above the stall budget            */
   TTFT_COUNTER_STALLED_SEQS = 7,  /* sequences with at least one stall          */
   TTFT_COUNTER_ABANDONED = 8,     /* CANCELLED with zero tokens emitted         */
-  TTFT_COUNTER_SLO_MET = 9,       /* ended streams that were "good" (SLO met)   */
+  TTFT_COUNTER_SLO_MET = 9,       /* ended streams that were "good": COMPLETED
+                                     within every budget of their class        */
   TTFT_COUNTER_CLOCK_CLAMPED = 10,/* timestamps earlier than the previous event */
   TTFT_COUNTER_PREEMPTIONS = 11,  /* PREEMPTED marks                            */
   TTFT_COUNTER_NO_TPOT = 12,      /* ended streams with N < 2 (no TPOT exists)  */
   TTFT_COUNTER_STALE = 13,        /* hook calls (token, step, mark, end,
                                      annotate) rejected with TTFT_ESTALE       */
-  TTFT_COUNTER_COUNT_ = 14
+  TTFT_COUNTER_SLO_JUDGED = 14,   /* ended streams the SLO judges: every
+                                     COMPLETED and ERROR stream, and a
+                                     CANCELLED one only when it had already
+                                     missed a budget (a client that leaves
+                                     early does not judge the server).
+                                     Attainment = SLO_MET / SLO_JUDGED      */
+  TTFT_COUNTER_COUNT_ = 15
 } ttft_counter;
 
 typedef enum ttft_format {
@@ -252,7 +259,13 @@ TTFT_API int ttft_token_emitted(ttft_registry *r, ttft_seq s, uint32_t n_tokens,
 /* The stream closed at t_ns with status. Records E2E, OUTPUT_TOKENS and,
  * when they exist, TPOT, DECODE, SEQ_ITL_P95/MAX; counts the status,
  * ABANDONED (CANCELLED with no token, its wait in ABANDONED_WAIT), NO_TPOT,
- * and SLO_MET when the stream is good. The handle is dead afterwards.
+ * SLO_JUDGED when the SLO judges the stream and SLO_MET when it is good:
+ * COMPLETED and ERROR streams are judged (good: COMPLETED within every
+ * budget of the class); a CANCELLED stream is judged, and bad, only when it
+ * had already missed a budget by t_ns — no first token within the TTFT
+ * budget (or a first token later than it), TPOT so far over the TPOT
+ * budget, or t_ns past the E2E budget — else it is not judged at all. The
+ * handle is dead afterwards.
  * Returns TTFT_OK, TTFT_EINVAL (NULL r, unknown status), TTFT_ESTALE (0,
  * unknown handle, or already ended: of two racing stream_end calls exactly
  * one returns TTFT_OK). Thread-safe, lock-free, no allocation. */
@@ -424,8 +437,10 @@ TTFT_API uint64_t ttft_snapshot_status_count(const ttft_snapshot *s, int class_i
 TTFT_API uint64_t ttft_snapshot_status_quantile(const ttft_snapshot *s, int class_id,
                                                 ttft_status st, ttft_metric m, double q);
 
-/* SLO attainment of a class (or TTFT_CLASS_ALL): good / ended, in [0,1];
- * -1.0 when nothing ended or the arguments are invalid. */
+/* SLO attainment of a class (or TTFT_CLASS_ALL): good / judged, in [0,1]
+ * (TTFT_COUNTER_SLO_MET / TTFT_COUNTER_SLO_JUDGED; streams cancelled
+ * before they missed a budget are not judged); -1.0 when nothing was
+ * judged or the arguments are invalid. Thread-safe (reads s only). */
 TTFT_API double ttft_snapshot_attainment(const ttft_snapshot *s, int class_id);
 
 /* TTFT under a split (all classes): count and quantile of TTFT_SPLIT_PREFIX_CACHE

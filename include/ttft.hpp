@@ -526,7 +526,9 @@ class Snapshot {
     ttft_status st_;
   };
   StatusView status(ttft_status st) const noexcept { return StatusView(s_, st); }
-  /* good / ended in [0,1]; nullopt when nothing ended. */
+  /* good / judged in [0,1] (TTFT_COUNTER_SLO_MET / TTFT_COUNTER_SLO_JUDGED:
+   * streams cancelled before they missed a budget are not judged);
+   * nullopt when nothing was judged. */
   std::optional<double> attainment(Class c = Class::all()) const noexcept {
     const double a = ttft_snapshot_attainment(s_, c.id());
     if (a < 0.0) return std::nullopt;

@@ -208,10 +208,12 @@ static ttft_registry *slo_workload(int *chat_id, int *batch_id) {
   stream(r, chat, 10 * MS + 1, 5, 1 * MS, 50 * MS, TTFT_COMPLETED); /* TTFT over           */
   stream(r, chat, 5 * MS, 5, 2 * MS + 1, 50 * MS, TTFT_COMPLETED);  /* TPOT over           */
   stream(r, chat, 5 * MS, 5, 1 * MS, 100 * MS + 1, TTFT_COMPLETED); /* E2E over            */
-  stream(r, chat, 5 * MS, 5, 1 * MS, 50 * MS, TTFT_CANCELLED);      /* never good          */
+  stream(r, chat, 5 * MS, 5, 1 * MS, 50 * MS, TTFT_CANCELLED);      /* in time: not judged */
   stream(r, chat, 5 * MS, 5, 1 * MS, 50 * MS, TTFT_ERROR);          /* never good          */
-  stream(r, chat, 0, 0, 0, 200 * MS, TTFT_CANCELLED);               /* abandoned           */
-  /* batch: completed = good whatever the numbers; cancelled and error not */
+  stream(r, chat, 0, 0, 0, 200 * MS, TTFT_CANCELLED);               /* abandoned after the
+                                                                       TTFT budget: bad     */
+  /* batch: completed = good whatever the numbers; error bad; cancelled
+   * never judged (no budget to miss) */
   stream(r, batch, 30 * 1000 * MS, 3, 900 * MS, 40 * 1000 * MS, TTFT_COMPLETED);
   stream(r, batch, 2 * MS, 1, 0, 3 * MS, TTFT_COMPLETED);
   stream(r, batch, 2 * MS, 2, 1 * MS, 3 * MS, TTFT_CANCELLED);
@@ -236,10 +238,14 @@ TEST(slo_verdicts) {
   EXPECT_EQ_U64(9, ttft_snapshot_class_counter(s, chat, TTFT_COUNTER_BEGUN));
   EXPECT_EQ_U64(2, ttft_snapshot_class_counter(s, chat, TTFT_COUNTER_NO_TPOT));
   EXPECT_EQ_U64(11 + 11 + 1 + 5 * 5, ttft_snapshot_class_counter(s, chat, TTFT_COUNTER_TOKENS));
-  EXPECT_NEAR_REL(3.0 / 9.0, ttft_snapshot_attainment(s, chat), 1e-12);
+  /* judged: 6 completed, the error, the abandoned one (past its TTFT
+   * budget); not the one cancelled within every budget */
+  EXPECT_EQ_U64(8, ttft_snapshot_class_counter(s, chat, TTFT_COUNTER_SLO_JUDGED));
+  EXPECT_NEAR_REL(3.0 / 8.0, ttft_snapshot_attainment(s, chat), 1e-12);
 
   EXPECT_EQ_U64(2, ttft_snapshot_class_counter(s, batch, TTFT_COUNTER_SLO_MET));
-  EXPECT_NEAR_REL(0.5, ttft_snapshot_attainment(s, batch), 1e-12);
+  EXPECT_EQ_U64(3, ttft_snapshot_class_counter(s, batch, TTFT_COUNTER_SLO_JUDGED));
+  EXPECT_NEAR_REL(2.0 / 3.0, ttft_snapshot_attainment(s, batch), 1e-12);
   EXPECT_EQ_U64(1, ttft_snapshot_class_counter(s, 0, TTFT_COUNTER_SLO_MET));
   EXPECT_EQ_DBL(1.0, ttft_snapshot_attainment(s, 0));
 
@@ -247,7 +253,60 @@ TEST(slo_verdicts) {
   EXPECT_EQ_U64(6, ttft_snapshot_class_counter(s, TTFT_CLASS_ALL, TTFT_COUNTER_SLO_MET));
   EXPECT_EQ_U64(6, ttft_snapshot_counter(s, TTFT_COUNTER_SLO_MET));
   EXPECT_EQ_U64(14, ttft_snapshot_counter(s, TTFT_COUNTER_BEGUN));
-  EXPECT_NEAR_REL(6.0 / 14.0, ttft_snapshot_attainment(s, TTFT_CLASS_ALL), 1e-12);
+  EXPECT_EQ_U64(12, ttft_snapshot_counter(s, TTFT_COUNTER_SLO_JUDGED));
+  EXPECT_NEAR_REL(6.0 / 12.0, ttft_snapshot_attainment(s, TTFT_CLASS_ALL), 1e-12);
+  ttft_snapshot_free(s);
+  ttft_registry_free(r);
+}
+
+/* Cancellations: judged (and bad) only when a budget was already missed
+ * when the client left; the budget edges are inclusive as for completed
+ * streams. Budgets: TTFT 10 ms, TPOT 2 ms, E2E 100 ms. */
+TEST(slo_judged_cancellations) {
+  int chat, batch;
+  ttft_registry *r = slo_workload(&chat, &batch);
+  ttft_snapshot *before = ttft_snapshot_take(r);
+  uint64_t j0 = ttft_snapshot_class_counter(before, chat, TTFT_COUNTER_SLO_JUDGED);
+  uint64_t m0 = ttft_snapshot_class_counter(before, chat, TTFT_COUNTER_SLO_MET);
+  ttft_snapshot_free(before);
+  static const struct {
+    uint64_t ttft;
+    uint32_t n;
+    uint64_t tpot, e2e;
+    int judged;
+    const char *what;
+  } c[] = {
+      {0, 0, 0, 3 * MS, 0, "no token yet, cancelled at 3 ms (TTFT budget 10 ms not reached)"},
+      {0, 0, 0, 10 * MS, 0, "no token, cancelled exactly at the TTFT budget"},
+      {0, 0, 0, 10 * MS + 1, 1, "no token by the TTFT budget"},
+      {10 * MS + 1, 3, 1 * MS, 20 * MS, 1, "first token late, then cancelled"},
+      {5 * MS, 1, 0, 60 * MS, 0, "one token on time, cancelled (no TPOT yet)"},
+      {5 * MS, 4, 2 * MS, 30 * MS, 0, "TPOT so far exactly the budget"},
+      {5 * MS, 4, 2 * MS + 1, 30 * MS, 1, "TPOT so far over the budget"},
+      {5 * MS, 4, 1 * MS, 100 * MS, 0, "cancelled exactly at the E2E budget"},
+      {5 * MS, 4, 1 * MS, 100 * MS + 1, 1, "cancelled past the E2E budget"},
+  };
+  uint64_t want = j0;
+  for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+    stream(r, chat, c[i].ttft, c[i].n, c[i].tpot, c[i].e2e, TTFT_CANCELLED);
+    want += (uint64_t)c[i].judged;
+    ttft_snapshot *s = ttft_snapshot_take(r);
+    uint64_t got = ttft_snapshot_class_counter(s, chat, TTFT_COUNTER_SLO_JUDGED);
+    if (got != want) fprintf(stderr, "   case %zu (%s)\n", i, c[i].what);
+    EXPECT_EQ_U64(want, got);
+    EXPECT_EQ_U64(m0, ttft_snapshot_class_counter(s, chat, TTFT_COUNTER_SLO_MET)); /* never good */
+    ttft_snapshot_free(s);
+  }
+  /* a class without budgets judges no cancellation, however late */
+  ttft_snapshot *s = ttft_snapshot_take(r);
+  uint64_t jb = ttft_snapshot_class_counter(s, batch, TTFT_COUNTER_SLO_JUDGED);
+  ttft_snapshot_free(s);
+  stream(r, batch, 0, 0, 0, 3600 * 1000 * MS, TTFT_CANCELLED);
+  stream(r, batch, 50 * 1000 * MS, 3, 10 * 1000 * MS, 3600 * 1000 * MS, TTFT_CANCELLED);
+  s = ttft_snapshot_take(r);
+  EXPECT_EQ_U64(jb, ttft_snapshot_class_counter(s, batch, TTFT_COUNTER_SLO_JUDGED));
+  /* attainment = good / judged: 3 good of 8 + 4 judged in chat */
+  EXPECT_NEAR_REL(3.0 / 12.0, ttft_snapshot_attainment(s, chat), 1e-12);
   ttft_snapshot_free(s);
   ttft_registry_free(r);
 }

@@ -536,8 +536,9 @@ static void hb_view(hb *h, int v, int cls, int st, int view) {
   hb_var(h, big);
 }
 
-/* An encoding of the given version (1: libttft 1.0; 2: current), spelled
- * out from docs/encoding.md; variant v breaks one rule. */
+/* An encoding of the given version (1: libttft 1.0; 2: libttft 1.1; 3:
+ * current: 128-bit sums, the 1.2 counters such as slo_judged), spelled out
+ * from docs/encoding.md; variant v breaks one rule. */
 static size_t hb_build(hb *h, int v, int version) {
   h->n = 0;
   g_hb_version = version;
@@ -693,8 +694,10 @@ static void expect_hand_built(const ttft_snapshot *s) {
   free(text);
 }
 
-/* version 2: decodes to the values it spells, status views included, and
- * re-encodes to the same bytes */
+/* version 2 (libttft 1.1): the same data, status views included; it has
+ * no slo_judged, and every ended stream was judged then, so judged = ended
+ * (completed + cancelled + errors: 101 + 102 + 103 for chat) and attainment
+ * keeps its 1.1 value; re-encodes as version 3, which decodes to the same */
 TEST(hand_built_v2) {
   static hb h;
   static unsigned char re[8192];
@@ -718,6 +721,10 @@ TEST(hand_built_v2) {
     EXPECT_ERR(TTFT_OK, ttft_snapshot_class_sum_wide(s, 0, TTFT_METRIC_TTFT, &hi, &lo));
     EXPECT_EQ_U64(0, hi);
     EXPECT_EQ_U64(365, lo);
+    EXPECT_EQ_U64(306, ttft_snapshot_class_counter(s, 1, TTFT_COUNTER_SLO_JUDGED));
+    EXPECT_EQ_U64(6, ttft_snapshot_class_counter(s, 0, TTFT_COUNTER_SLO_JUDGED));
+    EXPECT_EQ_U64(312, ttft_snapshot_counter(s, TTFT_COUNTER_SLO_JUDGED));
+    EXPECT_NEAR_REL(109.0 / 306.0, ttft_snapshot_attainment(s, 1), 1e-12);
     /* re-encoded as version 3, which decodes to the same */
     long n2 = ttft_snapshot_encode(s, re, sizeof re);
     EXPECT_TRUE(n2 > 16 && re[4] == 3);
@@ -726,6 +733,7 @@ TEST(hand_built_v2) {
     if (s3) {
       expect_hand_built(s3);
       EXPECT_EQ_U64(2, ttft_snapshot_status_count(s3, 1, TTFT_COMPLETED, TTFT_METRIC_E2E));
+      EXPECT_EQ_U64(306, ttft_snapshot_class_counter(s3, 1, TTFT_COUNTER_SLO_JUDGED));
     }
     ttft_snapshot_free(s3);
   }
@@ -751,6 +759,10 @@ TEST(hand_built_v3) {
     EXPECT_TRUE(tl > 0 && (size_t)tl < sizeof text);
     EXPECT_CONTAINS(text, "llm_request_duration_by_status_seconds_sum{class=\"chat\",model=\"m\xc3\xa9\","
                           "region=\"eu \\\"west\\\"\",status=\"completed\"} 41505174165.846491143\n");
+    /* slo_judged as written (class c: c * 100 + 14), so attainment is
+     * slo_met / slo_judged: (100 + 9) / (100 + 14) for chat */
+    EXPECT_EQ_U64(114, ttft_snapshot_class_counter(s, 1, TTFT_COUNTER_SLO_JUDGED));
+    EXPECT_NEAR_REL(109.0 / 114.0, ttft_snapshot_attainment(s, 1), 1e-12);
     long n2 = ttft_snapshot_encode(s, re, sizeof re);
     EXPECT_EQ_INT((long)n, n2);
     EXPECT_TRUE(n2 == (long)n && memcmp(re, h.b, n) == 0);
@@ -1030,7 +1042,15 @@ TEST(fixture_v1_classes) {
           EXPECT_EQ_U64(ttft_snapshot_class_quantile(s, c, (ttft_metric)m, QS[q]),
                         ttft_snapshot_class_quantile(d, c, (ttft_metric)m, QS[q]));
       }
-      EXPECT_EQ_DBL(ttft_snapshot_attainment(s, c), ttft_snapshot_attainment(d, c));
+      /* 1.0 judged every ended stream: judged = ended, and the attainment
+       * that 1.0 reported (1.2 does not judge streams cancelled in time) */
+      uint64_t ended = ttft_snapshot_class_counter(s, c, TTFT_COUNTER_COMPLETED) +
+                       ttft_snapshot_class_counter(s, c, TTFT_COUNTER_CANCELLED) +
+                       ttft_snapshot_class_counter(s, c, TTFT_COUNTER_ERRORS);
+      EXPECT_EQ_U64(ended, ttft_snapshot_class_counter(d, c, TTFT_COUNTER_SLO_JUDGED));
+      if (ended)
+        EXPECT_EQ_DBL((double)ttft_snapshot_class_counter(s, c, TTFT_COUNTER_SLO_MET) / (double)ended,
+                      ttft_snapshot_attainment(d, c));
     }
   }
   v1_close(&x);

@@ -374,9 +374,12 @@ TEST(default_bucket_bounds) {
   expo w;
   if (expo_open(&w)) {
     const char *p = w.p;
-    EXPECT_EQ_U64(17, count_lines_with(p, "gen_ai_server_time_to_first_token_seconds_bucket{class=\"default\","));
+    EXPECT_EQ_U64(22, count_lines_with(p, "gen_ai_server_time_to_first_token_seconds_bucket{class=\"default\","));
     EXPECT_EQ_U64(14, count_lines_with(p, "gen_ai_server_time_per_output_token_seconds_bucket{class=\"default\","));
-    EXPECT_EQ_U64(15, count_lines_with(p, "gen_ai_server_request_duration_seconds_bucket{class=\"default\","));
+    EXPECT_EQ_U64(16, count_lines_with(p, "gen_ai_server_request_duration_seconds_bucket{class=\"default\","));
+    /* the tail: TTFT and E2E reach past 120 s (issue 17) */
+    EXPECT_CONTAINS(p, "gen_ai_server_time_to_first_token_seconds_bucket{class=\"default\",le=\"120.0\"} 1\n");
+    EXPECT_CONTAINS(p, "gen_ai_server_request_duration_seconds_bucket{class=\"default\",le=\"163.84\"} 2\n");
     EXPECT_EQ_U64(63, count_lines_with(p, "llm_inter_token_latency_seconds_bucket{class=\"default\","));
     EXPECT_CONTAINS(p, "gen_ai_server_time_to_first_token_seconds_bucket{class=\"default\",le=\"0.001\"} 0\n");
     EXPECT_CONTAINS(p, "gen_ai_server_time_to_first_token_seconds_bucket{class=\"default\",le=\"7.5\"} 1\n");

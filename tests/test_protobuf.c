@@ -761,7 +761,7 @@ TEST(classic_only) {
   EXPECT_EQ_U64(0, h->nspan);
   EXPECT_EQ_U64(0, h->ndelta);
   EXPECT_EQ_U64(5, h->count);
-  EXPECT_EQ_U64(16, h->nclassic); /* the OTel TTFT bounds; +Inf is implied */
+  EXPECT_EQ_U64(21, h->nclassic); /* the OTel TTFT bounds to 120 s; +Inf is implied */
   EXPECT_EQ_DBL(0.001, h->le[0]);
   EXPECT_EQ_U64(2, h->cum[0]);    /* 0 and 5 ns are <= 1 ms */
   EXPECT_EQ_DBL(0.848000005, h->sum);

@@ -36,7 +36,7 @@ class Scenario(unittest.TestCase):
     def test_counters(self):
         expect = dict(begun=4, completed=2, cancelled=1, errors=1, dropped=0, tokens=7,
                       stalls=1, stalled_seqs=1, abandoned=1, slo_met=2, clock_clamped=0,
-                      preemptions=0, no_tpot=2, stale=0)
+                      preemptions=0, no_tpot=2, stale=0, slo_judged=3)
         self.assertEqual(self.snap.counters(), expect)
 
     def test_ttft(self):
@@ -97,10 +97,32 @@ class Scenario(unittest.TestCase):
 
     def test_attainment(self):
         snap = self.snap
-        self.assertEqual(snap.attainment(self.chat), 1 / 3)   # 1 good of 3 ended chat streams
+        # chat: stream 3 was cancelled at 300 ms, before its 500 ms TTFT
+        # budget: not judged. 1 good of 2 judged (the completed, the error)
+        self.assertEqual(snap.attainment(self.chat), 1 / 2)
         self.assertEqual(snap.attainment("default"), 1.0)
-        self.assertEqual(snap.attainment(), 2 / 4)
+        self.assertEqual(snap.attainment(), 2 / 3)
         self.assertEqual(snap.counter("slo_met", cls=self.chat), 1)
+        self.assertEqual(snap.counter("slo_judged", cls=self.chat), 2)
+
+    def test_cancelled_after_a_missed_budget_is_judged(self):
+        reg = registry()
+        chat = reg.add_class("chat", ttft_slo=0.5, tpot_slo=0.05, e2e_slo=2.0)
+        ends = [(None, 400 * MS, False),             # no token, left before 500 ms
+                (None, 600 * MS, True),              # no token by the TTFT budget
+                ((100 * MS, 60 * MS), 400 * MS, True),   # TPOT so far 60 ms > 50 ms
+                ((100 * MS, 40 * MS), 1900 * MS, False),  # within every budget so far
+                ((100 * MS, 40 * MS), 2100 * MS, True)]   # past the E2E budget
+        for first, end, _ in ends:
+            s = reg.begin(t_ns=T0, cls=chat)
+            if first:
+                s.token(t_ns=T0 + first[0])
+                s.token(t_ns=T0 + first[0] + first[1])
+            s.end("cancelled", t_ns=T0 + end)
+        snap = reg.snapshot()
+        self.assertEqual(snap.counter("slo_judged", cls=chat), sum(j for *_, j in ends))
+        self.assertEqual(snap.counter("slo_met", cls=chat), 0)
+        self.assertEqual(snap.attainment(chat), 0.0)
 
     def test_splits(self):
         snap = self.snap

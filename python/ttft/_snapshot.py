@@ -230,7 +230,9 @@ class Snapshot:
         return _core._L.ttft_snapshot_gauge(own.ptr, g)
 
     def attainment(self, cls=None):
-        """SLO attainment good/ended in [0, 1]; None when nothing ended."""
+        """SLO attainment good/judged in [0, 1] (counters slo_met / slo_judged:
+        streams cancelled before they missed a budget are not judged); None
+        when nothing was judged."""
         own = self._p()
         v = _core._L.ttft_snapshot_attainment(own.ptr, self._cid(cls))
         return None if v < 0 or math.isnan(v) else v

@@ -167,7 +167,7 @@ int ttft__snapshot_finish(ttft_snapshot *s, ttft__hacc *acc) {
   return rc;
 }
 
-double ttft__attainment(const ttft__sclass *c, uint64_t *met_out, uint64_t *ended_out) {
+double ttft__attainment(const ttft__sclass *c, uint64_t *met_out, uint64_t *judged_out) {
   uint64_t ended = 0;
   static const ttft_counter ends[3] = {TTFT_COUNTER_COMPLETED, TTFT_COUNTER_CANCELLED,
                                        TTFT_COUNTER_ERRORS};
@@ -175,11 +175,13 @@ double ttft__attainment(const ttft__sclass *c, uint64_t *met_out, uint64_t *ende
     uint64_t v = c->ctr[ends[i]];
     ended = v > UINT64_MAX - ended ? UINT64_MAX : ended + v;
   }
+  uint64_t judged = c->ctr[TTFT_COUNTER_SLO_JUDGED];
+  if (judged > ended) judged = ended;
   uint64_t met = c->ctr[TTFT_COUNTER_SLO_MET];
-  if (met > ended) met = ended;
+  if (met > judged) met = judged;
   if (met_out) *met_out = met;
-  if (ended_out) *ended_out = ended;
-  return ended ? (double)met / (double)ended : -1.0;
+  if (judged_out) *judged_out = judged;
+  return judged ? (double)met / (double)judged : -1.0;
 }
 
 const ttft__sclass *ttft__snapshot_class(const ttft_snapshot *s, int class_id) {

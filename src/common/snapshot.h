@@ -98,12 +98,13 @@ TTFT_HIDDEN int ttft__snapshot_hist(ttft_snapshot *s, ttft__hacc *acc, ttft__shi
 /* Compute s->all from the classes (acc is scratch). TTFT_OK, TTFT_ENOMEM,
  * TTFT_ERANGE (a sum over classes overflows). */
 TTFT_HIDDEN int ttft__snapshot_finish(ttft_snapshot *s, ttft__hacc *acc);
-/* SLO attainment of class c, min(slo_met, ended) / ended in [0, 1], or
- * -1.0 when nothing ended: the one rule every reader uses (the counters
- * of a decoded or racily copied snapshot may have slo_met > ended). ended
- * saturates instead of wrapping. *met_out / *ended_out (when not NULL)
- * receive the clamped numbers. */
-TTFT_HIDDEN double ttft__attainment(const ttft__sclass *c, uint64_t *met_out, uint64_t *ended_out);
+/* SLO attainment of class c, met / judged in [0, 1] with judged =
+ * min(slo_judged, ended) and met = min(slo_met, judged), or -1.0 when
+ * nothing was judged: the one rule every reader uses (the counters of a
+ * decoded or racily copied snapshot may have slo_met > slo_judged or
+ * slo_judged > ended). ended saturates instead of wrapping. *met_out /
+ * *judged_out (when not NULL) receive the clamped numbers. */
+TTFT_HIDDEN double ttft__attainment(const ttft__sclass *c, uint64_t *met_out, uint64_t *judged_out);
 /* Class by id, TTFT_CLASS_ALL -> &s->all, NULL when out of range. */
 TTFT_HIDDEN const ttft__sclass *ttft__snapshot_class(const ttft_snapshot *s, int class_id);
 

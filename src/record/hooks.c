@@ -543,13 +543,19 @@ int ttft_stream_end(ttft_registry *r, ttft_seq s, ttft_status status, uint64_t t
     hist_rec(r, sh->shared, &cr->h[TTFT_METRIC_SEQ_ITL_P95], ttft__seq_gap_quantile(sl, 0.95, gaps));
     hist_rec(r, sh->shared, &cr->h[TTFT_METRIC_SEQ_ITL_MAX], TTFT__LD(&sl->max_gap));
   }
-  /* good: completed and within every budget its class sets. With no token
-   * at all, the TTFT budget is judged on the whole (empty) answer. */
+  /* The SLO verdict (docs/metrics.md "SLO"): within = every budget its
+   * class sets was met up to t. With no token at all, the TTFT budget is
+   * judged on the time waited so far. COMPLETED: judged, good when
+   * within; ERROR: judged, bad; CANCELLED: judged (bad) only when a budget
+   * was already missed, else the client left before the server failed it
+   * and the stream is not judged. */
   const ttft_slo *slo = &r->classes[cls].slo;
   uint64_t ttft = em ? sub0(t_first, t_begin) : e2e;
-  int good = status == TTFT_COMPLETED && (!slo->ttft_ns || ttft <= slo->ttft_ns) &&
-             (!slo->tpot_ns || !(em && n >= 2) || tpot <= slo->tpot_ns) &&
-             (!slo->e2e_ns || e2e <= slo->e2e_ns);
+  int within = (!slo->ttft_ns || ttft <= slo->ttft_ns) &&
+               (!slo->tpot_ns || !(em && n >= 2) || tpot <= slo->tpot_ns) &&
+               (!slo->e2e_ns || e2e <= slo->e2e_ns);
+  int good = status == TTFT_COMPLETED && within;
+  if (status != TTFT_CANCELLED || !within) ctr_add(sh->shared, &cr->ctr[TTFT_COUNTER_SLO_JUDGED], 1);
   if (good) ctr_add(sh->shared, &cr->ctr[TTFT_COUNTER_SLO_MET], 1);
   /* the views by terminal status (what client benchmarks count); E2E,
    * TPOT and OUTPUT_TOKENS over every status are their sums (registry.h) */

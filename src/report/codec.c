@@ -473,11 +473,21 @@ static uint32_t decode_body(rd *r, ttft_snapshot *s) {
       k->slo.stall_threshold_ns = slo[3];
     }
     n = (uint32_t)get_bounded(r, CODEC_MAX_LIST);
+    uint64_t ended = 0;
     for (uint32_t i = 0; i < n && !r->bad; i++) {
       uint64_t v = get_var(r);
       if (v > UINT64_MAX - ctr_totals[i]) r->bad = 1; /* the sum over classes */
       ctr_totals[i] += v;
       if (k && i < TTFT_COUNTER_COUNT_) k->ctr[i] = v;
+      if (i == TTFT_COUNTER_COMPLETED || i == TTFT_COUNTER_CANCELLED || i == TTFT_COUNTER_ERRORS)
+        ended = v > UINT64_MAX - ended ? UINT64_MAX : ended + v;
+    }
+    if (n <= TTFT_COUNTER_SLO_JUDGED && !r->bad) {
+      /* written before 1.2 (versions 1 and 2): every ended stream was
+       * judged then, so judged = ended keeps the attainment it had */
+      if (ended > UINT64_MAX - ctr_totals[TTFT_COUNTER_SLO_JUDGED]) r->bad = 1;
+      ctr_totals[TTFT_COUNTER_SLO_JUDGED] += ended;
+      if (k) k->ctr[TTFT_COUNTER_SLO_JUDGED] = ended;
     }
     n = (uint32_t)get_bounded(r, CODEC_MAX_LIST);
     for (uint32_t m = 0; m < n && !r->bad; m++)
@@ -528,7 +538,7 @@ ttft_snapshot *ttft_snapshot_decode(const void *buf, size_t len, int *err) {
   if (!buf) return fail(err, TTFT_EINVAL);
   const unsigned char *p = buf;
   if (len < CODEC_HEADER + CODEC_TRAILER || memcmp(p, CODEC_MAGIC, 4) != 0 ||
-      p[4] < 1 || p[4] > 3 ||
+      p[4] < 1 || p[4] > CODEC_VERSION ||
       (p[5] & ~(p[4] == 1 ? CODEC_FLAGS_V1 : p[4] == 2 ? CODEC_FLAGS_V2 : CODEC_FLAGS_V3)) ||
       p[6] || p[7] || le32_get(p + 8) != len ||
       crc32c(p, len - CODEC_TRAILER) != le32_get(p + len - CODEC_TRAILER))

@@ -85,7 +85,10 @@ const ttft__prom_ctr_def ttft__prom_ctrs[] = {
     {TTFT_COUNTER_ABANDONED, "requests_abandoned_before_first_token",
      "Streams cancelled before their first token (their waits are in abandoned_wait_seconds)."},
     {TTFT_COUNTER_SLO_MET, "requests_slo_met",
-     "Ended streams that completed within every SLO budget of their class."},
+     "Ended streams that completed within every SLO budget of their class (good)."},
+    {TTFT_COUNTER_SLO_JUDGED, "requests_slo_judged",
+     "Ended streams the SLO judges: completed and errors, and cancelled ones that had already "
+     "missed a budget (not those a client cancelled in time). Attainment = slo_met / slo_judged."},
     {TTFT_COUNTER_NO_TPOT, "requests_without_tpot",
      "Ended streams with fewer than two tokens, which have no TPOT."},
     {TTFT_COUNTER_PREEMPTIONS, "preemptions", "Times a sequence was preempted by the scheduler."},

@@ -308,13 +308,13 @@ static void section_status(ttft__sb *sb, const ttft_snapshot *s) {
   ttft__sb_puts(sb, "\n");
 }
 
-/* good/ended and the percentage, by the rule every reader uses
- * (ttft__attainment: good clamped to ended, never above 100 %) */
+/* good/judged and the percentage, by the rule every reader uses
+ * (ttft__attainment: good clamped to judged, never above 100 %) */
 static void attainment_cells(ttft__sb *sb, const ttft__sclass *c) {
   char cell[48];
-  uint64_t good, ended;
-  double a = ttft__attainment(c, &good, &ended);
-  snprintf(cell, sizeof cell, "%llu/%llu", (unsigned long long)good, (unsigned long long)ended);
+  uint64_t good, judged;
+  double a = ttft__attainment(c, &good, &judged);
+  snprintf(cell, sizeof cell, "%llu/%llu", (unsigned long long)good, (unsigned long long)judged);
   put_right(sb, cell, 15);
   if (a >= 0.0) snprintf(cell, sizeof cell, "%.1f%%", 100.0 * a);
   else strcpy(cell, "-");
@@ -335,7 +335,7 @@ static void section_slo(ttft__sb *sb, const ttft_snapshot *s) {
   static const char *const cols[] = {"ttft <=", "tpot <=", "e2e <="};
   put_left(sb, "SLO attainment", NAME_W);
   for (size_t i = 0; i < 3; i++) put_right(sb, cols[i], CELL_W);
-  put_right(sb, "good/ended", 15);
+  put_right(sb, "good/judged", 15);
   put_right(sb, "%", CELL_W);
   ttft__sb_puts(sb, "\n");
   uint32_t shown = classes_shown(s);
@@ -353,7 +353,8 @@ static void section_slo(ttft__sb *sb, const ttft_snapshot *s) {
     attainment_cells(sb, &s->all);
   }
   legend(sb, "good = ended completed and within every budget its class sets (- = none; a stream without");
-  legend(sb, "  a TPOT meets the TPOT budget); cancelled and errors are never good; % = good / ended.");
+  legend(sb, "  a TPOT meets the TPOT budget); judged = completed + errors + streams cancelled after they");
+  legend(sb, "  had missed a budget (a client that left in time does not judge the server); % = good / judged.");
   legend(sb, "  Stalls play no part in it: they are counted and reported apart");
   ttft__sb_puts(sb, "\n");
   if (shown <= 1) return;

@@ -813,6 +813,33 @@ void test_config_11() {
   EXPECT_TRUE(static_cast<bool>(with_buckets));
 }
 
+// 1.2: a stream its client cancels before it missed a budget is not
+// judged; one cancelled after a missed budget is bad; attainment = good /
+// judged.
+void test_slo_judged() {
+  using namespace std::chrono_literals;
+  ttft::Registry reg;
+  const ttft::Class chat = reg.add_class("chat", ttft::Slo().ttft(1ms));
+  {  // good
+    ttft::Stream s = reg.begin(ttft::Request().cls(chat), T0);
+    EXPECT_EQ(s.token(1, T0 + 500000), TTFT_OK);
+    EXPECT_EQ(s.end(TTFT_COMPLETED, T0 + 600000), TTFT_OK);
+  }
+  {  // cancelled at 0.5 ms, before the 1 ms TTFT budget: not judged
+    ttft::Stream s = reg.begin(ttft::Request().cls(chat), T0);
+    EXPECT_EQ(s.end(TTFT_CANCELLED, T0 + 500000), TTFT_OK);
+  }
+  {  // no first token by 1 ms, cancelled at 5 ms: judged, bad
+    ttft::Stream s = reg.begin(ttft::Request().cls(chat), T0);
+    EXPECT_EQ(s.end(TTFT_CANCELLED, T0 + 5000000), TTFT_OK);
+  }
+  ttft::Snapshot snap = reg.snapshot();
+  EXPECT_EQ(snap.counter(TTFT_COUNTER_SLO_JUDGED, chat), 2u);
+  EXPECT_EQ(snap.counter(TTFT_COUNTER_SLO_MET, chat), 1u);
+  EXPECT_TRUE(snap.attainment(chat) == std::optional<double>(0.5));
+  EXPECT_STREQ(ttft::name(TTFT_COUNTER_SLO_JUDGED), "slo_judged");
+}
+
 #ifdef TTFT_TEST_HTTP
 void test_http() {
   ttft::Registry reg = small_registry();
@@ -839,6 +866,7 @@ int main() {
   test_step_and_annotate();
   test_status_views();
   test_config_11();
+  test_slo_judged();
 #ifdef TTFT_TEST_HTTP
   test_http();
 #endif

@@ -5,7 +5,11 @@ Static checks of deploy/grafana/ttft-dashboard.json (the fleet test also
 evaluates every expression on a real Prometheus). Standard library only.
 
   - valid JSON with a uid, a title, a datasource variable and the template
-    variables `model` and `class` (label_values queries, "All" = ".*");
+    variables `model` and `class` (label_values queries, "All" = ".*"), and
+    `viewpoint` (the registry constant label of docs/prometheus.md's two-view
+    pattern: one value at a time, so two views are never added; every
+    selector that filters the model filters the view too);
+  - attainment is slo_met over slo_judged;
   - every panel reads ${datasource}; every target has an expression and a
     unique refId; every expression filters model=~"$model" (and, when it
     reads a per-class family, class=~"$class");
@@ -89,6 +93,17 @@ def main():
         if not v.get("includeAll") or v.get("allValue") != ".*":
             fail("variable %s: needs an All option matching every value (.*)" % name)
 
+    v = variables.get("viewpoint")
+    if not v:
+        fail("no template variable viewpoint (the registry's constant label)")
+    else:
+        q = v.get("query")
+        q = q.get("query") if isinstance(q, dict) else q
+        if not (q or "").startswith("label_values(") or not q.rstrip(")").endswith("viewpoint"):
+            fail("variable viewpoint: not a label_values(..., viewpoint) query: %r" % q)
+        if v.get("includeAll") or v.get("multi"):
+            fail("variable viewpoint: one view at a time (two views must never be added)")
+
     ps = panels_of(dash)
     all_exprs = []
     for p in ps:
@@ -112,6 +127,13 @@ def main():
                 fail("panel %r reads classic buckets: %s" % (title, e))
             if "class:llm_slo_objective:ratio" not in e and 'model=~"$model"' not in e:
                 fail("panel %r: no model filter: %s" % (title, e))
+            # one registry view at a time (a constant label, docs/prometheus.md):
+            # every selector that filters the model filters the view too
+            if e.count('model=~"$model"') != e.count('viewpoint=~"$viewpoint"'):
+                fail("panel %r: a selector without the view filter: %s" % (title, e))
+            if "llm_requests_slo_met_total" in e and "/" in e and \
+                    "llm_requests_slo_judged_total" not in e:
+                fail("panel %r: attainment not over judged streams: %s" % (title, e))
             if not any(n in e for n in NOT_PER_CLASS) and 'class=~"$class"' not in e:
                 fail("panel %r: no class filter: %s" % (title, e))
 
@@ -137,7 +159,7 @@ def main():
     find(lambda p: any("llm_live_stalls" in e for e in exprs(p)), "with live stalls")
     find(lambda p: any("llm_requests_abandoned_before_first_token_total" in e for e in exprs(p)),
          "with abandoned before the first token")
-    find(lambda p: any("llm_requests_slo_met_total" in e and "llm_requests_ended_total" in e
+    find(lambda p: any("llm_requests_slo_met_total" in e and "llm_requests_slo_judged_total" in e
                        for e in exprs(p)) and
          any("llm_slo_objective" in e for e in exprs(p)), "with attainment next to the objective")
     tok = find(lambda p: any("llm_output_tokens_total" in e for e in exprs(p)), "with tokens/s")

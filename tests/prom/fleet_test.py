@@ -423,10 +423,10 @@ def main():
             dash, exprs, variables = dashboard_exprs(args.dashboard)
             if len(exprs) < 10:
                 fail("dashboard: only %d expressions found" % len(exprs))
-            sets = [{"model": ".*", "class": ".*", "__rate_interval": "1m", "__interval": "15s",
-                     "__range": "5m"},
-                    {"model": "fleet-test-8b", "class": "chat", "__rate_interval": "1m",
-                     "__interval": "15s", "__range": "5m"}]
+            sets = [{"model": ".*", "class": ".*", "viewpoint": "engine", "__rate_interval": "1m",
+                     "__interval": "15s", "__range": "5m"},
+                    {"model": "fleet-test-8b", "class": "chat", "viewpoint": "engine",
+                     "__rate_interval": "1m", "__interval": "15s", "__range": "5m"}]
             nok = 0
             for name, q in variables:
                 m = re.match(r"^\s*label_values\((.*),\s*([a-zA-Z_][a-zA-Z0-9_]*)\)\s*$", q or "",

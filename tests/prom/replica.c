@@ -20,7 +20,7 @@
  *                        token, and one begin refused per round (a full
  *                        registry)
  * Classes "chat" (SLO TTFT 500 ms, TPOT 60 ms, stall 400 ms) and "batch"
- * (TTFT 5 s), model "fleet-test-8b", constant label replica="r<id>".
+ * (TTFT 5 s), model "fleet-test-8b", constant label viewpoint="engine".
  *
  * protocol (stdin, one command a line; answers on stdout):
  *   at start   prints "port <n>" once /metrics is served
@@ -220,9 +220,10 @@ int main(int argc, char **argv) {
   g_rng = UINT64_C(0x5EED0000) + (uint64_t)g_id;
   alarm(240);
 
-  char replica[16];
-  snprintf(replica, sizeof replica, "r%d", g_id);
-  ttft_label lbl = {"replica", replica};
+  /* the same on every replica: a registry-level label (the engine view of
+   * docs/prometheus.md's two-view pattern) that the rules keep while they
+   * sum over instances */
+  ttft_label lbl = {"viewpoint", "engine"};
   ttft_config c;
   ttft_config_init(&c);
   c.model = "fleet-test-8b";
