@@ -267,7 +267,9 @@ TEST(cancel_and_error) {
   EXPECT_EMPTY(s, TTFT_METRIC_DECODE);
   EXPECT_EQ_U64(1, CTR(s, NO_TPOT));
   EXPECT_EQ_U64(0, CTR(s, SLO_MET));
-  EXPECT_EQ_DBL(0.0, ttft_snapshot_attainment(s, TTFT_CLASS_ALL));
+  /* no budget to miss: a cancelled stream is not judged, nothing is */
+  EXPECT_EQ_U64(0, CTR(s, SLO_JUDGED));
+  EXPECT_EQ_DBL(-1.0, ttft_snapshot_attainment(s, TTFT_CLASS_ALL));
   ttft_snapshot_free(s);
 
   /* cancelled after its first token: not abandoned */
@@ -306,7 +308,8 @@ TEST(cancel_and_error) {
   EXPECT_EQ_U64(4, CTR(s, NO_TPOT));
   EXPECT_SINGLE(s, TTFT_METRIC_ITL, 1 * MS);
   EXPECT_EQ_U64(1, CTR(s, SLO_MET)); /* only the completed one (no budgets) */
-  EXPECT_NEAR_REL(0.2, ttft_snapshot_attainment(s, TTFT_CLASS_ALL), 1e-12);
+  EXPECT_EQ_U64(3, CTR(s, SLO_JUDGED)); /* the completed one and the errors */
+  EXPECT_NEAR_REL(1.0 / 3.0, ttft_snapshot_attainment(s, TTFT_CLASS_ALL), 1e-12);
   EXPECT_EQ_U64(3, CTR(s, TOKENS));
   ttft_snapshot_free(s);
   ttft_registry_free(r);

@@ -22,7 +22,8 @@
  *
  * The model is exact for everything that does not depend on the library's
  * clock. A sequence that ever used TTFT_NOW is "fuzzy": its clock-dependent
- * outcomes (CLOCK_CLAMPED, STALLS, STALLED_SEQS, SLO_MET with budgets) are
+ * outcomes (CLOCK_CLAMPED, STALLS, STALLED_SEQS, SLO_MET with budgets,
+ * SLO_JUDGED of a cancelled stream with budgets) are
  * allowed as a range. Invariants after every step: return codes, handles,
  * the inflight count, the stale-call count; after every snapshot: every
  * counter and histogram count per class and in total (token-weighted ITL
@@ -535,17 +536,21 @@ static void op_end(model *m, fz_in *in) {
   rec_view(m, q->cls, status, 3, q->tokens, 0);
   const ttft_slo *slo = &c->slo;
   int budgets = slo->ttft_ns || slo->tpot_ns || slo->e2e_ns;
-  if (status == TTFT_COMPLETED) {
-    if (!budgets) {
-      c->ctr[TTFT_COUNTER_SLO_MET]++;
-    } else if (!exact) {
-      c->fz[TTFT_COUNTER_SLO_MET]++;
-    } else {
-      uint64_t ttft = q->em ? q->t_first - q->t_begin : e2e;
-      int good = (!slo->ttft_ns || ttft <= slo->ttft_ns) && (!slo->tpot_ns || !has_tpot || tpot <= slo->tpot_ns) &&
+  /* judged: completed and errors always; cancelled only after a missed
+   * budget (docs/metrics.md); good: completed within every budget */
+  if (!budgets) {
+    if (status == TTFT_COMPLETED) c->ctr[TTFT_COUNTER_SLO_MET]++;
+    if (status != TTFT_CANCELLED) c->ctr[TTFT_COUNTER_SLO_JUDGED]++;
+  } else if (!exact) {
+    if (status == TTFT_COMPLETED) c->fz[TTFT_COUNTER_SLO_MET]++;
+    if (status != TTFT_CANCELLED) c->ctr[TTFT_COUNTER_SLO_JUDGED]++;
+    else c->fz[TTFT_COUNTER_SLO_JUDGED]++;
+  } else {
+    uint64_t ttft = q->em ? q->t_first - q->t_begin : e2e;
+    int within = (!slo->ttft_ns || ttft <= slo->ttft_ns) && (!slo->tpot_ns || !has_tpot || tpot <= slo->tpot_ns) &&
                  (!slo->e2e_ns || e2e <= slo->e2e_ns);
-      if (good) c->ctr[TTFT_COUNTER_SLO_MET]++;
-    }
+    if (status == TTFT_COMPLETED && within) c->ctr[TTFT_COUNTER_SLO_MET]++;
+    if (status != TTFT_CANCELLED || !within) c->ctr[TTFT_COUNTER_SLO_JUDGED]++;
   }
   q->live = 0;
   m->live--;
