@@ -550,4 +550,107 @@ TEST(nonreader_waves) {
   ttft_registry_free(reg);
 }
 
+/* ------------------------------------- 4: a body larger than the cap (17.6)
+ * A registry whose text exposition exceeds the response cap is still
+ * served: the cap follows the registry's bodies. With the cap held fixed
+ * (the 1.1 rule, internals only) such a scrape gets 503, and the failed
+ * render is attempted once per window, not once per request. */
+#if TTFT_TEST_INTERNALS
+static ttft_http *start_capped(ttft_registry *reg, size_t cap, int fixed, unsigned reuse_ms) {
+  ttft_http *srv = NULL;
+  ttft__http_opts o;
+  memset(&o, 0, sizeof o);
+  o.response_cap = cap;
+  o.response_cap_fixed = fixed;
+  o.render_interval_ns = (uint64_t)reuse_ms * 1000000u;
+  o.render_cost_factor = 0;
+  EXPECT_ERR(TTFT_OK, ttft__http_start_opts(reg, "127.0.0.1:0", &o, &srv));
+  return srv;
+}
+#endif
+
+/* the cap follows the registry: a text body four times the configured
+ * cap is served whole, and the cap says so */
+TEST(cap_follows_registry) {
+  resp *r = &g_resp;
+  if (!fixture()) return;
+#if TTFT_TEST_INTERNALS
+  ttft_registry *reg = make_registry(24);
+  EXPECT_NOT_NULL(reg);
+  if (!reg) return;
+  ttft_snapshot *s = ttft_snapshot_take(reg);
+  long want = s ? ttft_snapshot_format(s, TTFT_FORMAT_PROMETHEUS, NULL, 0) : -1;
+  ttft_snapshot_free(s);
+  EXPECT_TRUE(want > 100000);
+  size_t cap = (size_t)want / 4;
+  ttft_http *srv = start_capped(reg, cap, 0, 60000);
+  if (srv) {
+    int port = ttft_http_port(srv);
+    for (int i = 0; i < 3; i++) {
+      get(port, "/metrics", r);
+      EXPECT_EQ_INT(200, r->status);
+      EXPECT_TRUE(r->eof);
+      EXPECT_EQ_INT(r->content_length, (long long)r->body_len);
+      EXPECT_EQ_U64((uint64_t)want, r->body_len); /* the registry is idle: same bytes */
+      EXPECT_TRUE(r->body_len > 0 && r->body[r->body_len - 1] == '\n');
+    }
+    get(port, "/report.json", r);
+    EXPECT_EQ_INT(200, r->status);
+    ttft__http_stats st;
+    ttft__http_get_stats(srv, &st);
+    EXPECT_GE_U64(st.held_cap, 2 * (uint64_t)want);
+    EXPECT_LE_U64(st.held_bytes, st.held_cap);
+    EXPECT_GE_U64(st.cap_raises, 1);
+    EXPECT_EQ_U64(0, st.refused_memory);
+    EXPECT_EQ_U64(0, st.render_failures);
+    fprintf(stderr, "   %ld-byte text body, configured cap %zu: served, cap now %zu (%llu raises)\n", want,
+            cap, st.held_cap, (unsigned long long)st.cap_raises);
+    ttft_http_stop(srv);
+  }
+  ttft_registry_free(reg);
+#else
+  (void)r;
+  fprintf(stderr, "   (static build only: it sets the cap)\n");
+#endif
+}
+
+/* a fixed cap below the body: 503, and one render attempt per window
+ * however many scrapes come; other formats are still served */
+TEST(failed_render_once_per_window) {
+  resp *r = &g_resp;
+  if (!fixture()) return;
+#if TTFT_TEST_INTERNALS
+  ttft_registry *reg = make_registry(24);
+  EXPECT_NOT_NULL(reg);
+  if (!reg) return;
+  ttft_http *srv = start_capped(reg, 64u << 10, 1, 600000); /* 10-minute window */
+  if (srv) {
+    int port = ttft_http_port(srv);
+    enum { SCRAPES = 8 };
+    for (int i = 0; i < SCRAPES; i++) {
+      get(port, "/metrics", r);
+      EXPECT_EQ_INT(503, r->status);
+      EXPECT_TRUE(r->eof);
+    }
+    get(port, "/report", r); /* the text report is small: its own format */
+    EXPECT_EQ_INT(200, r->status);
+    ttft__http_stats st;
+    ttft__http_get_stats(srv, &st);
+    EXPECT_EQ_U64(1, st.render_failures);          /* one attempt ... */
+    EXPECT_EQ_U64(SCRAPES - 1, st.render_failures_reused); /* ... for 8 scrapes */
+    EXPECT_EQ_U64(SCRAPES, st.refused_memory);
+    EXPECT_EQ_U64(64u << 10, st.held_cap);          /* fixed */
+    EXPECT_EQ_U64(0, st.cap_raises);
+    fprintf(stderr, "   fixed 64 KiB cap: %d scrapes, %llu render attempt(s), all 503\n", SCRAPES,
+            (unsigned long long)st.render_failures);
+    ttft_http_stop(srv);
+  }
+  ttft_registry_free(reg);
+#else
+  (void)r;
+  fprintf(stderr, "   (static build only: it fixes the cap)\n");
+#endif
+}
+
+
 TU_MAIN()

@@ -22,6 +22,16 @@
  * bodies alive together never exceed srv->cap bytes: to render a new one
  * the server first drops unused cache entries, then closes writers that
  * stopped reading, and otherwise serves the older body it still holds.
+ * The cap follows the registry (cap_follow): it is at least twice the
+ * largest body of every format the registry has rendered, so whatever the
+ * configuration lets a registry hold is served; memory is bounded by what
+ * the registry renders, never by what clients do.
+ *
+ * One render attempt per format per freshness window, success or failure:
+ * a render that fails is remembered (fail_until / fail_err) and the
+ * requests of that window get the older body, or the same error, without
+ * a new attempt, so a registry that cannot be rendered costs the server
+ * thread one attempt per window, not one per request.
  */
 #if defined(__linux__) && !defined(_GNU_SOURCE)
 #  define _GNU_SOURCE /* accept4 */
@@ -471,6 +481,11 @@ struct ttft_http {
   unsigned render_factor;
   uint64_t accept_pause_until;
   uint64_t pb_retry_at; /* protobuf failed: text until then */
+  int cap_fixed;        /* 1: cap never follows the registry (tests) */
+  size_t max_len[TTFT_FORMAT_COUNT_];   /* the largest body of each format */
+  uint64_t fail_until[TTFT_FORMAT_COUNT_]; /* a render failed: no new
+                                              attempt before this */
+  int fail_err[TTFT_FORMAT_COUNT_];     /* ... and what it failed with */
   http_body *bodies, *bodies_tail;
   http_body *cache[TTFT_FORMAT_COUNT_];
   uint64_t render_ns[TTFT_FORMAT_COUNT_]; /* what the last render cost */
@@ -717,6 +732,26 @@ static http_body *body_new(ttft_http *srv, size_t cap, uint64_t now, int *err) {
   return b;
 }
 
+/* A body of format f needs need bytes: the cap becomes at least twice the
+ * largest body of every format (an older one still being sent beside a new
+ * one), so any body the registry renders fits. Unless the cap is fixed. */
+static void cap_follow(ttft_http *srv, ttft_format f, size_t need) {
+  size_t want = 0;
+  int g;
+  if (need > srv->max_len[f]) srv->max_len[f] = need;
+  if (srv->cap_fixed) return;
+  for (g = 0; g < TTFT_FORMAT_COUNT_; g++) {
+    size_t one = srv->max_len[g] ? srv->max_len[g] + sizeof(http_body) : 0;
+    if (one > (SIZE_MAX - want) / 2) return; /* cannot be: bodies are allocated */
+    want += 2 * one;
+  }
+  if (want > srv->cap) {
+    srv->cap = want;
+    srv->st.held_cap = want;
+    srv->st.cap_raises++;
+  }
+}
+
 /* Format s into a new body (refs 1). mu is released while formatting: the
  * body is already listed, so a forked child frees it. NULL with *err. */
 static http_body *render(ttft_http *srv, const ttft_snapshot *s, ttft_format f, int *err) {
@@ -733,6 +768,7 @@ static http_body *render(ttft_http *srv, const ttft_snapshot *s, ttft_format f, 
       *err = n < 0 ? (int)n : TTFT_ERANGE;
       return NULL;
     }
+    cap_follow(srv, f, (size_t)n + 1);
     b = body_new(srv, (size_t)n + 1, ttft_now_ns(), err);
     if (!b) return NULL;
   }
@@ -746,26 +782,48 @@ static http_body *render(ttft_http *srv, const ttft_snapshot *s, ttft_format f, 
       *err = n < 0 ? (int)n : TTFT_ERANGE;
       return NULL;
     }
+    cap_follow(srv, f, (size_t)n + 1);
     b = body_new(srv, (size_t)n + 1, ttft_now_ns(), err); /* the estimate was short */
     if (!b) return NULL;
   }
   b->len = (size_t)n;
   srv->last_len[f] = (size_t)n;
+  cap_follow(srv, f, (size_t)n + 1);
   return b;
+}
+
+/* The older body when a new one cannot be had for memory (it is held by
+ * senders anyway), else NULL with *err = err. */
+static http_body *body_older(ttft_http *srv, ttft_format f, int err, int *out_err) {
+  http_body *b = srv->cache[f];
+  *out_err = err;
+  if (b && (err == HTTP_E_CAP || err == TTFT_ENOMEM)) {
+    b->refs++;
+    srv->st.stale_reuses++;
+    return b;
+  }
+  if (err == HTTP_E_CAP) srv->st.refused_memory++;
+  return NULL;
 }
 
 /* The body of format f for one response, with a reference for the caller:
  * the cached one while it is fresh, else a new render from *snap (taken
  * here if it is not yet), which becomes the cache entry. When a new one
  * cannot be had for memory, the cached one however old (it is held by
- * senders anyway). NULL with *err when there is none. */
+ * senders anyway). NULL with *err when there is none. A failed render is
+ * not tried again within its window: the requests meanwhile get what it
+ * gave (the older body, or the error). */
 static http_body *body_get(ttft_http *srv, ttft_format f, http_snap *snap, int *err) {
   http_body *b = srv->cache[f];
-  uint64_t t0;
-  if (b && body_fresh(srv, f, b, ttft_now_ns())) {
+  uint64_t t0 = ttft_now_ns();
+  if (b && body_fresh(srv, f, b, t0)) {
     b->refs++;
     srv->st.reuses++;
     return b;
+  }
+  if (t0 < srv->fail_until[f]) {
+    srv->st.render_failures_reused++;
+    return body_older(srv, f, srv->fail_err[f], err);
   }
   if (!snap->s) {
     t0 = ttft_now_ns();
@@ -777,24 +835,23 @@ static http_body *body_get(ttft_http *srv, ttft_format f, http_snap *snap, int *
   t0 = ttft_now_ns();
   b = snap->s ? render(srv, snap->s, f, err) : NULL;
   if (!snap->s) *err = TTFT_ENOMEM;
+  uint64_t t1 = ttft_now_ns();
+  srv->render_ns[f] = t1 - t0 + snap->ns;
   if (b) {
-    uint64_t t1 = ttft_now_ns();
     b->t_done = t1;
-    srv->render_ns[f] = t1 - t0 + snap->ns;
+    srv->fail_until[f] = 0;
     cache_drop(srv, f);
     srv->cache[f] = b; /* the render's reference becomes the cache's */
     b->refs++;
     srv->st.renders++;
     return b;
   }
-  b = srv->cache[f];
-  if (b && (*err == HTTP_E_CAP || *err == TTFT_ENOMEM)) {
-    b->refs++;
-    srv->st.stale_reuses++;
-    return b;
-  }
-  if (*err == HTTP_E_CAP) srv->st.refused_memory++;
-  return NULL;
+  /* remembered for one window (at least the floor, longer when even the
+   * failed attempt was slow), as a body would be */
+  srv->st.render_failures++;
+  srv->fail_err[f] = *err;
+  srv->fail_until[f] = t1 + render_window(srv, f);
+  return body_older(srv, f, *err, err);
 }
 
 /* ------------------------------------------------------------ responses */
@@ -1397,6 +1454,7 @@ int ttft__http_start_opts(ttft_registry *r, const char *addr, const ttft__http_o
   srv->pid = getpid();
   srv->wake_r = srv->wake_w = -1;
   srv->cap = o && o->response_cap ? o->response_cap : TTFT__HTTP_RESPONSE_CAP;
+  srv->cap_fixed = o && o->response_cap_fixed;
   srv->render_interval = o && !o->render_defaults ? o->render_interval_ns : TTFT__HTTP_RENDER_INTERVAL_NS;
   srv->render_factor = o && !o->render_defaults ? o->render_cost_factor : TTFT__HTTP_RENDER_COST_FACTOR;
   srv->st.held_cap = srv->cap;

@@ -82,7 +82,9 @@ TTFT_HIDDEN int ttft__http_parse(const char *buf, size_t len, ttft__http_req *ou
 /* Defaults of the server's limits (docs/http.md, "Hostile clients"). */
 #define TTFT__HTTP_MAX_CONN 64                      /* connections kept */
 #define TTFT__HTTP_RESPONSE_CAP ((size_t)64 << 20)  /* bytes of rendered
-                                                       bodies held at once */
+                                                       bodies held at once, at
+                                                       least (it follows the
+                                                       registry's bodies) */
 #define TTFT__HTTP_RENDER_INTERVAL_NS UINT64_C(250000000) /* a body is reused
                                                        for at least this long */
 #define TTFT__HTTP_RENDER_COST_FACTOR 4             /* ... and for this many
@@ -93,6 +95,8 @@ TTFT_HIDDEN int ttft__http_parse(const char *buf, size_t len, ttft__http_req *ou
  * render_defaults = 1 to take theirs). For tests. */
 typedef struct ttft__http_opts {
   size_t response_cap;            /* 0 = TTFT__HTTP_RESPONSE_CAP */
+  int response_cap_fixed;         /* 1: the cap stays response_cap even when
+                                     a body does not fit (the 1.1 rule) */
   int render_defaults;            /* 1: the two fields below are ignored */
   uint64_t render_interval_ns;    /* reuse window floor; 0 = no floor */
   unsigned render_cost_factor;    /* 0 = the window does not grow with
@@ -123,6 +127,10 @@ typedef struct ttft__http_stats {
   uint64_t evicted_linger, evicted_reader, evicted_writer; /* for room */
   uint64_t evicted_for_memory; /* stalled writers closed to free a body */
   uint64_t refused_memory;     /* 503: no body fitted under the cap */
+  uint64_t cap_raises;         /* times the cap grew to follow the bodies */
+  uint64_t render_failures;    /* render attempts that failed */
+  uint64_t render_failures_reused; /* responses answered from a failure
+                                      remembered in its window (no attempt) */
   uint64_t protobuf_fallbacks; /* protobuf asked for, text sent */
 } ttft__http_stats;
 
