@@ -55,12 +55,19 @@ import pbdecode  # noqa: E402
 
 BUDGET_S = 110
 DEADLINE = time.monotonic() + BUDGET_S
-ROUNDS = 3  # after the one each replica records at start
+ROUNDS = 3  # after the one each replica records at start (SCALES)
 PROTOBUF_ACCEPT = ("application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;"
                    "encoding=delimited;q=0.7,text/plain;version=0.0.4;q=0.3,*/*;q=0.2")
 METRICS = [("TTFT", "gen_ai_server_time_to_first_token_seconds"),
            ("TPOT", "gen_ai_server_time_per_output_token_seconds"),
-           ("ITL", "llm_inter_token_latency_seconds")]
+           ("ITL", "llm_inter_token_latency_seconds"),
+           ("E2E", "gen_ai_server_request_duration_seconds")]
+# the rounds after the start round: a duration scale each. The window
+# rounds (after the first) move every metric's minimum and maximum.
+SCALES = [1.0, 0.4, 2.5]
+BATCH_BIT = 1 << 63
+SCRAPE_MS = 100  # the native server's scrape interval
+WINDOW_PAUSE_S = 4.0  # quiet time around each window round
 QS = ["0.5", "0.9", "0.99"]
 failures = []
 
@@ -160,8 +167,14 @@ class Prometheus:
         os.makedirs(self.dir)
         cfg = os.path.join(self.dir, "prometheus.yml")
         with open(cfg, "w") as f:
-            f.write("global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\n"
-                    "  evaluation_interval: 1s\n")
+            # the native server scrapes every 100 ms: rate() extrapolates
+            # each series from its own first and last sample in a window,
+            # so replicas scraped at different phases get different
+            # factors; short scrapes keep that spread (and so its effect on
+            # a fleet quantile) small
+            f.write("global:\n  scrape_interval: %s\n  scrape_timeout: %s\n"
+                    "  evaluation_interval: 1s\n" % (("%dms" % SCRAPE_MS, "%dms" % (SCRAPE_MS - 20))
+                                                    if native else ("1s", "900ms")))
             if rules:
                 f.write("rule_files:\n  - '%s'\n" % rules)
             f.write("scrape_configs:\n  - job_name: llm\n    static_configs:\n"
@@ -227,7 +240,7 @@ def read_values(path):
     if data[:4] != b"TTFV":
         raise RuntimeError("%s: not a values file" % path)
     pos, out = 4, []
-    for _ in range(3):
+    for _ in range(4):
         n = int.from_bytes(data[pos:pos + 8], "little")
         pos += 8
         a = array.array("Q")
@@ -353,26 +366,65 @@ def main():
             fail("the servers never scraped all three replicas")
             return 1
 
-        for k in range(ROUNDS):  # more traffic, a scrape after each round
+        def dump_all(tag):  # per replica, per metric: the values in order
+            out = []
             for r in replicas:
-                if r.cmd("round")[0] != "ok":
+                path = os.path.join(tmp, "values-%s-%d.bin" % (tag, r.rid))
+                ans = r.cmd("dump " + path)
+                if ans[0] != "dumped":
+                    raise RuntimeError("replica %d: %s" % (r.rid, " ".join(ans)))
+                out.append(read_values(path))
+            return out
+
+        def wait_native_counts(per, what):
+            want = [float(sum(len(rep[m]) for rep in per)) for m in range(len(METRICS))]
+            while left() > 40:
+                got = [scalar(native.addr, "histogram_count(sum(%s))" % fam) for _, fam in METRICS]
+                if got == want:
+                    return True
+                time.sleep(0.2)
+            fail("native server never reached the counts of %s: %s != %s" % (what, got, want))
+            return False
+
+        # what the first scrapes saw (the start round): rate()s over the
+        # whole run see what came after it
+        initial = dump_all("initial")
+        t_ws = None
+        for k, scale in enumerate(SCALES):  # more traffic, a scrape after each round
+            for r in replicas:
+                if r.cmd("round %g" % scale)[0] != "ok":
                     raise RuntimeError("replica %d: round failed" % r.rid)
             time.sleep(1.6)
+            if k == 0:
+                # the window starts after this phase is scraped, and at
+                # least one scrape of it lies inside the window
+                mid = dump_all("mid")
+                if not wait_native_counts(mid, "the first phase"):
+                    return 1
+                time.sleep(1.0)
+                t_ws = time.time()
+                time.sleep(WINDOW_PAUSE_S)
+            elif k < len(SCALES) - 1:
+                time.sleep(WINDOW_PAUSE_S)
+        final = dump_all("final")
+
+        def obs(m, start=None, cls=None):  # final values after start, one class or all
+            out = []
+            for i, rep in enumerate(final):
+                a = rep[m][len(start[i][m]):] if start else rep[m]
+                if cls is None:
+                    out.extend(v & ~BATCH_BIT for v in a)
+                else:
+                    want = BATCH_BIT if cls == "batch" else 0
+                    out.extend(v & ~BATCH_BIT for v in a if v & BATCH_BIT == want)
+            out.sort()
+            return out
 
         # the exact values of the union, and the final state in both servers
-        vals = [[], [], []]
-        for r in replicas:
-            path = os.path.join(tmp, "values-%d.bin" % r.rid)
-            ans = r.cmd("dump " + path)
-            if ans[0] != "dumped":
-                raise RuntimeError("replica %d: %s" % (r.rid, " ".join(ans)))
-            for m, a in enumerate(read_values(path)):
-                vals[m].extend(a)
-        for v in vals:
-            v.sort()
+        vals = [obs(m) for m in range(len(METRICS))]
         counts = [len(v) for v in vals]
-        print("ok   %d rounds recorded: %d TTFT, %d TPOT, %d ITL values in the union"
-              % (ROUNDS + 1, counts[0], counts[1], counts[2]), flush=True)
+        print("ok   %d rounds recorded: %d TTFT, %d TPOT, %d ITL, %d E2E values in the union"
+              % (ROUNDS + 1, counts[0], counts[1], counts[2], counts[3]), flush=True)
         for prom, fmt in ((native, "histogram_count(sum(%s))"), (classic, "sum(%s_count)")):
             while left() > 30:
                 got = [scalar(prom.addr, fmt % fam) for _, fam in METRICS]
@@ -417,6 +469,41 @@ def main():
                 if schema >= 7 and abs(en) >= 0.01:
                     fail("%s p%s: native error %.3f %% over 1 %%" % (short, q, 100 * en))
         print("worst native error %.3f %% (bound %.2f %%)\n" % (100 * worst, 100 * bound), flush=True)
+
+        # ------------------------------------------------ rate() windows
+        # A window that starts after the first phase and covers the two
+        # later ones, whose minima and maxima moved (scales 0.4 and 2.5):
+        # its quantiles over rate() must be those of the observations made
+        # in it, and its increase() their count (up to the extrapolation).
+        w_ms = int((at - t_ws) * 1000)
+        print("rate() window of %.1f s after the first phase, exact = nearest rank of the "
+              "values recorded in it:" % (w_ms / 1000.0))
+        print("%-5s %-5s %14s %14s %9s" % ("", "q", "exact (s)", "native rate", "error"))
+        worst_w = 0.0
+        for m, (short, fam) in enumerate(METRICS):
+            wv = obs(m, mid)
+            if not wv:
+                fail("%s: no observation in the window" % short)
+                continue
+            for q in QS:
+                exact = nearest_rank(wv, q) / 1e9
+                got = scalar(native.addr, "histogram_quantile(%s, sum(rate(%s[%dms])))" % (q, fam, w_ms), at)
+                if got is None or exact <= 0:
+                    fail("%s p%s over rate(): no answer" % (short, q))
+                    continue
+                e = got / exact - 1
+                worst_w = max(worst_w, abs(e))
+                print("%-5s %-5s %14.6f %14.6f %+8.3f%%" % (short, q, exact, got, 100 * e))
+                if abs(e) >= min(bound, 0.01):
+                    fail("%s p%s over rate(): error %.3f %% (1 %% at most)" % (short, q, 100 * e))
+            cnt = scalar(native.addr, "histogram_count(sum(increase(%s[%dms])))" % (fam, w_ms), at)
+            hi = len(wv) * w_ms / (w_ms - 2.2 * SCRAPE_MS)
+            print("      histogram_count(increase()) %s, exact %d (extrapolation allows %d .. %.0f)"
+                  % (cnt, len(wv), len(wv), hi))
+            if cnt is None or not (len(wv) * (1 - 1e-9) <= cnt <= hi * (1 + 1e-9)):
+                fail("%s: increase() counted %s observations where %d were made (at most %.0f "
+                     "with extrapolation)" % (short, cnt, len(wv), hi))
+        print("worst rate() window error %.3f %%\n" % (100 * worst_w), flush=True)
 
         # --------------------------------------------------- the dashboard
         if args.dashboard:
@@ -469,7 +556,8 @@ def main():
             allrules = [r for g in groups for r in g["rules"]]
             if not allrules:
                 fail("no rule loaded from %s" % rules)
-            nrec = nalert = 0
+            nrec = nalert = nrule_cmp = 0
+            worst_rule = 0.0
             for r in allrules:
                 if r.get("health") != "ok" or r.get("lastError"):
                     fail("rule %s: health %s %s" % (r["name"], r.get("health"), r.get("lastError", "")))
@@ -478,6 +566,26 @@ def main():
                     res = query(native.addr, r["name"], at)["result"]
                     if not res or not has_number(res):
                         fail("recording rule %s: no value over the fleet's data" % r["name"])
+                    # latency rules: the exact quantile of each class's
+                    # observations since the first scrape (the run is
+                    # shorter than their 5 m window)
+                    lm = re.match(r"class_model:(.*):p(\d+)_rate5m$", r["name"])
+                    fams = {fam: m for m, (_, fam) in enumerate(METRICS)}
+                    if lm and lm.group(1) in fams:
+                        m, q = fams[lm.group(1)], "0." + lm.group(2)
+                        for series in res:
+                            cls = series["metric"].get("class")
+                            cv = obs(m, initial, cls)
+                            if not cv or "value" not in series:
+                                fail("rule %s{class=%s}: nothing to compare" % (r["name"], cls))
+                                continue
+                            exact = nearest_rank(cv, q) / 1e9
+                            e = float(series["value"][1]) / exact - 1
+                            nrule_cmp += 1
+                            worst_rule = max(worst_rule, abs(e))
+                            if abs(e) >= 0.01:
+                                fail("rule %s{class=%s}: %s, exact %.6f (%+.3f %%)"
+                                     % (r["name"], cls, series["value"][1], exact, 100 * e))
                 else:
                     nalert += 1
             active = {}
@@ -496,6 +604,10 @@ def main():
                     if a.get("class") == "batch":
                         fail("alert %s fired for batch, whose attainment is within its objective"
                              % name)
+            if nrule_cmp < 2 * 9:
+                fail("latency rules: only %d series compared with exact values" % nrule_cmp)
+            print("ok   latency rules: %d series (p50/p90/p99 x class) vs the exact values, worst "
+                  "%.3f %%" % (nrule_cmp, 100 * worst_rule))
             print("ok   rules: %d recording, %d alerting, all healthy; active alerts: %s"
                   % (nrec, nalert, ", ".join("%s%s" % (k, sorted({a.get('class', '') for a in v}))
                                              for k, v in sorted(active.items()))))

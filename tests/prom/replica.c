@@ -2,8 +2,9 @@
  * replica.c — one replica of the fleet test (fleet_test.py): an "inference
  * server" that records a synthetic workload through the public hooks with
  * caller timestamps, serves it on /metrics (ttft_http_start, port 0), and
- * keeps every TTFT, TPOT and ITL value it recorded so the test can compute
- * the exact quantiles of the union of all replicas.
+ * keeps every TTFT, TPOT, ITL and E2E value it recorded (with its class)
+ * so the test can compute the exact quantiles of the union of all
+ * replicas, over the whole run and over windows of it.
  *
  * Each replica id has its own shape of traffic, so the union is not three
  * copies of one distribution:
@@ -24,10 +25,13 @@
  *
  * protocol (stdin, one command a line; answers on stdout):
  *   at start   prints "port <n>" once /metrics is served
- *   round      records one more round, prints "ok <rounds>"
- *   dump PATH  writes the exact values: "TTFV", then for TTFT, TPOT, ITL a
- *              little-endian uint64 count and that many uint64 ns values;
- *              prints "dumped <n_ttft> <n_tpot> <n_itl>"
+ *   round [S]  records one more round, every duration scaled by S (default
+ *              1: S < 1 and S > 1 give new minima and maxima), prints
+ *              "ok <rounds>"
+ *   dump PATH  writes the exact values: "TTFV", then for TTFT, TPOT, ITL,
+ *              E2E a little-endian uint64 count and that many uint64 ns
+ *              values in the order recorded, bit 63 set for class batch;
+ *              prints "dumped <n_ttft> <n_tpot> <n_itl> <n_e2e>"
  *   quit, EOF  stops and exits 0
  * Exits by itself after 240 s (SIGALRM) so a killed driver leaves nothing.
  *
@@ -63,7 +67,8 @@ typedef struct vec {
   uint64_t *v;
   size_t n, cap;
 } vec;
-static vec g_ttft, g_tpot, g_itl;
+static vec g_ttft, g_tpot, g_itl, g_e2e;
+#define BATCH_BIT (UINT64_C(1) << 63) /* the value's class is batch */
 
 static void push(vec *a, uint64_t x) {
   if (a->n == a->cap) {
@@ -83,6 +88,8 @@ static ttft_registry *g_r;
 static int g_id, g_chat, g_batch;
 static uint64_t g_t = UINT64_C(1000000000000); /* caller clock, ns */
 static unsigned g_rounds;
+static double g_scale = 1.0; /* every duration of this round, scaled */
+static uint64_t scaled(uint64_t ns) { return (uint64_t)((double)ns * g_scale) + 1; }
 
 typedef struct plan {
   uint64_t ttft;    /* 0: abandoned before the first token */
@@ -94,9 +101,9 @@ typedef struct plan {
 
 static uint64_t gap(void) {
   switch (g_id) {
-  case 0: return unit() < 0.01 ? uniform(600000000, 2000000000) : lognormal_ns(0.030, 0.3);
-  case 1: return lognormal_ns(0.045, 0.5);
-  default: return unit() < 0.9 ? lognormal_ns(0.025, 0.2) : lognormal_ns(0.120, 0.6);
+  case 0: return scaled(unit() < 0.01 ? uniform(600000000, 2000000000) : lognormal_ns(0.030, 0.3));
+  case 1: return scaled(lognormal_ns(0.045, 0.5));
+  default: return scaled(unit() < 0.9 ? lognormal_ns(0.025, 0.2) : lognormal_ns(0.120, 0.6));
   }
 }
 
@@ -127,21 +134,24 @@ static plan make_plan(void) {
   }
   }
   if (p.stop_at > p.tokens) p.stop_at = p.tokens;
+  if (p.ttft) p.ttft = scaled(p.ttft);
   return p;
 }
 
 /* Play one begun sequence to its end; record the exact values as the
  * library defines them (docs/metrics.md). */
 static void play(ttft_seq s, uint64_t t_begin, const plan *p) {
-  uint64_t t = t_begin;
+  uint64_t t = t_begin, cls = p->class_id == g_batch ? BATCH_BIT : 0;
   if (!p->ttft) { /* abandoned: waited, then the client went away */
-    ttft_stream_end(g_r, s, TTFT_CANCELLED, t + lognormal_ns(3.0, 0.5));
+    uint64_t wait = scaled(lognormal_ns(3.0, 0.5));
+    ttft_stream_end(g_r, s, TTFT_CANCELLED, t + wait);
+    push(&g_e2e, wait | cls);
     return;
   }
   unsigned limit = p->stop_at ? p->stop_at : p->tokens;
   t += p->ttft;
   ttft_token_emitted(g_r, s, 1, t);
-  push(&g_ttft, p->ttft);
+  push(&g_ttft, p->ttft | cls);
   uint64_t t_first = t;
   unsigned n = 1;
   while (n < limit) {
@@ -150,11 +160,12 @@ static void play(ttft_seq s, uint64_t t_begin, const plan *p) {
     uint64_t d = gap();
     t += d;
     ttft_token_emitted(g_r, s, k, t);
-    push(&g_itl, d);
+    push(&g_itl, d | cls);
     n += k;
   }
-  if (n >= 2) push(&g_tpot, (t - t_first) / (n - 1));
+  if (n >= 2) push(&g_tpot, ((t - t_first) / (n - 1)) | cls);
   ttft_stream_end(g_r, s, p->end, t + 1000);
+  push(&g_e2e, (t + 1000 - t_begin) | cls);
 }
 
 static unsigned round_size(void) { return g_id == 0 ? 700 : g_id == 1 ? 450 : 500; }
@@ -196,8 +207,8 @@ static int dump(const char *path) {
   FILE *f = fopen(path, "wb");
   if (!f) return -1;
   int bad = fwrite("TTFV", 1, 4, f) != 4;
-  const vec *vs[3] = {&g_ttft, &g_tpot, &g_itl};
-  for (int m = 0; m < 3; m++) {
+  const vec *vs[4] = {&g_ttft, &g_tpot, &g_itl, &g_e2e};
+  for (int m = 0; m < 4; m++) {
     unsigned char b[8];
     uint64_t n = vs[m]->n;
     for (int i = 0; i < 8; i++) b[i] = (unsigned char)(n >> (8 * i));
@@ -275,12 +286,14 @@ int main(int argc, char **argv) {
   char line[4096];
   while (fgets(line, sizeof line, stdin)) {
     line[strcspn(line, "\r\n")] = '\0';
-    if (strcmp(line, "round") == 0) {
+    if (strcmp(line, "round") == 0 || strncmp(line, "round ", 6) == 0) {
+      g_scale = line[5] ? atof(line + 6) : 1.0;
+      if (!(g_scale > 0.0 && g_scale < 100.0)) g_scale = 1.0;
       one_round();
       printf("ok %u\n", g_rounds);
     } else if (strncmp(line, "dump ", 5) == 0) {
       if (dump(line + 5) == 0)
-        printf("dumped %zu %zu %zu\n", g_ttft.n, g_tpot.n, g_itl.n);
+        printf("dumped %zu %zu %zu %zu\n", g_ttft.n, g_tpot.n, g_itl.n, g_e2e.n);
       else
         printf("error dump %s\n", line + 5);
     } else if (strcmp(line, "quit") == 0) {
