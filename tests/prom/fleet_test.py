@@ -24,8 +24,15 @@ Fleet percentiles through a real Prometheus, loopback only, about a minute:
  5. every PromQL expression of the Grafana dashboard, with its variables
     substituted twice (all values, then one model and one class), must
     evaluate without error to a non-empty result with a number in it;
+ 4b. over a rate() window that starts after the first phase and covers two
+    phases whose durations are scaled by 0.4 and 2.5 (new minima and maxima
+    of every metric): histogram_quantile(q, sum(rate(M[w]))) for TTFT,
+    TPOT, ITL and E2E within 1 % of the exact quantile of the observations
+    made in the window; histogram_count(sum(increase(M[w]))) between their
+    exact count and what extrapolation allows;
  6. every recording and alerting rule must be loaded and healthy, every
-    recording rule non-empty; the alerts that the traffic must trigger
+    recording rule non-empty, every latency rule (p50/p90/p99 per class)
+    within 1 % of the exact quantile of that class's observations; the alerts that the traffic must trigger
     (chat's fast burn, live stalls, dropped begins) must be pending or
     firing, and batch's burn alerts must stay quiet.
 Cleans up every process and directory whatever happens.
