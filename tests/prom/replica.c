@@ -31,6 +31,8 @@
  *   dump PATH  writes the exact values: "TTFV", then for TTFT, TPOT, ITL,
  *              E2E a little-endian uint64 count and that many uint64 ns
  *              values in the order recorded, bit 63 set for class batch;
+ *              then "SLOC" and per class (chat, batch) three uint64: the
+ *              ended streams, those the SLO judges, the good ones;
  *              prints "dumped <n_ttft> <n_tpot> <n_itl> <n_e2e>"
  *   quit, EOF  stops and exits 0
  * Exits by itself after 240 s (SIGALRM) so a killed driver leaves nothing.
@@ -69,6 +71,19 @@ typedef struct vec {
 } vec;
 static vec g_ttft, g_tpot, g_itl, g_e2e;
 #define BATCH_BIT (UINT64_C(1) << 63) /* the value's class is batch */
+/* per class (0 chat, 1 batch): ended streams, those the SLO judges, the
+ * good ones — the verdict of docs/metrics.md, worked out here from the
+ * stream's own numbers */
+static uint64_t g_ended[2], g_judged[2], g_good[2];
+static uint64_t g_budget_ttft[2] = {500000000, 5000000000u}, g_budget_tpot[2] = {60000000, 0};
+
+static void verdict(int batch, ttft_status st, uint64_t ttft, int has_tpot, uint64_t tpot) {
+  int within = ttft <= g_budget_ttft[batch] &&
+               (!g_budget_tpot[batch] || !has_tpot || tpot <= g_budget_tpot[batch]);
+  g_ended[batch]++;
+  if (st != TTFT_CANCELLED || !within) g_judged[batch]++;
+  if (st == TTFT_COMPLETED && within) g_good[batch]++;
+}
 
 static void push(vec *a, uint64_t x) {
   if (a->n == a->cap) {
@@ -146,6 +161,7 @@ static void play(ttft_seq s, uint64_t t_begin, const plan *p) {
     uint64_t wait = scaled(lognormal_ns(3.0, 0.5));
     ttft_stream_end(g_r, s, TTFT_CANCELLED, t + wait);
     push(&g_e2e, wait | cls);
+    verdict(cls != 0, TTFT_CANCELLED, wait, 0, 0); /* no token: TTFT budget vs the wait */
     return;
   }
   unsigned limit = p->stop_at ? p->stop_at : p->tokens;
@@ -166,6 +182,7 @@ static void play(ttft_seq s, uint64_t t_begin, const plan *p) {
   if (n >= 2) push(&g_tpot, ((t - t_first) / (n - 1)) | cls);
   ttft_stream_end(g_r, s, p->end, t + 1000);
   push(&g_e2e, (t + 1000 - t_begin) | cls);
+  verdict(cls != 0, p->end, p->ttft, n >= 2, n >= 2 ? (t - t_first) / (n - 1) : 0);
 }
 
 static unsigned round_size(void) { return g_id == 0 ? 700 : g_id == 1 ? 450 : 500; }
@@ -215,6 +232,16 @@ static int dump(const char *path) {
     bad |= fwrite(b, 1, 8, f) != 8;
     for (size_t j = 0; j < vs[m]->n; j++) {
       for (int i = 0; i < 8; i++) b[i] = (unsigned char)(vs[m]->v[j] >> (8 * i));
+      bad |= fwrite(b, 1, 8, f) != 8;
+    }
+  }
+  /* then "SLOC" and per class (chat, batch): ended, judged, good */
+  bad |= fwrite("SLOC", 1, 4, f) != 4;
+  for (int c = 0; c < 2; c++) {
+    const uint64_t v3[3] = {g_ended[c], g_judged[c], g_good[c]};
+    for (int k = 0; k < 3; k++) {
+      unsigned char b[8];
+      for (int i = 0; i < 8; i++) b[i] = (unsigned char)(v3[k] >> (8 * i));
       bad |= fwrite(b, 1, 8, f) != 8;
     }
   }
