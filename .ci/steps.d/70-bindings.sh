@@ -44,3 +44,29 @@ pcdir="$(dirname "$(find "$tmp/prefix" -name ttft.pc | head -n1)")"
    cargo run --offline --locked --quiet --example server > "$tmp/pc.out"
  grep -E "^chat: TTFT p99 [0-9]+ ns over 201 streams" "$tmp/pc.out")
 echo "-- Rust: ok"
+
+command -v go >/dev/null || { echo "go not found: install golang-go (.ci/packages.d/bindings.txt)" >&2; exit 1; }
+export GOFLAGS=-mod=mod GOPROXY=off GOTOOLCHAIN=local
+gobuild=(env CGO_CFLAGS="-I$REPO/include" CGO_LDFLAGS="-L$BUILD -Wl,-rpath,$BUILD")
+echo "-- Go: $(go version), go vet + go test against $BUILD/libttft.so"
+(cd bindings/go
+ unformatted="$(gofmt -l .)"
+ [ -z "$unformatted" ] || { echo "gofmt: not formatted: $unformatted" >&2; exit 1; }
+ "${gobuild[@]}" go vet -tags ttft_nopkgconfig ./...
+ if ! "${gobuild[@]}" go test -tags ttft_nopkgconfig -count=1 -v . > "$tmp/go-test.log" 2>&1; then
+   cat "$tmp/go-test.log"; echo "go test failed" >&2; exit 1
+ fi
+ echo "go test: $(grep -c -- '^--- PASS' "$tmp/go-test.log") passed (tests and examples), $(grep -c -- '^--- FAIL' "$tmp/go-test.log" || true) failed"
+ echo "-- Go: go test -race (concurrent streams, a stream's tokens racing its End)"
+ if ! "${gobuild[@]}" go test -race -tags ttft_nopkgconfig -count=1 . > "$tmp/go-race.log" 2>&1; then
+   cat "$tmp/go-race.log"; echo "go test -race failed" >&2; exit 1
+ fi
+ tail -n1 "$tmp/go-race.log"
+ "${gobuild[@]}" go run -tags ttft_nopkgconfig ./examples/quickstart | grep -E "^TTFT p99 [0-9]+ ns over 1 streams$"
+ echo "-- Go: the default build (#cgo pkg-config: ttft) against the installed prefix"
+ PKG_CONFIG_PATH="$pcdir" go build -o "$tmp/go-server" ./examples/server
+ LD_LIBRARY_PATH="$(dirname "$pcdir")" "$tmp/go-server" > "$tmp/go-server.out"
+ grep -E "^(scraped|chat:)" "$tmp/go-server.out"
+ grep -E "^scraped :[0-9]+/metrics: [0-9]+ bytes, [0-9]+ series$" "$tmp/go-server.out" >/dev/null
+ grep -E "^chat: TTFT p99 [0-9]+ ns over 200 streams \(160 completed\)" "$tmp/go-server.out" >/dev/null)
+echo "-- Go: ok"

@@ -1,0 +1,3 @@
+module ttft
+
+go 1.19

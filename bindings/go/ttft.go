@@ -1,0 +1,1237 @@
+// Package ttft is the Go binding of libttft: what a streaming LLM user
+// feels — time to first token (TTFT), time per output token (TPOT),
+// inter-token latency, stalls and SLO attainment — as honest percentiles.
+//
+// It wraps the C ABI of include/ttft.h with cgo; the header is the API
+// reference (units, edge cases and thread-safety of every call). The
+// library is found with pkg-config by default, or through CGO_CFLAGS and
+// CGO_LDFLAGS with -tags ttft_nopkgconfig.
+//
+// A Registry records streams. Begin returns a *Stream; call Token as
+// tokens reach the client and End once. A Stream that becomes unreachable
+// without End is ended as cancelled by a finalizer (a safety net, run at
+// the garbage collector's pace: call End). A Snapshot is an immutable copy
+// to query, format (text, JSON, Prometheus, OpenMetrics, protobuf) or
+// encode. Errors are Errno values comparable with errors.Is against the
+// sentinels ErrInvalid, ErrStale, ErrFull, ...
+//
+// Times are uint64 nanoseconds on CLOCK_MONOTONIC (NowNs). Methods without
+// a timestamp read the library's clock; the ...At variants take one and
+// refuse 0 (which means "now" in C) with ErrInvalid.
+//
+// Goroutines migrate between OS threads and each OS thread that records
+// takes one of the registry's private shards (Config.MaxThreads, default
+// 8; further threads share one, slower but exact): raise it to about
+// GOMAXPROCS plus a few on a busy server.
+package ttft
+
+/*
+#include <stdlib.h>
+#include <string.h>
+#include "ttft.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+)
+
+// ABIMajor is the TTFT_VERSION_MAJOR these bindings were written for; New
+// refuses a library of another major version with ErrNotSupported.
+const ABIMajor = 1
+
+// Handle slices are passed to ttft_step_emitted as ttft_seq arrays: both
+// must be 8 bytes (a compile error otherwise).
+var _ [8 - unsafe.Sizeof(C.ttft_seq(0))]byte
+var _ [unsafe.Sizeof(C.ttft_seq(0)) - 8]byte
+
+// ---------------------------------------------------------------- errors
+
+// Errno is a libttft error code (a negative TTFT_E* value). Its Error text
+// is the library's ttft_strerror; compare with errors.Is(err, ErrStale).
+type Errno int32
+
+// The C error codes, as errors.Is-able sentinels.
+const (
+	ErrInvalid      Errno = -1 // TTFT_EINVAL: invalid argument
+	ErrStale        Errno = -2 // TTFT_ESTALE: stale or unknown handle (the stream already ended), or no such class
+	ErrFull         Errno = -3 // TTFT_EFULL: no free sequence slot (a refused begin) or class slot
+	ErrNoMem        Errno = -4 // TTFT_ENOMEM: out of memory
+	ErrRange        Errno = -5 // TTFT_ERANGE: value out of range (e.g. annotate after the first token)
+	ErrCorrupt      Errno = -6 // TTFT_ECORRUPT: malformed, truncated or corrupted encoding
+	ErrExist        Errno = -7 // TTFT_EEXIST: the class name already exists
+	ErrIO           Errno = -8 // TTFT_EIO: socket or I/O error (the HTTP endpoint)
+	ErrNotSupported Errno = -9 // TTFT_ENOTSUP: not supported by this build or library
+)
+
+// ErrClosed is returned by calls on a Registry after Close.
+var ErrClosed = errors.New("ttft: registry closed")
+
+// Error is ttft_strerror's text.
+func (e Errno) Error() string { return C.GoString(C.ttft_strerror(C.int(e))) }
+
+// Name is the symbolic C name, e.g. "TTFT_ESTALE".
+func (e Errno) Name() string { return C.GoString(C.ttft_err_name(C.int(e))) }
+
+func check(rc C.int) error {
+	if rc >= 0 {
+		return nil
+	}
+	return Errno(rc)
+}
+
+func checkLong(rc C.long) (int, error) {
+	if rc < 0 {
+		return 0, Errno(rc)
+	}
+	return int(rc), nil
+}
+
+func tArg(t uint64) (C.uint64_t, error) {
+	if t == 0 {
+		return 0, ErrInvalid // 0 is TTFT_NOW in C, never a time here
+	}
+	return C.uint64_t(t), nil
+}
+
+// ---------------------------------------------------------------- enums
+
+// Metric is a latency or size distribution (ttft_metric). Like every enum
+// here it is an integer type, not a closed set: newer libraries add values.
+type Metric int32
+
+// Metrics.
+const (
+	MetricTTFT          Metric = 0  // time to first token, ns
+	MetricTPOT          Metric = 1  // time per output token, ns (streams with N >= 2)
+	MetricITL           Metric = 2  // gap between emissions, ns
+	MetricE2E           Metric = 3  // end to end, ns
+	MetricQueue         Metric = 4  // begin to SCHEDULED, ns
+	MetricPrefill       Metric = 5  // SCHEDULED to first token, ns
+	MetricDecode        Metric = 6  // first to last token, ns
+	MetricOutputTokens  Metric = 7  // tokens per ended stream
+	MetricSeqITLP95     Metric = 8  // each sequence's own p95 gap, ns
+	MetricSeqITLMax     Metric = 9  // each sequence's worst gap, ns
+	MetricAbandonedWait Metric = 10 // wait of streams cancelled before their first token, ns
+	MetricITLPerToken   Metric = 11 // token-weighted ITL, ns
+)
+
+// Name is the library's lower-case name ("ttft", ...), "" if unknown to it.
+func (m Metric) Name() string { return goString(C.ttft_metric_name(C.ttft_metric(m))) }
+
+// Counter is an event counter (ttft_counter).
+type Counter int32
+
+// Counters. Counters() reads how many the loaded library has from the
+// library itself, so counters a newer library appends are included.
+const (
+	CounterBegun        Counter = 0  // accepted begins
+	CounterCompleted    Counter = 1  // streams ended completed
+	CounterCancelled    Counter = 2  // streams ended cancelled
+	CounterErrors       Counter = 3  // streams ended with an error
+	CounterDropped      Counter = 4  // begins refused (no free slot)
+	CounterTokens       Counter = 5  // output tokens accepted
+	CounterStalls       Counter = 6  // ITL gaps above the stall budget
+	CounterStalledSeqs  Counter = 7  // sequences with at least one stall
+	CounterAbandoned    Counter = 8  // cancelled with no token
+	CounterSLOMet       Counter = 9  // ended streams that met their SLO
+	CounterClockClamped Counter = 10 // timestamps earlier than the previous event
+	CounterPreemptions  Counter = 11 // PREEMPTED marks
+	CounterNoTPOT       Counter = 12 // ended streams with fewer than two tokens
+	CounterStale        Counter = 13 // hook calls rejected with ErrStale
+)
+
+// Name is the library's lower-case name ("begun", ...), "" if unknown to it.
+func (c Counter) Name() string { return goString(C.ttft_counter_name(C.ttft_counter(c))) }
+
+// AllCounters lists every counter the loaded library has (asked from it).
+func AllCounters() []Counter {
+	var out []Counter
+	for c := Counter(0); c.Name() != ""; c++ {
+		out = append(out, c)
+	}
+	return out
+}
+
+// AllMetrics lists every metric the loaded library has (asked from it).
+func AllMetrics() []Metric {
+	var out []Metric
+	for m := Metric(0); m.Name() != ""; m++ {
+		out = append(out, m)
+	}
+	return out
+}
+
+// Status is how a stream ended (ttft_status).
+type Status int32
+
+// Statuses.
+const (
+	Completed Status = 0 // finished normally
+	Cancelled Status = 1 // the client went away
+	Failed    Status = 2 // the server failed the request (TTFT_ERROR)
+)
+
+// Name is the library's name ("completed", "cancelled", "error").
+func (s Status) Name() string { return goString(C.ttft_status_name(C.ttft_status(s))) }
+
+// Format is an output format of Snapshot.Format (ttft_format).
+type Format int32
+
+// Formats.
+const (
+	FormatText               Format = 0 // a table for a terminal
+	FormatJSON               Format = 1 // docs/json.md
+	FormatPrometheus         Format = 2 // text exposition 0.0.4
+	FormatOpenMetrics        Format = 3 // OpenMetrics 1.0 text
+	FormatPrometheusProtobuf Format = 4 // length-delimited protobuf (binary)
+)
+
+// Name is the library's name ("text", "json", ...).
+func (f Format) Name() string { return goString(C.ttft_format_name(C.ttft_format(f))) }
+
+// Phase is a phase mark (ttft_phase).
+type Phase int32
+
+// Phases.
+const (
+	PhaseScheduled Phase = 0 // first admission by the scheduler: prefill starts
+	PhasePreempted Phase = 1 // evicted from the batch (counted)
+)
+
+// Gauge is a value read at snapshot time (ttft_gauge).
+type Gauge int32
+
+// Gauges.
+const (
+	GaugeInflight   Gauge = 0 // streams begun and not ended
+	GaugeLiveStalls Gauge = 1 // in-flight streams stalled right now
+	GaugeMemory     Gauge = 2 // bytes the registry holds
+	GaugeCoarse     Gauge = 3 // observations binned by power of two only (memory limit)
+)
+
+// Split is a TTFT split (ttft_split).
+type Split int32
+
+// Splits.
+const (
+	SplitPrefixCache Split = 0 // index 0 = prefix-cache miss, 1 = hit
+	SplitPromptBand  Split = 1 // index = prompt-length band
+)
+
+// Clock is the clock behind "now" (ttft_clock).
+type Clock int32
+
+// Clocks.
+const (
+	ClockMonotonic Clock = 0 // clock_gettime(CLOCK_MONOTONIC)
+	ClockTSC       Clock = 1 // calibrated invariant TSC, same epoch and rate
+)
+
+// Class is a class id from AddClass (0 = "default").
+type Class int32
+
+// Class constants.
+const (
+	ClassDefault Class = 0  // the class every registry has
+	ClassAll     Class = -1 // every class, in per-class queries
+)
+
+// Handle is a C sequence handle (ttft_seq): opaque, 0 = no stream.
+type Handle uint64
+
+// Prefix says whether a request's prompt prefix was in the cache.
+type Prefix int8
+
+// Prefix values; the zero value is unknown.
+const (
+	PrefixUnknown Prefix = 0
+	PrefixMiss    Prefix = 1
+	PrefixHit     Prefix = 2
+)
+
+func (p Prefix) c() C.int {
+	switch p {
+	case PrefixMiss:
+		return 0
+	case PrefixHit:
+		return 1
+	}
+	return -1
+}
+
+func goString(p *C.char) string {
+	if p == nil {
+		return ""
+	}
+	return C.GoString(p)
+}
+
+// NowNs is CLOCK_MONOTONIC in nanoseconds: the clock the hooks read.
+func NowNs() uint64 { return uint64(C.ttft_now_ns()) }
+
+// VersionNumber is the loaded library's MAJOR*10000 + MINOR*100 + PATCH.
+func VersionNumber() int { return int(C.ttft_version_number()) }
+
+// VersionString is the loaded library's "MAJOR.MINOR.PATCH".
+func VersionString() string { return C.GoString(C.ttft_version_string()) }
+
+// ---------------------------------------------------------------- config
+
+// SLO holds the budgets of a class; 0 = no budget for that dimension.
+type SLO struct {
+	TTFT           time.Duration // time to first token
+	TPOT           time.Duration // time per output token (met when there is none)
+	E2E            time.Duration // end to end
+	StallThreshold time.Duration // stall budget; 0 = the registry's
+}
+
+func (s SLO) c() C.ttft_slo {
+	var o C.ttft_slo
+	o.struct_size = C.size_t(unsafe.Sizeof(o))
+	o.ttft_ns = C.uint64_t(s.TTFT)
+	o.tpot_ns = C.uint64_t(s.TPOT)
+	o.e2e_ns = C.uint64_t(s.E2E)
+	o.stall_threshold_ns = C.uint64_t(s.StallThreshold)
+	return o
+}
+
+// Label is a constant label added to every exported series.
+type Label struct{ Name, Value string }
+
+// ClassConfig is a class that New adds right after creating the registry.
+type ClassConfig struct {
+	Name string
+	SLO  SLO
+}
+
+// Config configures a registry. The zero value of every field means the
+// library's default (ttft_config_init), so Config{} is the default setup.
+type Config struct {
+	MaxInflight       uint32              // sequence slots (default 4096)
+	MaxThreads        uint32              // threads with a private shard (default 8)
+	MaxClasses        uint32              // classes including "default" (default 16)
+	StallThreshold    time.Duration       // default stall budget (default 500 ms)
+	Clock             Clock               // ClockMonotonic (default) or ClockTSC
+	StartPoint        string              // where t_begin is taken (default "server_arrival")
+	TokenPoint        string              // what counts as a token (default "detokenized_flush")
+	Model             string              // model label
+	Namespace         string              // metric name prefix (default "llm_")
+	Labels            []Label             // constant labels (at most 8)
+	PromptBandEdges   []uint32            // ascending band edges; nil = default, empty = no bands
+	PromBuckets       map[Metric][]uint64 // classic bucket bounds of metrics 0..10 (ns; tokens)
+	PromSummaries     bool                // also export p50..p99.9 summaries
+	ClassicOnly       bool                // no native histograms in the protobuf exposition
+	NativeSchema      *int                // native bucket schema -4..8 (nil = 7)
+	ExportIdleClasses bool                // export classes that never saw a begin
+	MemoryLimit       uint64              // bytes of histogram buckets (default 256 MiB)
+	Classes           []ClassConfig       // added in order: the first gets id 1
+}
+
+// ---------------------------------------------------------------- registry
+
+// Registry records streams (ttft_registry). Every method is safe for
+// concurrent use, except Close, which must not race any other call.
+type Registry struct {
+	r       *C.ttft_registry
+	closed  atomic.Bool
+	mu      sync.RWMutex // Close (write) against finalizers (read)
+	classes atomic.Int32 // ids 0 .. classes-1 exist
+}
+
+// New creates a registry (nil cfg = defaults) and adds cfg.Classes.
+// ErrInvalid when the library refuses the configuration.
+func New(cfg *Config) (*Registry, error) {
+	if VersionNumber()/10000 != ABIMajor {
+		return nil, ErrNotSupported
+	}
+	if cfg == nil {
+		cfg = &Config{}
+	}
+	var c C.ttft_config
+	// cgo compiles against the real header: init fills exactly this struct.
+	C.ttft_config_init(&c)
+	var frees []unsafe.Pointer
+	defer func() {
+		for _, p := range frees {
+			C.free(p)
+		}
+	}()
+	cstr := func(s string) *C.char {
+		p := C.CString(s)
+		frees = append(frees, unsafe.Pointer(p))
+		return p
+	}
+	if cfg.MaxInflight != 0 {
+		c.max_inflight = C.uint32_t(cfg.MaxInflight)
+	}
+	if cfg.MaxThreads != 0 {
+		c.max_threads = C.uint32_t(cfg.MaxThreads)
+	}
+	if cfg.MaxClasses != 0 {
+		c.max_classes = C.uint32_t(cfg.MaxClasses)
+	}
+	if cfg.StallThreshold != 0 {
+		c.stall_threshold_ns = C.uint64_t(cfg.StallThreshold)
+	}
+	c.clock = C.ttft_clock(cfg.Clock)
+	if cfg.StartPoint != "" {
+		c.start_point = cstr(cfg.StartPoint)
+	}
+	if cfg.TokenPoint != "" {
+		c.token_point = cstr(cfg.TokenPoint)
+	}
+	if cfg.Model != "" {
+		c.model = cstr(cfg.Model)
+	}
+	if cfg.Namespace != "" {
+		c.metric_namespace = cstr(cfg.Namespace)
+	}
+	if n := len(cfg.Labels); n > 0 {
+		// C memory: a struct handed to C must not hold Go pointers.
+		p := C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof(C.ttft_label{})))
+		frees = append(frees, p)
+		labels := unsafe.Slice((*C.ttft_label)(p), n)
+		for i, l := range cfg.Labels {
+			labels[i].name = cstr(l.Name)
+			labels[i].value = cstr(l.Value)
+		}
+		c.const_labels = (*C.ttft_label)(p)
+		c.n_const_labels = C.uint32_t(n)
+	}
+	if cfg.PromptBandEdges != nil {
+		if len(cfg.PromptBandEdges) > len(c.prompt_band_edges) {
+			return nil, ErrInvalid
+		}
+		for i, e := range cfg.PromptBandEdges {
+			c.prompt_band_edges[i] = C.uint32_t(e)
+		}
+		c.n_prompt_bands = C.uint32_t(len(cfg.PromptBandEdges))
+	}
+	for m, bounds := range cfg.PromBuckets {
+		if m < 0 || int(m) >= len(c.prom_buckets) {
+			return nil, ErrInvalid
+		}
+		if len(bounds) == 0 {
+			continue
+		}
+		p := C.calloc(C.size_t(len(bounds)), 8)
+		frees = append(frees, p)
+		dst := unsafe.Slice((*C.uint64_t)(p), len(bounds))
+		for i, b := range bounds {
+			dst[i] = C.uint64_t(b)
+		}
+		c.prom_buckets[m] = (*C.uint64_t)(p)
+		c.prom_n_buckets[m] = C.uint32_t(len(bounds))
+	}
+	if cfg.PromSummaries {
+		c.prom_summaries = 1
+	}
+	if cfg.ClassicOnly {
+		c.native_histograms = 0
+	}
+	if cfg.NativeSchema != nil {
+		c.native_schema = C.int(*cfg.NativeSchema)
+	}
+	if cfg.ExportIdleClasses {
+		c.export_idle_classes = 1
+	}
+	if cfg.MemoryLimit != 0 {
+		c.memory_limit = C.uint64_t(cfg.MemoryLimit)
+	}
+	r := C.ttft_registry_new(&c)
+	if r == nil {
+		return nil, ErrInvalid
+	}
+	reg := &Registry{r: r}
+	reg.classes.Store(1)
+	runtime.SetFinalizer(reg, (*Registry).Close)
+	for _, cl := range cfg.Classes {
+		if _, err := reg.AddClass(cl.Name, cl.SLO); err != nil {
+			reg.Close()
+			return nil, err
+		}
+	}
+	return reg, nil
+}
+
+// Close frees the registry. It must not race any other call on r: end the
+// streams and close the HTTP server first. Calls after Close return
+// ErrClosed. A registry that becomes unreachable is closed by a finalizer,
+// after the finalizers of its streams (they refer to it). Closing twice
+// is a no-op.
+func (r *Registry) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed.Load() {
+		return nil
+	}
+	r.closed.Store(true)
+	runtime.SetFinalizer(r, nil)
+	C.ttft_registry_free(r.r)
+	return nil
+}
+
+func (r *Registry) live() error {
+	if r.closed.Load() {
+		return ErrClosed
+	}
+	return nil
+}
+
+// AddClass adds a class (name: 1..63 bytes of [A-Za-z0-9_.:-]) with its
+// SLO budgets. ErrInvalid (bad name), ErrExist, ErrFull, ErrNoMem.
+func (r *Registry) AddClass(name string, slo SLO) (Class, error) {
+	if err := r.live(); err != nil {
+		return 0, err
+	}
+	n := C.CString(name)
+	defer C.free(unsafe.Pointer(n))
+	s := slo.c()
+	rc := C.ttft_class_add(r.r, n, &s)
+	runtime.KeepAlive(r)
+	if err := check(rc); err != nil {
+		return 0, err
+	}
+	for {
+		old := r.classes.Load()
+		if int32(rc)+1 <= old || r.classes.CompareAndSwap(old, int32(rc)+1) {
+			break
+		}
+	}
+	return Class(rc), nil
+}
+
+// FindClass returns the class called name; ErrStale when there is none.
+func (r *Registry) FindClass(name string) (Class, error) {
+	if err := r.live(); err != nil {
+		return 0, err
+	}
+	n := C.CString(name)
+	defer C.free(unsafe.Pointer(n))
+	rc := C.ttft_class_find(r.r, n)
+	runtime.KeepAlive(r)
+	if err := check(rc); err != nil {
+		return 0, err
+	}
+	return Class(rc), nil
+}
+
+// Request is what the scheduler knows about a request when it arrives.
+type Request struct {
+	Class        Class  // ClassDefault unless set
+	PromptTokens uint32 // prompt length; 0 = unknown
+	PrefixHit    Prefix // PrefixUnknown unless set
+}
+
+func (r *Registry) stream(seq C.ttft_seq, req *Request) (*Stream, error) {
+	if seq == 0 {
+		if req != nil && (req.Class < 0 || int32(req.Class) >= r.classes.Load()) {
+			return nil, ErrInvalid // an unknown class: C counted no drop
+		}
+		return nil, ErrFull
+	}
+	s := &Stream{reg: r, seq: seq}
+	runtime.SetFinalizer(s, (*Stream).finalize)
+	return s, nil
+}
+
+// Begin starts a stream now (class default). ErrFull when no slot is free
+// (the library counts it as dropped).
+func (r *Registry) Begin() (*Stream, error) {
+	if err := r.live(); err != nil {
+		return nil, err
+	}
+	return r.stream(C.ttft_begin(r.r, 0), nil)
+}
+
+// BeginAt starts a stream at tNs (not 0).
+func (r *Registry) BeginAt(tNs uint64) (*Stream, error) {
+	t, err := tArg(tNs)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.live(); err != nil {
+		return nil, err
+	}
+	return r.stream(C.ttft_begin(r.r, t), nil)
+}
+
+// BeginRequest starts a stream now with request details; ErrInvalid for
+// an unknown class, ErrFull when no slot is free.
+func (r *Registry) BeginRequest(req Request) (*Stream, error) {
+	return r.beginReq(req, 0)
+}
+
+// BeginRequestAt starts a stream at tNs (not 0) with request details.
+func (r *Registry) BeginRequestAt(req Request, tNs uint64) (*Stream, error) {
+	t, err := tArg(tNs)
+	if err != nil {
+		return nil, err
+	}
+	return r.beginReq(req, t)
+}
+
+func (r *Registry) beginReq(req Request, t C.uint64_t) (*Stream, error) {
+	if err := r.live(); err != nil {
+		return nil, err
+	}
+	var c C.ttft_request
+	c.struct_size = C.size_t(unsafe.Sizeof(c))
+	c.class_id = C.int(req.Class)
+	c.prompt_tokens = C.uint32_t(req.PromptTokens)
+	c.prefix_hit = req.PrefixHit.c()
+	return r.stream(C.ttft_begin_ex(r.r, &c, t), &req)
+}
+
+// StepEmitted records one decode step of a continuous-batching engine:
+// every handle emitted one token (or nTokens[i], which must then have the
+// same length) now, with one clock read. Ended or unknown handles are
+// skipped and counted as stale. Returns the emissions accepted.
+func (r *Registry) StepEmitted(handles []Handle, nTokens []uint32) (int, error) {
+	return r.step(handles, nTokens, 0)
+}
+
+// StepEmittedAt is StepEmitted at tNs (not 0).
+func (r *Registry) StepEmittedAt(handles []Handle, nTokens []uint32, tNs uint64) (int, error) {
+	t, err := tArg(tNs)
+	if err != nil {
+		return 0, err
+	}
+	return r.step(handles, nTokens, t)
+}
+
+func (r *Registry) step(handles []Handle, nTokens []uint32, t C.uint64_t) (int, error) {
+	if nTokens != nil && len(nTokens) != len(handles) {
+		return 0, ErrInvalid
+	}
+	if err := r.live(); err != nil {
+		return 0, err
+	}
+	if len(handles) == 0 {
+		return 0, nil
+	}
+	var n *C.uint32_t
+	if nTokens != nil {
+		n = (*C.uint32_t)(unsafe.Pointer(&nTokens[0]))
+	}
+	// Go memory without Go pointers, read during the call only: allowed.
+	rc := C.ttft_step_emitted(r.r, (*C.ttft_seq)(unsafe.Pointer(&handles[0])), n, C.size_t(len(handles)), t)
+	runtime.KeepAlive(handles)
+	runtime.KeepAlive(nTokens)
+	return checkLong(rc)
+}
+
+// TokenEmitted records n tokens of the stream with handle h now (for
+// engines that keep handles rather than *Stream values).
+func (r *Registry) TokenEmitted(h Handle, n uint32) error {
+	if err := r.live(); err != nil {
+		return err
+	}
+	return check(C.ttft_token_emitted(r.r, C.ttft_seq(h), C.uint32_t(n), 0))
+}
+
+// End ends the stream with handle h now; of two racing ends exactly one
+// succeeds, the other gets ErrStale. (The *Stream then knows it ended.)
+func (r *Registry) End(h Handle, st Status) error {
+	if err := r.live(); err != nil {
+		return err
+	}
+	return check(C.ttft_stream_end(r.r, C.ttft_seq(h), C.ttft_status(st), 0))
+}
+
+// SeqInfo is what a live stream looks like right now.
+type SeqInfo struct {
+	Class       Class
+	Emissions   uint32 // emission events so far
+	Tokens      uint64 // tokens so far
+	TBeginNs    uint64 // when it began
+	TLastNs     uint64 // its last emission (TBeginNs before the first)
+	TTFTNs      uint64 // its TTFT (0 before the first emission)
+	ITLP50Ns    uint64 // median of its own gaps (~3 %)
+	ITLP95Ns    uint64 // p95 of its own gaps
+	ITLMaxNs    uint64 // its worst gap (exact)
+	Stalls      uint32 // stall gaps so far
+	Preemptions uint32 // PREEMPTED marks so far
+}
+
+// SeqStats describes the live stream h; ErrStale once it ended.
+func (r *Registry) SeqStats(h Handle) (SeqInfo, error) {
+	if err := r.live(); err != nil {
+		return SeqInfo{}, err
+	}
+	var i C.ttft_seq_info
+	i.struct_size = C.size_t(unsafe.Sizeof(i))
+	if err := check(C.ttft_seq_stats(r.r, C.ttft_seq(h), &i)); err != nil {
+		return SeqInfo{}, err
+	}
+	return SeqInfo{Class(i.class_id), uint32(i.emissions), uint64(i.tokens), uint64(i.t_begin_ns),
+		uint64(i.t_last_ns), uint64(i.ttft_ns), uint64(i.itl_p50_ns), uint64(i.itl_p95_ns),
+		uint64(i.itl_max_ns), uint32(i.stalls), uint32(i.preemptions)}, nil
+}
+
+// Snapshot copies everything recorded so far (never stops the hooks).
+func (r *Registry) Snapshot() (*Snapshot, error) {
+	if err := r.live(); err != nil {
+		return nil, err
+	}
+	return ownSnapshot(C.ttft_snapshot_take(r.r), ErrNoMem)
+}
+
+// Inflight is the number of streams begun and not ended.
+func (r *Registry) Inflight() int {
+	if r.live() != nil {
+		return 0
+	}
+	return int(C.ttft_inflight(r.r))
+}
+
+// StalledNow counts in-flight streams whose last token is older than their
+// class's stall budget now (stalls that have not closed yet).
+func (r *Registry) StalledNow() int {
+	if r.live() != nil {
+		return 0
+	}
+	return int(C.ttft_stalled_now(r.r, 0))
+}
+
+// StalledAt is StalledNow as of tNs (not 0).
+func (r *Registry) StalledAt(tNs uint64) (int, error) {
+	t, err := tArg(tNs)
+	if err != nil {
+		return 0, err
+	}
+	if err := r.live(); err != nil {
+		return 0, err
+	}
+	return checkLong(C.ttft_stalled_now(r.r, t))
+}
+
+// Memory is the bytes the registry holds.
+func (r *Registry) Memory() uint64 {
+	if r.live() != nil {
+		return 0
+	}
+	return uint64(C.ttft_registry_memory(r.r))
+}
+
+// NowNs is the registry's clock (what "now" means in its hooks).
+func (r *Registry) NowNs() uint64 {
+	if r.live() != nil {
+		return NowNs()
+	}
+	return uint64(C.ttft_registry_now_ns(r.r))
+}
+
+// ThreadRelease hands the calling OS thread's private shard back (call it
+// with runtime.LockOSThread held on a thread that stops recording).
+func (r *Registry) ThreadRelease() error {
+	if err := r.live(); err != nil {
+		return err
+	}
+	return check(C.ttft_thread_release(r.r))
+}
+
+// ---------------------------------------------------------------- stream
+
+// Stream is one request from begin to end. Its methods may be called from
+// any goroutine (hooks of one stream should come in order; End may race
+// the others). End it exactly once: a Stream that becomes unreachable
+// unended is ended as cancelled by a finalizer, a safety net that runs
+// only when the garbage collector gets to it.
+type Stream struct {
+	reg   *Registry
+	seq   C.ttft_seq
+	ended atomic.Bool
+}
+
+// Handle is the C handle, for Registry.StepEmitted.
+func (s *Stream) Handle() Handle { return Handle(s.seq) }
+
+// Ended reports whether End ran (successfully, or on an ended stream).
+func (s *Stream) Ended() bool { return s.ended.Load() }
+
+func (s *Stream) rc(rc C.int) error {
+	runtime.KeepAlive(s) // no finalizer while the call runs
+	return check(rc)
+}
+
+// Token records n tokens that became visible to the client now (one
+// emission). The first records TTFT, later ones one ITL gap each.
+// ErrInvalid for n == 0, ErrStale after End.
+func (s *Stream) Token(n uint32) error {
+	if err := s.reg.live(); err != nil {
+		return err
+	}
+	return s.rc(C.ttft_token_emitted(s.reg.r, s.seq, C.uint32_t(n), 0))
+}
+
+// TokenAt is Token at tNs (not 0).
+func (s *Stream) TokenAt(n uint32, tNs uint64) error {
+	t, err := tArg(tNs)
+	if err != nil {
+		return err
+	}
+	if err := s.reg.live(); err != nil {
+		return err
+	}
+	return s.rc(C.ttft_token_emitted(s.reg.r, s.seq, C.uint32_t(n), t))
+}
+
+// Mark marks a phase now (PhaseScheduled: queue time ends).
+func (s *Stream) Mark(p Phase) error {
+	if err := s.reg.live(); err != nil {
+		return err
+	}
+	return s.rc(C.ttft_mark(s.reg.r, s.seq, C.ttft_phase(p), 0))
+}
+
+// MarkAt is Mark at tNs (not 0).
+func (s *Stream) MarkAt(p Phase, tNs uint64) error {
+	t, err := tArg(tNs)
+	if err != nil {
+		return err
+	}
+	if err := s.reg.live(); err != nil {
+		return err
+	}
+	return s.rc(C.ttft_mark(s.reg.r, s.seq, C.ttft_phase(p), t))
+}
+
+// Annotate records details learned after begin: the prompt length (0 =
+// leave) and whether its prefix was cached (PrefixUnknown = leave).
+// Allowed until the first token (ErrRange after it).
+func (s *Stream) Annotate(promptTokens uint32, prefix Prefix) error {
+	if err := s.reg.live(); err != nil {
+		return err
+	}
+	return s.rc(C.ttft_annotate(s.reg.r, s.seq, C.uint32_t(promptTokens), prefix.c()))
+}
+
+// Stats describes the stream right now.
+func (s *Stream) Stats() (SeqInfo, error) {
+	i, err := s.reg.SeqStats(s.Handle())
+	runtime.KeepAlive(s)
+	return i, err
+}
+
+// End ends the stream now with status st. ErrStale when it had already
+// ended (another goroutine's End or Registry.End won).
+func (s *Stream) End(st Status) error { return s.end(st, 0) }
+
+// EndAt is End at tNs (not 0).
+func (s *Stream) EndAt(st Status, tNs uint64) error {
+	t, err := tArg(tNs)
+	if err != nil {
+		return err
+	}
+	return s.end(st, t)
+}
+
+func (s *Stream) end(st Status, t C.uint64_t) error {
+	if err := s.reg.live(); err != nil {
+		return err
+	}
+	rc := C.ttft_stream_end(s.reg.r, s.seq, C.ttft_status(st), t)
+	if rc == 0 || Errno(rc) == ErrStale {
+		s.ended.Store(true)
+		runtime.SetFinalizer(s, nil)
+	}
+	return s.rc(rc)
+}
+
+// finalize is the safety net: an unreachable, unended stream is cancelled.
+func (s *Stream) finalize() {
+	if s.ended.Load() {
+		return
+	}
+	s.reg.mu.RLock() // Close (write lock) cannot free the registry meanwhile
+	defer s.reg.mu.RUnlock()
+	if !s.reg.closed.Load() {
+		C.ttft_stream_end(s.reg.r, s.seq, C.ttft_status(Cancelled), 0)
+	}
+}
+
+// ---------------------------------------------------------------- snapshot
+
+// Snapshot is an immutable copy of a registry's data; every query is safe
+// for concurrent use. Close frees it (a finalizer does so otherwise).
+type Snapshot struct {
+	p    *C.ttft_snapshot
+	once sync.Once
+}
+
+func ownSnapshot(p *C.ttft_snapshot, e error) (*Snapshot, error) {
+	if p == nil {
+		return nil, e
+	}
+	s := &Snapshot{p: p}
+	runtime.SetFinalizer(s, (*Snapshot).Close)
+	return s, nil
+}
+
+// Close frees the snapshot; later queries must not be made. Idempotent.
+func (s *Snapshot) Close() error {
+	s.once.Do(func() {
+		runtime.SetFinalizer(s, nil)
+		C.ttft_snapshot_free(s.p)
+	})
+	return nil
+}
+
+// Count is the number of observations of m over every class.
+func (s *Snapshot) Count(m Metric) uint64 {
+	defer runtime.KeepAlive(s)
+	return uint64(C.ttft_snapshot_count(s.p, C.ttft_metric(m)))
+}
+
+// Quantile is quantile q in [0, 1] of m (nearest rank, within 0.5 %; q = 0
+// and 1 are the exact min and max), ns (tokens for OutputTokens); 0 when
+// empty or q is out of range.
+func (s *Snapshot) Quantile(m Metric, q float64) uint64 {
+	defer runtime.KeepAlive(s)
+	return uint64(C.ttft_snapshot_quantile(s.p, C.ttft_metric(m), C.double(q)))
+}
+
+// Mean of m (0 when empty).
+func (s *Snapshot) Mean(m Metric) float64 {
+	defer runtime.KeepAlive(s)
+	return float64(C.ttft_snapshot_mean(s.p, C.ttft_metric(m)))
+}
+
+// Sum of the observations of m (exact modulo 2^64).
+func (s *Snapshot) Sum(m Metric) uint64 {
+	defer runtime.KeepAlive(s)
+	return uint64(C.ttft_snapshot_sum(s.p, C.ttft_metric(m)))
+}
+
+// Counter c over every class (0 for a counter the library lacks).
+func (s *Snapshot) Counter(c Counter) uint64 {
+	defer runtime.KeepAlive(s)
+	return uint64(C.ttft_snapshot_counter(s.p, C.ttft_counter(c)))
+}
+
+// Counters maps every counter the loaded library has to its value.
+func (s *Snapshot) Counters() map[Counter]uint64 {
+	out := make(map[Counter]uint64)
+	for _, c := range AllCounters() {
+		out[c] = s.Counter(c)
+	}
+	return out
+}
+
+// Gauge g as of the snapshot.
+func (s *Snapshot) Gauge(g Gauge) uint64 {
+	defer runtime.KeepAlive(s)
+	return uint64(C.ttft_snapshot_gauge(s.p, C.ttft_gauge(g)))
+}
+
+// NumClasses is the number of classes, including "default".
+func (s *Snapshot) NumClasses() int {
+	defer runtime.KeepAlive(s)
+	return int(C.ttft_snapshot_classes(s.p))
+}
+
+// Class is the per-class view of c (ClassAll = every class).
+func (s *Snapshot) Class(c Class) ClassView { return ClassView{s, c} }
+
+// Status is the view of the streams that ended with st, over every class
+// (what client benchmarks report is Status(Completed)).
+func (s *Snapshot) Status(st Status) StatusView { return StatusView{s, ClassAll, st} }
+
+// Attainment is the SLO attainment over every class; ok is false when
+// nothing ended.
+func (s *Snapshot) Attainment() (a float64, ok bool) { return s.Class(ClassAll).Attainment() }
+
+// SplitCount is the number of TTFT observations under a split index.
+func (s *Snapshot) SplitCount(sp Split, index uint32) uint64 {
+	defer runtime.KeepAlive(s)
+	return uint64(C.ttft_snapshot_split_count(s.p, C.ttft_split(sp), C.uint(index)))
+}
+
+// SplitQuantile is a TTFT quantile under a split index.
+func (s *Snapshot) SplitQuantile(sp Split, index uint32, q float64) uint64 {
+	defer runtime.KeepAlive(s)
+	return uint64(C.ttft_snapshot_split_quantile(s.p, C.ttft_split(sp), C.uint(index), C.double(q)))
+}
+
+// Bands lists the prompt-length bands as [lo, hi) in tokens.
+func (s *Snapshot) Bands() [][2]uint32 {
+	defer runtime.KeepAlive(s)
+	n := uint32(C.ttft_snapshot_bands(s.p))
+	out := make([][2]uint32, 0, n)
+	for i := uint32(0); i < n; i++ {
+		var lo, hi C.uint32_t
+		if C.ttft_snapshot_band(s.p, C.uint(i), &lo, &hi) == 0 {
+			out = append(out, [2]uint32{uint32(lo), uint32(hi)})
+		}
+	}
+	return out
+}
+
+// Interval is the span the snapshot covers, ns on the monotonic clock.
+func (s *Snapshot) Interval() (startNs, endNs uint64) {
+	defer runtime.KeepAlive(s)
+	var a, b C.uint64_t
+	C.ttft_snapshot_interval(s.p, &a, &b)
+	return uint64(a), uint64(b)
+}
+
+// Label is a registry label: "start_point", "token_point", "model" or
+// "namespace"; ok is false for anything else.
+func (s *Snapshot) Label(key string) (v string, ok bool) {
+	defer runtime.KeepAlive(s)
+	k := C.CString(key)
+	defer C.free(unsafe.Pointer(k))
+	p := C.ttft_snapshot_label(s.p, k)
+	if p == nil {
+		return "", false
+	}
+	return C.GoString(p), true
+}
+
+// Format renders the snapshot in f (FormatPrometheusProtobuf is binary).
+func (s *Snapshot) Format(f Format) ([]byte, error) {
+	defer runtime.KeepAlive(s)
+	need, err := checkLong(C.ttft_snapshot_format(s.p, C.ttft_format(f), nil, 0))
+	if err != nil {
+		return nil, err
+	}
+	buf := C.malloc(C.size_t(need) + 1)
+	if buf == nil {
+		return nil, ErrNoMem
+	}
+	defer C.free(buf)
+	got, err := checkLong(C.ttft_snapshot_format(s.p, C.ttft_format(f), (*C.char)(buf), C.size_t(need)+1))
+	if err != nil {
+		return nil, err
+	}
+	if got > need {
+		return nil, ErrRange // an immutable snapshot renders the same twice
+	}
+	return C.GoBytes(buf, C.int(got)), nil
+}
+
+// Encode is the compact, versioned, checksummed binary encoding.
+func (s *Snapshot) Encode() ([]byte, error) {
+	defer runtime.KeepAlive(s)
+	need, err := checkLong(C.ttft_snapshot_encode(s.p, nil, 0))
+	if err != nil {
+		return nil, err
+	}
+	buf := make([]byte, need)
+	if need == 0 {
+		return buf, nil
+	}
+	got, err := checkLong(C.ttft_snapshot_encode(s.p, unsafe.Pointer(&buf[0]), C.size_t(need)))
+	if err != nil {
+		return nil, err
+	}
+	if got != need {
+		return nil, ErrRange
+	}
+	return buf, nil
+}
+
+// EncodeBase64 is the encoding as one line of base64.
+func (s *Snapshot) EncodeBase64() (string, error) {
+	defer runtime.KeepAlive(s)
+	need, err := checkLong(C.ttft_snapshot_encode_base64(s.p, nil, 0))
+	if err != nil {
+		return "", err
+	}
+	buf := make([]byte, need+1)
+	got, err := checkLong(C.ttft_snapshot_encode_base64(s.p, (*C.char)(unsafe.Pointer(&buf[0])), C.size_t(need+1)))
+	if err != nil {
+		return "", err
+	}
+	if got != need {
+		return "", ErrRange
+	}
+	return string(buf[:need]), nil
+}
+
+// Decode decodes untrusted bytes from Encode; ErrCorrupt when malformed.
+func Decode(b []byte) (*Snapshot, error) {
+	var e C.int
+	var p unsafe.Pointer
+	if len(b) > 0 {
+		p = unsafe.Pointer(&b[0])
+	} else {
+		p = unsafe.Pointer(&e) // a valid address for a zero-length read
+	}
+	s := C.ttft_snapshot_decode(p, C.size_t(len(b)), &e)
+	runtime.KeepAlive(b)
+	return ownSnapshot(s, errOr(e, ErrCorrupt))
+}
+
+// DecodeBase64 decodes the base64 form.
+func DecodeBase64(text string) (*Snapshot, error) {
+	t := C.CString(text)
+	defer C.free(unsafe.Pointer(t))
+	var e C.int
+	return ownSnapshot(C.ttft_snapshot_decode_base64(t, C.size_t(len(text)), &e), errOr(e, ErrCorrupt))
+}
+
+func errOr(e C.int, fallback error) error {
+	if e < 0 {
+		return Errno(e)
+	}
+	return fallback
+}
+
+// Merge returns a snapshot with the observations of a and b (classes
+// matched by name): fleet percentiles from merged counts.
+func Merge(a, b *Snapshot) (*Snapshot, error) {
+	var e C.int
+	p := C.ttft_snapshot_merge(a.p, b.p, &e)
+	runtime.KeepAlive(a)
+	runtime.KeepAlive(b)
+	return ownSnapshot(p, errOr(e, ErrNoMem))
+}
+
+// Delta returns what happened between older and newer, two snapshots of
+// one registry (newer taken later); ErrInvalid otherwise.
+func Delta(newer, older *Snapshot) (*Snapshot, error) {
+	var e C.int
+	p := C.ttft_snapshot_delta(newer.p, older.p, &e)
+	runtime.KeepAlive(newer)
+	runtime.KeepAlive(older)
+	return ownSnapshot(p, errOr(e, ErrNoMem))
+}
+
+// ClassView holds the queries of one class of a snapshot (or ClassAll).
+type ClassView struct {
+	s *Snapshot
+	c Class
+}
+
+// Name is the class's name ("" for ClassAll or an unknown id).
+func (v ClassView) Name() string {
+	defer runtime.KeepAlive(v.s)
+	return goString(C.ttft_snapshot_class_name(v.s.p, C.int(v.c)))
+}
+
+// SLO is the class's budgets (the stall budget resolved); ErrInvalid for
+// an unknown class.
+func (v ClassView) SLO() (SLO, error) {
+	defer runtime.KeepAlive(v.s)
+	var o C.ttft_slo
+	o.struct_size = C.size_t(unsafe.Sizeof(o))
+	if err := check(C.ttft_snapshot_class_slo(v.s.p, C.int(v.c), &o)); err != nil {
+		return SLO{}, err
+	}
+	return SLO{time.Duration(o.ttft_ns), time.Duration(o.tpot_ns), time.Duration(o.e2e_ns),
+		time.Duration(o.stall_threshold_ns)}, nil
+}
+
+// Count of m in the class.
+func (v ClassView) Count(m Metric) uint64 {
+	defer runtime.KeepAlive(v.s)
+	return uint64(C.ttft_snapshot_class_count(v.s.p, C.int(v.c), C.ttft_metric(m)))
+}
+
+// Quantile q of m in the class.
+func (v ClassView) Quantile(m Metric, q float64) uint64 {
+	defer runtime.KeepAlive(v.s)
+	return uint64(C.ttft_snapshot_class_quantile(v.s.p, C.int(v.c), C.ttft_metric(m), C.double(q)))
+}
+
+// Mean of m in the class.
+func (v ClassView) Mean(m Metric) float64 {
+	defer runtime.KeepAlive(v.s)
+	return float64(C.ttft_snapshot_class_mean(v.s.p, C.int(v.c), C.ttft_metric(m)))
+}
+
+// Sum of m in the class.
+func (v ClassView) Sum(m Metric) uint64 {
+	defer runtime.KeepAlive(v.s)
+	return uint64(C.ttft_snapshot_class_sum(v.s.p, C.int(v.c), C.ttft_metric(m)))
+}
+
+// Counter c of the class.
+func (v ClassView) Counter(c Counter) uint64 {
+	defer runtime.KeepAlive(v.s)
+	return uint64(C.ttft_snapshot_class_counter(v.s.p, C.int(v.c), C.ttft_counter(c)))
+}
+
+// Attainment is good / ended in the class; ok is false when nothing ended.
+func (v ClassView) Attainment() (a float64, ok bool) {
+	defer runtime.KeepAlive(v.s)
+	x := float64(C.ttft_snapshot_attainment(v.s.p, C.int(v.c)))
+	return x, x >= 0
+}
+
+// Status is the view of the class's streams that ended with st.
+func (v ClassView) Status(st Status) StatusView { return StatusView{v.s, v.c, st} }
+
+// StatusView holds TTFT, TPOT, E2E and OutputTokens of the streams that
+// ended with one status (recorded at stream end), in one class or all.
+type StatusView struct {
+	s  *Snapshot
+	c  Class
+	st Status
+}
+
+// Count of m (TTFT, TPOT, E2E or OutputTokens; 0 for others).
+func (v StatusView) Count(m Metric) uint64 {
+	defer runtime.KeepAlive(v.s)
+	return uint64(C.ttft_snapshot_status_count(v.s.p, C.int(v.c), C.ttft_status(v.st), C.ttft_metric(m)))
+}
+
+// Quantile q of m.
+func (v StatusView) Quantile(m Metric, q float64) uint64 {
+	defer runtime.KeepAlive(v.s)
+	return uint64(C.ttft_snapshot_status_quantile(v.s.p, C.int(v.c), C.ttft_status(v.st), C.ttft_metric(m), C.double(q)))
+}
+
+// ---------------------------------------------------------------- http
+
+// HTTPServer is the /metrics endpoint of a registry (Registry.Serve).
+type HTTPServer struct {
+	srv  *C.ttft_http
+	reg  *Registry
+	once sync.Once
+}
+
+// Serve serves r over HTTP on addr ("127.0.0.1:9464"; port 0 picks a free
+// one): /metrics (Prometheus text, OpenMetrics or protobuf by Accept),
+// /report, /report.json, from one background thread. Close the server
+// before the registry. ErrInvalid (bad address), ErrIO (bind failed),
+// ErrNotSupported (built without HTTP).
+func (r *Registry) Serve(addr string) (*HTTPServer, error) {
+	if err := r.live(); err != nil {
+		return nil, err
+	}
+	a := C.CString(addr)
+	defer C.free(unsafe.Pointer(a))
+	var srv *C.ttft_http
+	if err := check(C.ttft_http_start(r.r, a, &srv)); err != nil {
+		return nil, err
+	}
+	h := &HTTPServer{srv: srv, reg: r}
+	// a server dropped without Close is stopped before its registry can be
+	// finalized (it refers to the registry, so its finalizer runs first)
+	runtime.SetFinalizer(h, (*HTTPServer).Close)
+	return h, nil
+}
+
+// Port is the TCP port the server listens on.
+func (h *HTTPServer) Port() int {
+	defer runtime.KeepAlive(h)
+	return int(C.ttft_http_port(h.srv))
+}
+
+// Close stops the server and joins its thread. Idempotent.
+func (h *HTTPServer) Close() error {
+	h.once.Do(func() {
+		runtime.SetFinalizer(h, nil)
+		C.ttft_http_stop(h.srv)
+	})
+	return nil
+}
