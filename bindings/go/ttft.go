@@ -530,6 +530,7 @@ type Request struct {
 }
 
 func (r *Registry) stream(seq C.ttft_seq, req *Request) (*Stream, error) {
+	defer runtime.KeepAlive(r) // no finalizer may close r during the call
 	if seq == 0 {
 		if req != nil && (req.Class < 0 || int32(req.Class) >= r.classes.Load()) {
 			return nil, ErrInvalid // an unknown class: C counted no drop
@@ -544,6 +545,7 @@ func (r *Registry) stream(seq C.ttft_seq, req *Request) (*Stream, error) {
 // Begin starts a stream now (class default). ErrFull when no slot is free
 // (the library counts it as dropped).
 func (r *Registry) Begin() (*Stream, error) {
+	defer runtime.KeepAlive(r) // no finalizer may close r during the call
 	if err := r.live(); err != nil {
 		return nil, err
 	}
@@ -552,6 +554,7 @@ func (r *Registry) Begin() (*Stream, error) {
 
 // BeginAt starts a stream at tNs (not 0).
 func (r *Registry) BeginAt(tNs uint64) (*Stream, error) {
+	defer runtime.KeepAlive(r) // no finalizer may close r during the call
 	t, err := tArg(tNs)
 	if err != nil {
 		return nil, err
@@ -565,11 +568,13 @@ func (r *Registry) BeginAt(tNs uint64) (*Stream, error) {
 // BeginRequest starts a stream now with request details; ErrInvalid for
 // an unknown class, ErrFull when no slot is free.
 func (r *Registry) BeginRequest(req Request) (*Stream, error) {
+	defer runtime.KeepAlive(r) // no finalizer may close r during the call
 	return r.beginReq(req, 0)
 }
 
 // BeginRequestAt starts a stream at tNs (not 0) with request details.
 func (r *Registry) BeginRequestAt(req Request, tNs uint64) (*Stream, error) {
+	defer runtime.KeepAlive(r) // no finalizer may close r during the call
 	t, err := tArg(tNs)
 	if err != nil {
 		return nil, err
@@ -578,6 +583,7 @@ func (r *Registry) BeginRequestAt(req Request, tNs uint64) (*Stream, error) {
 }
 
 func (r *Registry) beginReq(req Request, t C.uint64_t) (*Stream, error) {
+	defer runtime.KeepAlive(r) // no finalizer may close r during the call
 	if err := r.live(); err != nil {
 		return nil, err
 	}
@@ -594,11 +600,13 @@ func (r *Registry) beginReq(req Request, t C.uint64_t) (*Stream, error) {
 // same length) now, with one clock read. Ended or unknown handles are
 // skipped and counted as stale. Returns the emissions accepted.
 func (r *Registry) StepEmitted(handles []Handle, nTokens []uint32) (int, error) {
+	defer runtime.KeepAlive(r) // no finalizer may close r during the call
 	return r.step(handles, nTokens, 0)
 }
 
 // StepEmittedAt is StepEmitted at tNs (not 0).
 func (r *Registry) StepEmittedAt(handles []Handle, nTokens []uint32, tNs uint64) (int, error) {
+	defer runtime.KeepAlive(r) // no finalizer may close r during the call
 	t, err := tArg(tNs)
 	if err != nil {
 		return 0, err
@@ -607,6 +615,7 @@ func (r *Registry) StepEmittedAt(handles []Handle, nTokens []uint32, tNs uint64)
 }
 
 func (r *Registry) step(handles []Handle, nTokens []uint32, t C.uint64_t) (int, error) {
+	defer runtime.KeepAlive(r) // no finalizer may close r during the call
 	if nTokens != nil && len(nTokens) != len(handles) {
 		return 0, ErrInvalid
 	}
@@ -630,6 +639,7 @@ func (r *Registry) step(handles []Handle, nTokens []uint32, t C.uint64_t) (int, 
 // TokenEmitted records n tokens of the stream with handle h now (for
 // engines that keep handles rather than *Stream values).
 func (r *Registry) TokenEmitted(h Handle, n uint32) error {
+	defer runtime.KeepAlive(r) // no finalizer may close r during the call
 	if err := r.live(); err != nil {
 		return err
 	}
@@ -639,6 +649,7 @@ func (r *Registry) TokenEmitted(h Handle, n uint32) error {
 // End ends the stream with handle h now; of two racing ends exactly one
 // succeeds, the other gets ErrStale. (The *Stream then knows it ended.)
 func (r *Registry) End(h Handle, st Status) error {
+	defer runtime.KeepAlive(r) // no finalizer may close r during the call
 	if err := r.live(); err != nil {
 		return err
 	}
@@ -662,6 +673,7 @@ type SeqInfo struct {
 
 // SeqStats describes the live stream h; ErrStale once it ended.
 func (r *Registry) SeqStats(h Handle) (SeqInfo, error) {
+	defer runtime.KeepAlive(r) // no finalizer may close r during the call
 	if err := r.live(); err != nil {
 		return SeqInfo{}, err
 	}
@@ -677,6 +689,7 @@ func (r *Registry) SeqStats(h Handle) (SeqInfo, error) {
 
 // Snapshot copies everything recorded so far (never stops the hooks).
 func (r *Registry) Snapshot() (*Snapshot, error) {
+	defer runtime.KeepAlive(r) // no finalizer may close r during the call
 	if err := r.live(); err != nil {
 		return nil, err
 	}
@@ -685,6 +698,7 @@ func (r *Registry) Snapshot() (*Snapshot, error) {
 
 // Inflight is the number of streams begun and not ended.
 func (r *Registry) Inflight() int {
+	defer runtime.KeepAlive(r) // no finalizer may close r during the call
 	if r.live() != nil {
 		return 0
 	}
@@ -694,6 +708,7 @@ func (r *Registry) Inflight() int {
 // StalledNow counts in-flight streams whose last token is older than their
 // class's stall budget now (stalls that have not closed yet).
 func (r *Registry) StalledNow() int {
+	defer runtime.KeepAlive(r) // no finalizer may close r during the call
 	if r.live() != nil {
 		return 0
 	}
@@ -702,6 +717,7 @@ func (r *Registry) StalledNow() int {
 
 // StalledAt is StalledNow as of tNs (not 0).
 func (r *Registry) StalledAt(tNs uint64) (int, error) {
+	defer runtime.KeepAlive(r) // no finalizer may close r during the call
 	t, err := tArg(tNs)
 	if err != nil {
 		return 0, err
@@ -714,6 +730,7 @@ func (r *Registry) StalledAt(tNs uint64) (int, error) {
 
 // Memory is the bytes the registry holds.
 func (r *Registry) Memory() uint64 {
+	defer runtime.KeepAlive(r) // no finalizer may close r during the call
 	if r.live() != nil {
 		return 0
 	}
@@ -722,6 +739,7 @@ func (r *Registry) Memory() uint64 {
 
 // NowNs is the registry's clock (what "now" means in its hooks).
 func (r *Registry) NowNs() uint64 {
+	defer runtime.KeepAlive(r) // no finalizer may close r during the call
 	if r.live() != nil {
 		return NowNs()
 	}
@@ -731,6 +749,7 @@ func (r *Registry) NowNs() uint64 {
 // ThreadRelease hands the calling OS thread's private shard back (call it
 // with runtime.LockOSThread held on a thread that stops recording).
 func (r *Registry) ThreadRelease() error {
+	defer runtime.KeepAlive(r) // no finalizer may close r during the call
 	if err := r.live(); err != nil {
 		return err
 	}
@@ -1205,6 +1224,7 @@ type HTTPServer struct {
 // before the registry. ErrInvalid (bad address), ErrIO (bind failed),
 // ErrNotSupported (built without HTTP).
 func (r *Registry) Serve(addr string) (*HTTPServer, error) {
+	defer runtime.KeepAlive(r) // no finalizer may close r during the call
 	if err := r.live(); err != nil {
 		return nil, err
 	}
