@@ -923,7 +923,8 @@ func (s *Snapshot) Mean(m Metric) float64 {
 	return float64(C.ttft_snapshot_mean(s.p, C.ttft_metric(m)))
 }
 
-// Sum of the observations of m (exact modulo 2^64).
+// Sum of the observations of m, saturating at 2^64-1 (the library keeps
+// sums 128 bits wide: ClassView.SumWide).
 func (s *Snapshot) Sum(m Metric) uint64 {
 	defer runtime.KeepAlive(s)
 	return uint64(C.ttft_snapshot_sum(s.p, C.ttft_metric(m)))
@@ -1171,6 +1172,18 @@ func (v ClassView) Mean(m Metric) float64 {
 func (v ClassView) Sum(m Metric) uint64 {
 	defer runtime.KeepAlive(v.s)
 	return uint64(C.ttft_snapshot_class_sum(v.s.p, C.int(v.c), C.ttft_metric(m)))
+}
+
+// SumWide is the whole sum of m in the class, 128 bits wide (never wraps;
+// Sum saturates at 2^64-1): hi*2^64 + lo. ErrInvalid for an unknown class
+// or metric.
+func (v ClassView) SumWide(m Metric) (hi, lo uint64, err error) {
+	defer runtime.KeepAlive(v.s)
+	var h, l C.uint64_t
+	if err := check(C.ttft_snapshot_class_sum_wide(v.s.p, C.int(v.c), C.ttft_metric(m), &h, &l)); err != nil {
+		return 0, 0, err
+	}
+	return uint64(h), uint64(l), nil
 }
 
 // Counter c of the class.

@@ -248,6 +248,11 @@ func TestClassesSLOsAndAttainment(t *testing.T) {
 	eq(t, "has", true, has)
 	eq(t, "chat max", 15*ms, v.Quantile(MetricTTFT, 1))
 	eq(t, "chat sum", 25*ms, v.Sum(MetricTTFT))
+	hi, lo, err := s.Class(ClassAll).SumWide(MetricE2E)
+	ok(t, err)
+	eq(t, "wide e2e", [2]uint64{0, (9 + 17 + 16 + 900) * ms}, [2]uint64{hi, lo})
+	_, _, err = s.Class(9).SumWide(MetricTTFT)
+	isErr(t, "wide unknown", ErrInvalid, err)
 	eq(t, "chat completed tpot", 3, v.Status(Completed).Count(MetricTPOT))
 	eq(t, "slo", SLO{10 * time.Millisecond, 4 * time.Millisecond, 0, 500 * time.Millisecond},
 		must[SLO](t)(v.SLO()))
@@ -257,7 +262,7 @@ func TestClassesSLOsAndAttainment(t *testing.T) {
 	a, _ = s.Attainment()
 	eq(t, "all", 0.5, a)
 	eq(t, "unknown name", "", s.Class(9).Name())
-	_, err := s.Class(9).SLO()
+	_, err = s.Class(9).SLO()
 	isErr(t, "unknown slo", ErrInvalid, err)
 }
 

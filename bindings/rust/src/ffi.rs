@@ -151,6 +151,13 @@ extern "C" {
     pub fn ttft_snapshot_class_quantile(s: *const ttft_snapshot, class_id: c_int, m: c_int, q: f64) -> u64;
     pub fn ttft_snapshot_class_mean(s: *const ttft_snapshot, class_id: c_int, m: c_int) -> f64;
     pub fn ttft_snapshot_class_sum(s: *const ttft_snapshot, class_id: c_int, m: c_int) -> u64;
+    pub fn ttft_snapshot_class_sum_wide(
+        s: *const ttft_snapshot,
+        class_id: c_int,
+        m: c_int,
+        hi: *mut u64,
+        lo: *mut u64,
+    ) -> c_int;
     pub fn ttft_snapshot_class_counter(s: *const ttft_snapshot, class_id: c_int, c: c_int) -> u64;
     pub fn ttft_snapshot_status_count(s: *const ttft_snapshot, class_id: c_int, st: c_int, m: c_int) -> u64;
     pub fn ttft_snapshot_status_quantile(s: *const ttft_snapshot, class_id: c_int, st: c_int, m: c_int, q: f64) -> u64;

@@ -1245,7 +1245,8 @@ impl Snapshot {
         unsafe { ffi::ttft_snapshot_mean(self.p(), m.0) }
     }
 
-    /// Sum of the observations of `m` (exact modulo 2^64).
+    /// Sum of the observations of `m`, saturating at `u64::MAX` (the library
+    /// keeps sums 128 bits wide: [`ClassView::sum_wide`]).
     pub fn sum(&self, m: Metric) -> u64 {
         // SAFETY: valid snapshot.
         unsafe { ffi::ttft_snapshot_sum(self.p(), m.0) }
@@ -1477,6 +1478,15 @@ impl<'s> ClassView<'s> {
     pub fn sum(&self, m: Metric) -> u64 {
         // SAFETY: valid snapshot.
         unsafe { ffi::ttft_snapshot_class_sum(self.snap.p(), self.class.0, m.0) }
+    }
+    /// The whole sum of `m` in the class, 128 bits wide (never wraps;
+    /// [`ClassView::sum`] saturates at `u64::MAX`). [`Error::InvalidArgument`]
+    /// for an unknown class or metric.
+    pub fn sum_wide(&self, m: Metric) -> Result<u128> {
+        let (mut hi, mut lo) = (0u64, 0u64);
+        // SAFETY: valid snapshot and out pointers.
+        check(unsafe { ffi::ttft_snapshot_class_sum_wide(self.snap.p(), self.class.0, m.0, &mut hi, &mut lo) })?;
+        Ok((u128::from(hi) << 64) | u128::from(lo))
     }
     /// Counter `c` of the class.
     pub fn counter(&self, c: Counter) -> u64 {

@@ -195,6 +195,9 @@ fn classes_slos_and_attainment() {
     assert_eq!(v.attainment(), Some(1.0 / 3.0));
     assert_eq!(v.quantile(Metric::TTFT, 1.0), 15 * MS);
     assert_eq!(v.sum(Metric::TTFT), 25 * MS);
+    assert_eq!(v.sum_wide(Metric::TTFT), Ok(u128::from(25 * MS)));
+    assert_eq!(s.class(Class::ALL).sum_wide(Metric::E2E), Ok(u128::from((9 + 17 + 16 + 900) * MS)));
+    assert_eq!(s.class(Class(9)).sum_wide(Metric::TTFT), Err(Error::InvalidArgument));
     assert_eq!(v.status(Status::COMPLETED).count(Metric::TPOT), 3);
     assert_eq!(
         v.slo().unwrap(),
