@@ -37,8 +37,14 @@ echo "-- Rust: $(cargo --version), cargo test against $BUILD/libttft.so"
  TTFT_LIB_DIR="$BUILD" cargo run --offline --locked --quiet --example quickstart | grep -E "^TTFT p99 [0-9]+ ns over 1 streams$"
  RUSTDOCFLAGS="-D warnings" TTFT_LIB_DIR="$BUILD" cargo doc --offline --locked --no-deps --quiet)
 echo "-- Rust: build.rs through pkg-config (an installed prefix, no TTFT_LIB_DIR)"
-cmake --install "$BUILD" --prefix "$tmp/prefix" >/dev/null
-pcdir="$(dirname "$(find "$tmp/prefix" -name ttft.pc | head -n1)")"
+# A fixed prefix, not a temporary one: Go's build cache keeps the -L that
+# pkg-config gave when it compiled the package and does not re-run
+# pkg-config when only the .pc file's location changes (CGO_LDFLAGS, which
+# is part of its cache key, names the prefix below for that reason too).
+prefix="$BUILD/bindings-prefix"
+rm -rf "$prefix"
+cmake --install "$BUILD" --prefix "$prefix" >/dev/null
+pcdir="$(dirname "$(find "$prefix" -name ttft.pc | head -n1)")"
 (cd bindings/rust
  env -u TTFT_LIB_DIR PKG_CONFIG_PATH="$pcdir" CARGO_TARGET_DIR="$BUILD/cargo-target-pc" \
    cargo run --offline --locked --quiet --example server > "$tmp/pc.out"
@@ -64,8 +70,9 @@ echo "-- Go: $(go version), go vet + go test against $BUILD/libttft.so"
  tail -n1 "$tmp/go-race.log"
  "${gobuild[@]}" go run -tags ttft_nopkgconfig ./examples/quickstart | grep -E "^TTFT p99 [0-9]+ ns over 1 streams$"
  echo "-- Go: the default build (#cgo pkg-config: ttft) against the installed prefix"
- PKG_CONFIG_PATH="$pcdir" go build -o "$tmp/go-server" ./examples/server
- LD_LIBRARY_PATH="$(dirname "$pcdir")" "$tmp/go-server" > "$tmp/go-server.out"
+ PKG_CONFIG_PATH="$pcdir" CGO_LDFLAGS="-Wl,-rpath,$(dirname "$pcdir")" go build -o "$tmp/go-server" ./examples/server
+ "$tmp/go-server" > "$tmp/go-server.out"
+ ldd "$tmp/go-server" | grep -F "$prefix/" >/dev/null || { echo "the Go example did not link the installed libttft" >&2; exit 1; }
  grep -E "^(scraped|chat:)" "$tmp/go-server.out"
  grep -E "^scraped :[0-9]+/metrics: [0-9]+ bytes, [0-9]+ series$" "$tmp/go-server.out" >/dev/null
  grep -E "^chat: TTFT p99 [0-9]+ ns over 200 streams \(160 completed\)" "$tmp/go-server.out" >/dev/null)
