@@ -211,8 +211,9 @@ typedef enum ttft_format {
 
 /* Create a registry. cfg NULL = defaults. All memory is allocated here (and
  * in ttft_class_add); hooks never allocate. Returns NULL when cfg is invalid
- * (bad struct_size, out-of-range field, bad label name, bands not ascending)
- * or memory is short. Thread-safe (independent registries). */
+ * (bad struct_size, out-of-range field, bad or reserved label name, bands
+ * not ascending: ttft_config_check says which and why) or memory is short.
+ * Thread-safe (independent registries). */
 TTFT_API ttft_registry *ttft_registry_new(const ttft_config *cfg);
 
 /* Free a registry and everything it owns. NULL is a no-op. Must not race
@@ -437,6 +438,21 @@ TTFT_API uint64_t ttft_snapshot_status_count(const ttft_snapshot *s, int class_i
 TTFT_API uint64_t ttft_snapshot_status_quantile(const ttft_snapshot *s, int class_id,
                                                 ttft_status st, ttft_metric m, double q);
 
+/* Sum and mean of a status view (ns; tokens for OUTPUT_TOKENS): with
+ * st = TTFT_COMPLETED and m = TTFT_METRIC_TTFT, the "mean TTFT" of the
+ * completed requests that client benchmarks print is
+ * ttft_snapshot_status_mean(s, TTFT_CLASS_ALL, TTFT_COMPLETED,
+ * TTFT_METRIC_TTFT), and status_sum / status_count is it exactly.
+ * The sum never wraps: the library keeps it 128 bits wide; this returns
+ * it exactly below 2^64 (584 years of nanoseconds) and UINT64_MAX above.
+ * The mean divides the whole 128-bit sum (exact to double rounding).
+ * 0 / 0.0 for NULL s, unknown class, status or metric, a metric other
+ * than the four above, or an empty view. Thread-safe. */
+TTFT_API uint64_t ttft_snapshot_status_sum(const ttft_snapshot *s, int class_id, ttft_status st,
+                                           ttft_metric m);
+TTFT_API double ttft_snapshot_status_mean(const ttft_snapshot *s, int class_id, ttft_status st,
+                                          ttft_metric m);
+
 /* SLO attainment of a class (or TTFT_CLASS_ALL): good / judged, in [0,1]
  * (TTFT_COUNTER_SLO_MET / TTFT_COUNTER_SLO_JUDGED; streams cancelled
  * before they missed a budget are not judged); -1.0 when nothing was
@@ -545,9 +561,18 @@ TTFT_API size_t ttft_registry_memory(const ttft_registry *r);
 #define TTFT_CLASS_DEFAULT 0      /* the class every registry has              */
 
 typedef struct ttft_label {
-  const char *name;  /* [a-zA-Z_][a-zA-Z0-9_]* */
+  const char *name;  /* [a-zA-Z_][a-zA-Z0-9_]*, 1..63 bytes, not reserved */
   const char *value; /* any UTF-8; escaped on output */
 } ttft_label;
+
+/* Label names the exporters write themselves, so a constant label may not
+ * use them (ttft_registry_new refuses the configuration and
+ * ttft_config_check says which one), nor any name that starts with "__"
+ * (Prometheus reserves those). A comma-separated list of string literals,
+ * e.g. `static const char *const reserved[] = {TTFT_RESERVED_LABELS};`. */
+#define TTFT_RESERVED_LABELS                                                      \
+  "class", "model", "status", "le", "quantile", "start_point", "token_point",     \
+      "version", "slo", "prefix_cache", "prompt_tokens", "view", "kind", "window"
 
 /* Memory hooks. alloc(ctx, size) returns NULL on failure; free(ctx, p)
  * accepts NULL. */
@@ -635,6 +660,17 @@ TTFT_API void ttft_config_init(ttft_config *cfg);
  * cfg->struct_size = size; writes nothing past size. size must be at least
  * sizeof(size_t) (else nothing is written). NULL is a no-op. */
 TTFT_API void ttft_config_init_sized(ttft_config *cfg, size_t size);
+
+/* Why ttft_registry_new would refuse configuration c: returns TTFT_OK when
+ * it is accepted (c NULL = the defaults, accepted), else TTFT_EINVAL and a
+ * one-line English reason naming the field, its value and the rule, e.g.
+ * `const_labels[1].name "view" is reserved (the exporters write it; see
+ * TTFT_RESERVED_LABELS)`. The reason is written into why (capacity n,
+ * always NUL-terminated when n > 0, truncated to fit, never a newline);
+ * why may be NULL when n is 0. ttft_registry_new refuses exactly the
+ * configurations this refuses, and otherwise fails only when memory is
+ * short. Reads c only; thread-safe. */
+TTFT_API int ttft_config_check(const ttft_config *c, char *why, size_t n);
 
 /* Replace the allocator used for every later allocation of the library
  * (registries, snapshots, formatting scratch, HTTP). NULL restores malloc.

@@ -344,6 +344,24 @@ class Request {
 
 // ------------------------------------------------------------------ config
 
+/* Label names a constant label may not use (the exporters write them), as
+ * in ttft.h's TTFT_RESERVED_LABELS; so is any name that starts with "__". */
+inline constexpr const char *reserved_labels[] = {TTFT_RESERVED_LABELS};
+inline bool label_reserved(const char *name) noexcept {
+  if (name == nullptr || (name[0] == '_' && name[1] == '_')) return true;
+  for (const char *r : reserved_labels)
+    if (std::strcmp(r, name) == 0) return true;
+  return false;
+}
+
+/* Why the library refuses C configuration c (ttft_config_check), or the
+ * empty string when it accepts it. */
+inline std::string config_problem(const ttft_config &c) {
+  char why[256];
+  if (ttft_config_check(&c, why, sizeof why) == TTFT_OK) return std::string();
+  return std::string(why);
+}
+
 /* A ttft_config builder that owns its strings. Starts from the library's
  * defaults (ttft_config_init). */
 class Config {
@@ -400,6 +418,13 @@ class Config {
   Config &export_idle_classes(bool on) noexcept { c_.export_idle_classes = on ? 1 : 0; return *this; }
   /* Bytes of histogram buckets the registry may allocate as values arrive. */
   Config &memory_limit(std::uint64_t bytes) noexcept { c_.memory_limit = bytes; return *this; }
+
+  /* Why ttft::Registry(*this) would throw TTFT_EINVAL (the library's one-line
+   * reason, ttft_config_check), or "" when the configuration is valid. */
+  std::string problem() const {
+    std::vector<ttft_label> labels;
+    return config_problem(c_config(labels));
+  }
 
   /* The C struct with pointers into this Config (and labels into *storage):
    * valid while both live unchanged. */
@@ -517,6 +542,20 @@ class Snapshot {
     }
     std::uint64_t quantile_value(ttft_metric m, double q, Class c = Class::all()) const noexcept {
       return ttft_snapshot_status_quantile(s_, c.id(), st_, m, q);
+    }
+    /* Sum of the view (ns; tokens for OUTPUT_TOKENS); never wraps:
+     * UINT64_MAX when it cannot be told from a sum past 2^64 - 1
+     * (ttft_snapshot_status_sum). */
+    std::uint64_t sum(ttft_metric m, Class c = Class::all()) const noexcept {
+      return ttft_snapshot_status_sum(s_, c.id(), st_, m);
+    }
+    /* sum / count: status(TTFT_COMPLETED).mean(TTFT_METRIC_TTFT) is the
+     * benchmarks' "mean TTFT"; 0 when empty. */
+    std::chrono::duration<double, std::nano> mean(ttft_metric m, Class c = Class::all()) const noexcept {
+      return std::chrono::duration<double, std::nano>(mean_value(m, c));
+    }
+    double mean_value(ttft_metric m, Class c = Class::all()) const noexcept {
+      return ttft_snapshot_status_mean(s_, c.id(), st_, m);
     }
 
    private:
@@ -893,9 +932,9 @@ class HttpServer {
 /* Owns a ttft_registry. Move-only. Must outlive its Streams and HttpServer. */
 class Registry {
  public:
-  /* Throws Error(TTFT_EINVAL) when the library refuses the configuration
-   * (ttft_registry_new returns NULL for an invalid config and for memory
-   * shortage alike; the message says both). */
+  /* Throws Error(TTFT_EINVAL) when the library refuses the configuration,
+   * its what() carrying the reason (ttft_config_check: which field, which
+   * value, which rule), and Error(TTFT_ENOMEM) when memory is short. */
   explicit Registry(const Config &cfg = Config()) {
     std::vector<ttft_label> labels;
     const ttft_config c = cfg.c_config(labels);
@@ -1016,8 +1055,10 @@ class Registry {
     return out;
   }
   static ttft_registry *create(const ttft_config *c) {
+    const std::string why = config_problem(*c);
+    if (!why.empty()) throw Error(TTFT_EINVAL, ("ttft_registry_new: invalid configuration: " + why).c_str());
     ttft_registry *r = ttft_registry_new(c);
-    if (r == nullptr) throw Error(TTFT_EINVAL, "ttft_registry_new (invalid config or out of memory)");
+    if (r == nullptr) throw Error(TTFT_ENOMEM, "ttft_registry_new");
     return r;
   }
   ttft_registry *r_ = nullptr;

@@ -176,9 +176,30 @@ static void check(const ttft_snapshot *s, truth *tr, uint64_t mult, const char *
   /* per class */
   EXPECT_EQ_U64(mult * tr->chat_completed_e2e.n, ttft_snapshot_status_count(s, 1, TTFT_COMPLETED, TTFT_METRIC_E2E));
   expect_quantiles(&tr->chat_completed_e2e, s, 1, TTFT_COMPLETED, TTFT_METRIC_E2E, what);
+  /* sums and means of the views: exact (no sum here comes near 2^64) */
+  for (int st = 0; st < 3; st++)
+    for (int v = 0; v < 4; v++) {
+      vec *x = &tr->view[st][v];
+      uint64_t sum = 0;
+      for (size_t i = 0; i < x->n; i++) sum += x->v[i];
+      EXPECT_EQ_U64(mult * sum, ttft_snapshot_status_sum(s, TTFT_CLASS_ALL, (ttft_status)st, VIEWS[v]));
+      EXPECT_EQ_DBL(x->n ? (double)sum / (double)x->n : 0.0,
+                    ttft_snapshot_status_mean(s, TTFT_CLASS_ALL, (ttft_status)st, VIEWS[v]));
+    }
+  {
+    uint64_t sum = 0;
+    for (size_t i = 0; i < tr->chat_completed_e2e.n; i++) sum += tr->chat_completed_e2e.v[i];
+    EXPECT_EQ_U64(mult * sum, ttft_snapshot_status_sum(s, 1, TTFT_COMPLETED, TTFT_METRIC_E2E));
+  }
   /* what has no view */
   EXPECT_EQ_U64(0, ttft_snapshot_status_count(s, TTFT_CLASS_ALL, TTFT_COMPLETED, TTFT_METRIC_ITL));
   EXPECT_EQ_U64(0, ttft_snapshot_status_quantile(s, TTFT_CLASS_ALL, TTFT_COMPLETED, TTFT_METRIC_ITL_PER_TOKEN, 0.5));
+  EXPECT_EQ_U64(0, ttft_snapshot_status_sum(s, TTFT_CLASS_ALL, TTFT_COMPLETED, TTFT_METRIC_ITL));
+  EXPECT_EQ_DBL(0.0, ttft_snapshot_status_mean(s, TTFT_CLASS_ALL, TTFT_COMPLETED, TTFT_METRIC_QUEUE));
+  EXPECT_EQ_U64(0, ttft_snapshot_status_sum(s, TTFT_CLASS_ALL, TTFT_STATUS_COUNT_, TTFT_METRIC_E2E));
+  EXPECT_EQ_U64(0, ttft_snapshot_status_sum(s, 7, TTFT_COMPLETED, TTFT_METRIC_E2E));
+  EXPECT_EQ_U64(0, ttft_snapshot_status_sum(NULL, TTFT_CLASS_ALL, TTFT_COMPLETED, TTFT_METRIC_E2E));
+  EXPECT_EQ_DBL(0.0, ttft_snapshot_status_mean(NULL, TTFT_CLASS_ALL, TTFT_COMPLETED, TTFT_METRIC_E2E));
 }
 
 static char *render(const ttft_snapshot *s, ttft_format f) {
@@ -288,6 +309,66 @@ TEST(delta_subtracts_views) {
   }
   ttft_snapshot_free(dl);
   ttft_snapshot_free(s2);
+}
+
+/* "mean TTFT of completed requests" by hand, as a client benchmark
+ * computes it, against the API */
+TEST(mean_ttft_of_completed_requests) {
+  if (!g.s) return;
+  vec *x = &g.tr.view[TTFT_COMPLETED][0];
+  uint64_t sum = 0;
+  for (size_t i = 0; i < x->n; i++) sum += x->v[i];
+  EXPECT_GT_U64(x->n, 100);
+  EXPECT_EQ_U64(x->n, ttft_snapshot_status_count(g.s, TTFT_CLASS_ALL, TTFT_COMPLETED, TTFT_METRIC_TTFT));
+  EXPECT_EQ_U64(sum, ttft_snapshot_status_sum(g.s, TTFT_CLASS_ALL, TTFT_COMPLETED, TTFT_METRIC_TTFT));
+  EXPECT_EQ_DBL((double)sum / (double)x->n,
+                ttft_snapshot_status_mean(g.s, TTFT_CLASS_ALL, TTFT_COMPLETED, TTFT_METRIC_TTFT));
+  /* the plain mean counts every stream with a first token: another number */
+  EXPECT_TRUE(ttft_snapshot_mean(g.s, TTFT_METRIC_TTFT) !=
+              ttft_snapshot_status_mean(g.s, TTFT_CLASS_ALL, TTFT_COMPLETED, TTFT_METRIC_TTFT));
+}
+
+/* Sums at the 2^64 boundary: exact below it, UINT64_MAX (never a wrapped
+ * value) from it on; the mean divides the whole 128-bit sum. E2E of
+ * streams begun at t = 1. */
+TEST(status_sum_never_wraps) {
+  const uint64_t H = UINT64_C(1) << 63, Q = UINT64_C(1) << 62;
+  struct {
+    uint64_t v[3];
+    size_t n;
+    uint64_t want; /* UINT64_MAX: saturated */
+    const char *why;
+  } rows[] = {
+      {{H - 1, H - 1}, 2, 2 * (H - 1), "2^64 - 2: exact"},
+      {{UINT64_MAX - 1}, 1, UINT64_MAX - 1, "one observation: exact"},
+      {{1, H + 5}, 2, H + 6, "exact"},
+      {{1, 1, H + Q}, 3, H + Q + 2, "exact"},
+      {{H, H - 1, 1}, 3, UINT64_MAX, "exactly 2^64: saturated"},
+      {{H - 1, H - 1, H - 1}, 3, UINT64_MAX, "3 * (2^63 - 1)"},
+      {{H + 5, H + 5}, 2, UINT64_MAX, "2^64 + 10 (would wrap to 10)"},
+      {{1, H, H + Q}, 3, UINT64_MAX, "2^64 + 2^62 + 1"},
+      {{5, H + Q, H + Q}, 3, UINT64_MAX, "1.5 * 2^64 + 5"},
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    ttft_snapshot *s = e2e_world(rows[i].v, rows[i].n);
+    EXPECT_NOT_NULL(s);
+    if (!s) continue;
+    uint64_t got = ttft_snapshot_status_sum(s, TTFT_CLASS_ALL, TTFT_COMPLETED, TTFT_METRIC_E2E);
+    if (got != rows[i].want) fprintf(stderr, "   row %zu (%s)\n", i, rows[i].why);
+    EXPECT_EQ_U64(rows[i].want, got);
+    double mean = ttft_snapshot_status_mean(s, TTFT_CLASS_ALL, TTFT_COMPLETED, TTFT_METRIC_E2E);
+    double exact_mean = 0;
+    for (size_t k = 0; k < rows[i].n; k++) exact_mean += (double)rows[i].v[k];
+    exact_mean /= (double)rows[i].n;
+    EXPECT_NEAR_REL(exact_mean, mean, 1e-15);
+    /* the merge of a saturated view with itself stays saturated */
+    int err = 1;
+    ttft_snapshot *m = ttft_snapshot_merge(s, s, &err);
+    if (m && rows[i].want == UINT64_MAX)
+      EXPECT_EQ_U64(UINT64_MAX, ttft_snapshot_status_sum(m, TTFT_CLASS_ALL, TTFT_COMPLETED, TTFT_METRIC_E2E));
+    ttft_snapshot_free(m);
+    ttft_snapshot_free(s);
+  }
 }
 
 /* the formats name them apart from ITL and from the all-streams metrics */

@@ -114,6 +114,14 @@ class Names(unittest.TestCase):
             self.assertEqual(self.lib.ttft_strerror(code).decode(), text)
             self.assertEqual(self.lib.ttft_err_name(code).decode(), name)
 
+    def test_reserved_labels_match_the_header(self):
+        import re
+        with open(os.path.join(os.path.dirname(PYDIR), "include", "ttft.h")) as f:
+            text = f.read()
+        m = re.search(r"#define TTFT_RESERVED_LABELS((?:[^\n]*\\\n)*[^\n]*)", text)
+        self.assertIsNotNone(m)
+        self.assertEqual(tuple(re.findall(r'"([^"]*)"', m.group(1))), _lib.RESERVED_LABELS)
+
     def test_version(self):
         self.assertEqual(self.lib.ttft_version_number() // 10000, _lib.ABI_MAJOR)
         self.assertEqual(ttft.library_version().split(".")[0], str(_lib.ABI_MAJOR))

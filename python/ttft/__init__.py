@@ -42,6 +42,7 @@ GAUGES = _lib.GAUGES
 STATUSES = _lib.STATUSES
 FORMATS = _lib.FORMATS
 STATUS_VIEW_METRICS = _lib.STATUS_VIEW_METRICS
+RESERVED_LABELS = _lib.RESERVED_LABELS
 
 
 def library_path():
@@ -61,5 +62,5 @@ __all__ = [
     "OutOfMemoryError", "RangeError", "CorruptError", "ExistsError", "IoError",
     "NotSupportedError", "ClosedError", "LibraryNotFoundError",
     "METRICS", "COUNTERS", "GAUGES", "STATUSES", "FORMATS", "STATUS_VIEW_METRICS",
-    "MAX_TOKENS_PER_EMISSION",
+    "RESERVED_LABELS", "MAX_TOKENS_PER_EMISSION",
 ]

@@ -722,12 +722,15 @@ class Registry:
         if memory_limit is not None:
             cfg.memory_limit = _int_arg(memory_limit, "memory_limit",
                                         _lib.TTFT_MIN_MEMORY_LIMIT, _U64)
+        why = ctypes.create_string_buffer(256)
+        if lib.ttft_config_check(ctypes.byref(cfg), why, ctypes.sizeof(why)) != _lib.TTFT_OK:
+            raise InvalidArgumentError(
+                "invalid configuration: " + why.value.decode("utf-8", "replace"),
+                code=_lib.TTFT_EINVAL)
         raw = lib.ttft_registry_new(ctypes.byref(cfg))
         del keep
         if not raw:
-            raise InvalidArgumentError(
-                "ttft_registry_new rejected the configuration (or memory is short)",
-                code=_lib.TTFT_EINVAL)
+            raise from_code(_lib.TTFT_ENOMEM, "ttft_registry_new (the configuration is valid)")
         self._o = _Owner(raw, lib.ttft_registry_free)
         self.default_class = Class(0, "default", self._key)
 

@@ -44,6 +44,12 @@ ERRORS = {  # code: (name, ttft_strerror text as in the header's X-macro)
 TTFT_EINVAL, TTFT_ESTALE, TTFT_EFULL, TTFT_ENOMEM, TTFT_ERANGE = -1, -2, -3, -4, -5
 TTFT_ECORRUPT, TTFT_EEXIST, TTFT_EIO, TTFT_ENOTSUP = -6, -7, -8, -9
 
+# Label names a constant label may not use (TTFT_RESERVED_LABELS in
+# include/ttft.h; any name starting with "__" is refused too).
+RESERVED_LABELS = ("class", "model", "status", "le", "quantile", "start_point",
+                   "token_point", "version", "slo", "prefix_cache", "prompt_tokens",
+                   "view", "kind", "window")
+
 # Metrics that have per-status views (ttft_snapshot_status_*).
 STATUS_VIEW_METRICS = ("ttft", "tpot", "e2e", "output_tokens")
 TTFT_MIN_MEMORY_LIMIT = 1 << 20
@@ -190,6 +196,10 @@ PROTOTYPES = {
     "ttft_snapshot_class_counter": (_u64, [_vp, _int, _c_enum]),
     "ttft_snapshot_status_count": (_u64, [_vp, _int, _c_enum, _c_enum]),
     "ttft_snapshot_status_quantile": (_u64, [_vp, _int, _c_enum, _c_enum, _dbl]),
+    # 1.2
+    "ttft_snapshot_status_sum": (_u64, [_vp, _int, _c_enum, _c_enum]),
+    "ttft_snapshot_status_mean": (_dbl, [_vp, _int, _c_enum, _c_enum]),
+    "ttft_config_check": (_int, [_P(Config), ctypes.c_char_p, _size]),
     "ttft_snapshot_gauge": (_u64, [_vp, _c_enum]),
     "ttft_snapshot_attainment": (_dbl, [_vp, _int]),
     "ttft_snapshot_split_count": (_u64, [_vp, _c_enum, ctypes.c_uint]),

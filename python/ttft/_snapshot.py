@@ -192,23 +192,46 @@ class Snapshot:
         own = self._p()
         return _core._L.ttft_snapshot_status_count(own.ptr, self._cid(cls), st, m)
 
-    def sum(self, metric, cls=None):
+    def sum(self, metric, cls=None, status=None):
         """Exact sum of metric: seconds (tokens for output_tokens). The
         library keeps sums 128 bits wide (they never wrap); the nanoseconds
-        are summed as a Python int before the division."""
+        are summed as a Python int before the division. With status (see
+        quantile()), the sum of that status view (sum_ns() says when it is
+        past 2**64 - 1 ns)."""
         m = _core._metric_index(metric)
+        if status is not None:
+            return _value(m, self.sum_ns(metric, cls, status))
         own = self._p()
         hi, lo = ctypes.c_uint64(0), ctypes.c_uint64(0)
         _core._L.ttft_snapshot_class_sum_wide(own.ptr, self._cid(cls), m,
                                               ctypes.byref(hi), ctypes.byref(lo))
         return _value(m, (hi.value << 64) | lo.value)
 
-    def mean(self, metric, cls=None):
-        """Exact mean of metric: seconds (tokens for output_tokens); 0.0
-        when empty. Report percentiles, not means, for latency."""
-        m = _core._metric_index(metric)
+    def sum_ns(self, metric, cls=None, status=None):
+        """Like sum() but the raw C value: int ns (tokens), saturated at
+        2**64 - 1 (ttft_snapshot_class_sum / ttft_snapshot_status_sum)."""
+        if status is None:
+            m = _core._metric_index(metric)
+            own = self._p()
+            return _core._L.ttft_snapshot_class_sum(own.ptr, self._cid(cls), m)
+        m, st = _status_view(metric, status)
         own = self._p()
-        v = _core._L.ttft_snapshot_class_mean(own.ptr, self._cid(cls), m)
+        return _core._L.ttft_snapshot_status_sum(own.ptr, self._cid(cls), st, m)
+
+    def mean(self, metric, cls=None, status=None):
+        """Exact mean of metric: seconds (tokens for output_tokens); 0.0
+        when empty. With status, the mean of that view:
+        mean("ttft", status="completed") is the "mean TTFT" client
+        benchmarks print (completed requests only). Report percentiles,
+        not means, for latency."""
+        if status is None:
+            m = _core._metric_index(metric)
+            own = self._p()
+            v = _core._L.ttft_snapshot_class_mean(own.ptr, self._cid(cls), m)
+        else:
+            m, st = _status_view(metric, status)
+            own = self._p()
+            v = _core._L.ttft_snapshot_status_mean(own.ptr, self._cid(cls), st, m)
         return v if m == _TOKENS else v / 1e9
 
     def counter(self, name, cls=None):

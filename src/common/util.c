@@ -202,10 +202,9 @@ void ttft__strlcpy(char *dst, const char *src, size_t cap) {
 }
 
 /* ------------------------------------------------------------ labels */
-/* Every label name an exporter writes beside the constant labels. */
-static const char *const reserved_labels[] = {
-    "class", "model", "status", "le", "quantile", "start_point", "token_point",
-    "version", "slo", "prefix_cache", "prompt_tokens", "view", "kind", "window"};
+/* Every label name an exporter writes beside the constant labels: the
+ * public list (ttft.h), so the header is the one place that says it. */
+static const char *const reserved_labels[] = {TTFT_RESERVED_LABELS};
 
 int ttft__label_reserved(const char *name) {
   if (!name) return 1;

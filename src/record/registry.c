@@ -1,6 +1,7 @@
 /* registry.c — configuration, creation, classes, per-thread shards and the
  * live queries (seq stats, stalled now, in-flight). */
 #include <stdalign.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -101,37 +102,110 @@ static int valid_namespace(const char *s) {
   return 1;
 }
 
-static int config_valid(const ttft_config *c) {
-  if (c->max_inflight < 1 || c->max_inflight > TTFT_MAX_INFLIGHT) return 0;
-  if (c->max_threads > 256) return 0;
-  if (c->max_classes < 1 || c->max_classes > 1024) return 0;
-  if (c->stall_threshold_ns == 0) return 0;
-  if ((unsigned)c->clock >= TTFT_CLOCK_COUNT_) return 0;
-  if (!valid_namespace(c->metric_namespace ? c->metric_namespace : "")) return 0;
-  if (c->n_const_labels > TTFT_MAX_CONST_LABELS) return 0;
-  if (c->n_const_labels && !c->const_labels) return 0;
+/* A label or namespace as it may appear in a one-line reason: printable
+ * ASCII kept, anything else shown as '?', at most 64 bytes. */
+static const char *shown(const char *s, char out[72]) {
+  size_t k = 0;
+  if (!s) return "(null)";
+  for (; *s && k < 64; s++) out[k++] = (*s >= 0x20 && *s < 0x7f && *s != '"') ? *s : '?';
+  if (*s) out[k++] = '.', out[k++] = '.', out[k++] = '.';
+  out[k] = '\0';
+  return out;
+}
+
+/* The first rule c breaks, as a reason in why (TTFT_EINVAL), or TTFT_OK.
+ * The one place that decides: ttft_registry_new and ttft_config_check
+ * both call it. c is a full-size config (the caller merged the defaults). */
+#define REFUSE(...) return (why && n ? (void)snprintf(why, n, __VA_ARGS__) : (void)0), TTFT_EINVAL
+static int config_problem(const ttft_config *c, char *why, size_t n) {
+  char a[72], b[72];
+  if (c->max_inflight < 1 || c->max_inflight > TTFT_MAX_INFLIGHT)
+    REFUSE("max_inflight %u is outside 1..%u (TTFT_MAX_INFLIGHT)", c->max_inflight,
+           (unsigned)TTFT_MAX_INFLIGHT);
+  if (c->max_threads > 256) REFUSE("max_threads %u is above 256", c->max_threads);
+  if (c->max_classes < 1 || c->max_classes > 1024)
+    REFUSE("max_classes %u is outside 1..1024 (class 0, \"default\", counts)", c->max_classes);
+  if (c->stall_threshold_ns == 0) REFUSE("stall_threshold_ns is 0; the stall budget must be positive");
+  if ((unsigned)c->clock >= TTFT_CLOCK_COUNT_)
+    REFUSE("clock %d is not a ttft_clock (TTFT_CLOCK_MONOTONIC or TTFT_CLOCK_TSC)", (int)c->clock);
+  if (!valid_namespace(c->metric_namespace ? c->metric_namespace : ""))
+    REFUSE("metric_namespace \"%s\" is not empty or [a-zA-Z_:][a-zA-Z0-9_:]* of at most 63 bytes",
+           shown(c->metric_namespace, a));
+  if (c->n_const_labels > TTFT_MAX_CONST_LABELS)
+    REFUSE("n_const_labels %u is above TTFT_MAX_CONST_LABELS (%d)", c->n_const_labels,
+           TTFT_MAX_CONST_LABELS);
+  if (c->n_const_labels && !c->const_labels)
+    REFUSE("n_const_labels is %u but const_labels is NULL", c->n_const_labels);
   for (uint32_t i = 0; i < c->n_const_labels; i++) {
-    if (!valid_label_name(c->const_labels[i].name) || !c->const_labels[i].value) return 0;
-    if (ttft__label_reserved(c->const_labels[i].name)) return 0;
+    const char *nm = c->const_labels[i].name;
+    if (!nm) REFUSE("const_labels[%u].name is NULL", i);
+    if (!valid_label_name(nm))
+      REFUSE("const_labels[%u].name \"%s\" is not a label name: [a-zA-Z_][a-zA-Z0-9_]*, 1..63 bytes", i,
+             shown(nm, a));
+    if (nm[0] == '_' && nm[1] == '_')
+      REFUSE("const_labels[%u].name \"%s\" starts with \"__\" (reserved by Prometheus)", i, shown(nm, a));
+    if (ttft__label_reserved(nm))
+      REFUSE("const_labels[%u].name \"%s\" is reserved (the exporters write it; see "
+             "TTFT_RESERVED_LABELS)", i, shown(nm, a));
+    if (!c->const_labels[i].value) REFUSE("const_labels[%u].value (of \"%s\") is NULL", i, shown(nm, a));
     for (uint32_t j = 0; j < i; j++)
-      if (!strcmp(c->const_labels[i].name, c->const_labels[j].name)) return 0;
+      if (!strcmp(nm, c->const_labels[j].name))
+        REFUSE("const_labels[%u].name \"%s\" repeats const_labels[%u].name", i, shown(nm, b), j);
   }
-  if (c->native_histograms != 0 && c->native_histograms != 1) return 0;
-  if (c->native_schema < -4 || c->native_schema > 8) return 0;
-  if (c->export_idle_classes != 0 && c->export_idle_classes != 1) return 0;
-  if (c->memory_limit < TTFT_MIN_MEMORY_LIMIT) return 0;
-  if (c->n_prompt_bands > TTFT_MAX_BANDS - 1) return 0;
-  for (uint32_t i = 0; i < c->n_prompt_bands; i++)
-    if (c->prompt_band_edges[i] == 0 || (i && c->prompt_band_edges[i] <= c->prompt_band_edges[i - 1]))
-      return 0;
+  if (c->native_histograms != 0 && c->native_histograms != 1)
+    REFUSE("native_histograms is %d; it must be 0 or 1", c->native_histograms);
+  if (c->native_schema < -4 || c->native_schema > 8)
+    REFUSE("native_schema %d is outside -4..8", c->native_schema);
+  if (c->export_idle_classes != 0 && c->export_idle_classes != 1)
+    REFUSE("export_idle_classes is %d; it must be 0 or 1", c->export_idle_classes);
+  if (c->memory_limit < TTFT_MIN_MEMORY_LIMIT)
+    REFUSE("memory_limit %llu bytes is below TTFT_MIN_MEMORY_LIMIT (%llu)",
+           (unsigned long long)c->memory_limit, (unsigned long long)TTFT_MIN_MEMORY_LIMIT);
+  if (c->n_prompt_bands > TTFT_MAX_BANDS - 1)
+    REFUSE("n_prompt_bands %u is above %d (TTFT_MAX_BANDS - 1)", c->n_prompt_bands, TTFT_MAX_BANDS - 1);
+  for (uint32_t i = 0; i < c->n_prompt_bands; i++) {
+    if (c->prompt_band_edges[i] == 0) REFUSE("prompt_band_edges[%u] is 0; edges are at least 1 token", i);
+    if (i && c->prompt_band_edges[i] <= c->prompt_band_edges[i - 1])
+      REFUSE("prompt_band_edges[%u] = %u is not above prompt_band_edges[%u] = %u (edges ascend)", i,
+             c->prompt_band_edges[i], i - 1, c->prompt_band_edges[i - 1]);
+  }
   for (int m = 0; m < TTFT_PROM_CONFIG_METRICS; m++) {
     if (!c->prom_buckets[m]) continue;
-    uint32_t n = c->prom_n_buckets[m];
-    if (n == 0 || n > TTFT_MAX_PROM_BUCKETS) return 0;
-    for (uint32_t i = 1; i < n; i++)
-      if (c->prom_buckets[m][i] <= c->prom_buckets[m][i - 1]) return 0;
+    uint32_t k = c->prom_n_buckets[m];
+    if (k == 0 || k > TTFT_MAX_PROM_BUCKETS)
+      REFUSE("prom_n_buckets[%d] (%s) is %u; with prom_buckets[%d] set it must be 1..%d", m,
+             ttft_metric_name((ttft_metric)m), k, m, TTFT_MAX_PROM_BUCKETS);
+    for (uint32_t i = 1; i < k; i++)
+      if (c->prom_buckets[m][i] <= c->prom_buckets[m][i - 1])
+        REFUSE("prom_buckets[%d] (%s): bound %u (%llu) is not above bound %u (%llu); bounds ascend", m,
+               ttft_metric_name((ttft_metric)m), i, (unsigned long long)c->prom_buckets[m][i], i - 1,
+               (unsigned long long)c->prom_buckets[m][i - 1]);
   }
-  return 1;
+  if (why && n) why[0] = '\0';
+  return TTFT_OK;
+}
+#undef REFUSE
+
+/* The caller's config over the defaults (a struct from an older, smaller
+ * ttft_config keeps the defaults of the fields it lacks), then the rules. */
+static int config_resolve(const ttft_config *cfg, ttft_config *c, char *why, size_t n) {
+  ttft_config_init(c);
+  if (cfg) {
+    if (cfg->struct_size < sizeof(size_t) || cfg->struct_size > sizeof *c) {
+      if (why && n)
+        snprintf(why, n, "struct_size %zu is not a ttft_config's (%zu..%zu bytes); start from "
+                 "ttft_config_init", cfg->struct_size, sizeof(size_t), sizeof *c);
+      return TTFT_EINVAL;
+    }
+    memcpy(c, cfg, cfg->struct_size);
+    c->struct_size = sizeof *c;
+  }
+  return config_problem(c, why, n);
+}
+
+int ttft_config_check(const ttft_config *cfg, char *why, size_t n) {
+  ttft_config c;
+  return config_resolve(cfg, &c, why, n);
 }
 
 /* --------------------------------------------------------------- memory */
@@ -546,12 +620,7 @@ static void registry_meta(ttft_registry *r, const ttft_config *c) {
 
 ttft_registry *ttft_registry_new(const ttft_config *cfg) {
   ttft_config c;
-  ttft_config_init(&c);
-  if (cfg) {
-    if (cfg->struct_size < sizeof(size_t) || cfg->struct_size > sizeof c) return NULL;
-    memcpy(&c, cfg, cfg->struct_size);
-  }
-  if (!config_valid(&c)) return NULL;
+  if (config_resolve(cfg, &c, NULL, 0) != TTFT_OK) return NULL;
 
   ttft_allocator a;
   ttft__allocator_current(&a);

@@ -62,6 +62,17 @@ uint64_t ttft_snapshot_status_quantile(const ttft_snapshot *s, int class_id, ttf
   return (h && q_valid(q)) ? ttft__shist_quantile(h, q) : 0;
 }
 
+uint64_t ttft_snapshot_status_sum(const ttft_snapshot *s, int class_id, ttft_status st,
+                                  ttft_metric m) {
+  const ttft__shist *h = status_hist_of(s, class_id, st, m);
+  return h ? ttft__shist_sum_sat(h) : 0;
+}
+double ttft_snapshot_status_mean(const ttft_snapshot *s, int class_id, ttft_status st,
+                                 ttft_metric m) {
+  const ttft__shist *h = status_hist_of(s, class_id, st, m);
+  return (h && h->count) ? ttft__shist_sum_double(h) / (double)h->count : 0.0;
+}
+
 uint64_t ttft_snapshot_count(const ttft_snapshot *s, ttft_metric m) {
   return ttft_snapshot_class_count(s, TTFT_CLASS_ALL, m);
 }

@@ -443,6 +443,20 @@ void test_classes_and_config() {
   EXPECT_THROWS_CODE(ttft::Registry(ttft::Config().label("0bad", "x")), TTFT_EINVAL);
   EXPECT_THROWS_CODE(ttft::Config().prompt_bands({1, 2, 3, 4, 5, 6, 7, 8}), TTFT_EINVAL);
   EXPECT_THROWS_CODE(ttft::Config().stall_threshold(-1ms), TTFT_EINVAL);
+  // ... and say why: the reserved label that killed a server at start
+  EXPECT_TRUE(ttft::label_reserved("view") && ttft::label_reserved("__x") && !ttft::label_reserved("zone"));
+  EXPECT_TRUE(ttft::Config().label("view", "engine").problem().find("\"view\" is reserved") != std::string::npos);
+  EXPECT_TRUE(ttft::Config().problem().empty());
+  {
+    std::string what;
+    try {
+      ttft::Registry bad(ttft::Config().label("zone", "a").label("view", "engine"));
+    } catch (const ttft::Error &e) {
+      what = e.what();
+      EXPECT_EQ(e.code(), TTFT_EINVAL);
+    }
+    EXPECT_TRUE(what.find("const_labels[1].name \"view\" is reserved") != std::string::npos);
+  }
   EXPECT_THROWS_CODE(ttft::Slo().ttft(std::chrono::duration<double>(-0.5)), TTFT_EINVAL);
   // A C config works too, and fractional-second durations convert.
   ttft_config c;
@@ -778,6 +792,15 @@ void test_status_views() {
   EXPECT_EQ(done.count(TTFT_METRIC_ITL), 0u);
   EXPECT_EQ(snap.status(TTFT_STATUS_COUNT_).count(TTFT_METRIC_TTFT), 0u);
   EXPECT_EQ(ttft::Snapshot().status(TTFT_COMPLETED).count(TTFT_METRIC_TTFT), 0u);
+  // sums and means of a view: TTFT of the completed ones is 1 + 2 + 3 ms
+  EXPECT_EQ(done.sum(TTFT_METRIC_TTFT), 6000000u);
+  EXPECT_TRUE((done.mean(TTFT_METRIC_TTFT) == std::chrono::duration<double, std::nano>(2000000.0)));
+  EXPECT_EQ(done.sum(TTFT_METRIC_OUTPUT_TOKENS), 9u);
+  EXPECT_TRUE(done.mean_value(TTFT_METRIC_OUTPUT_TOKENS) == 3.0);
+  EXPECT_EQ(done.sum(TTFT_METRIC_E2E, chat), 10000000u);
+  EXPECT_EQ(snap.status(TTFT_ERROR).sum(TTFT_METRIC_E2E), 20000000u);
+  EXPECT_EQ(done.sum(TTFT_METRIC_ITL), 0u);
+  EXPECT_TRUE(ttft::Snapshot().status(TTFT_COMPLETED).mean_value(TTFT_METRIC_TTFT) == 0.0);
 }
 
 // ------------------------------------------------------------ 1.1 config

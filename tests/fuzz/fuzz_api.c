@@ -746,6 +746,13 @@ static void check_views(const model *m, const ttft_snapshot *s) {
         FUZZ_CHECK(lo == ms->min && hi == ms->max, "%s view of %s: min %llu max %llu, model %llu %llu",
                    ttft_status_name(sts), ttft_metric_name(k_views[v]), (unsigned long long)lo,
                    (unsigned long long)hi, (unsigned long long)ms->min, (unsigned long long)ms->max);
+      /* the sum is exact while count * max < 2^64 (it cannot have wrapped) */
+      uint64_t sum = ttft_snapshot_status_sum(s, TTFT_CLASS_ALL, sts, k_views[v]);
+      if (n && !ms->fuzzy && (unsigned __int128)ms->n * ms->max <= UINT64_MAX)
+        FUZZ_CHECK(sum == ms->sum, "%s view of %s: sum %llu, model %llu", ttft_status_name(sts),
+                   ttft_metric_name(k_views[v]), (unsigned long long)sum, (unsigned long long)ms->sum);
+      if (!n) FUZZ_CHECK(sum == 0, "empty %s view of %s: sum %llu", ttft_status_name(sts),
+                         ttft_metric_name(k_views[v]), (unsigned long long)sum);
       uint64_t prev = lo;
       for (size_t i = 0; i < sizeof qs / sizeof qs[0]; i++) {
         uint64_t x = ttft_snapshot_status_quantile(s, TTFT_CLASS_ALL, sts, k_views[v], qs[i]);
