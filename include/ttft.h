@@ -275,7 +275,8 @@ TTFT_API int ttft_stream_end(ttft_registry *r, ttft_seq s, ttft_status status, u
 /* Details of sequence s learned after ttft_begin, typically when a slot
  * picks the request up and finds its prefix-cache reuse (the clock keeps
  * its start at arrival). prompt_tokens 0 and prefix_hit -1 leave that
- * field as it is; prefix_hit 1 = hit, 0 = miss (other values: TTFT_EINVAL).
+ * field as it is; prefix_hit 1 = hit, 0 = miss (other values: TTFT_EINVAL);
+ * ttft_annotate_cached takes the cached token count instead.
  * Allowed until the first emission, because TTFT's prefix and prompt-band
  * splits are recorded then. Returns TTFT_OK; TTFT_ERANGE after the first
  * emission (nothing changes); TTFT_ESTALE for 0, an ended, unknown or
@@ -283,6 +284,21 @@ TTFT_API int ttft_stream_end(ttft_registry *r, ttft_seq s, ttft_status status, u
  * NULL r or a bad prefix_hit. Thread-safe, lock-free, no allocation; safe
  * against a concurrent ttft_stream_end (like ttft_mark). */
 TTFT_API int ttft_annotate(ttft_registry *r, ttft_seq s, uint32_t prompt_tokens, int prefix_hit);
+
+/* Like ttft_annotate, with the prefix-cache reuse as counts: prompt_tokens
+ * of the prompt of s, cached_tokens of them served from the prefix cache.
+ * Sets the prompt band and the prefix band (ttft_prefix_band): MISS when
+ * cached_tokens < ttft_config.prefix_hit_min_tokens, PARTIAL when
+ * 2 * cached_tokens < prompt_tokens, HIT otherwise. Call it where the
+ * server computes the reuse (when the prompt starts), not at slot launch.
+ * The same rules as ttft_annotate: TTFT_OK until the first emission (a
+ * later call overrides an earlier one), TTFT_ERANGE after it (nothing
+ * changes); TTFT_ESTALE for 0, an ended, unknown or other registry's handle
+ * (counted in TTFT_COUNTER_STALE); TTFT_EINVAL for NULL r, prompt_tokens 0
+ * or cached_tokens > prompt_tokens (nothing changes). Thread-safe,
+ * lock-free, no allocation; safe against a concurrent ttft_stream_end. */
+TTFT_API int ttft_annotate_cached(ttft_registry *r, ttft_seq s, uint32_t prompt_tokens,
+                                  uint32_t cached_tokens);
 
 /* One decode step of a continuous-batching engine: sequence seqs[i]
  * emitted n_tokens[i] tokens (n_tokens NULL = 1 each) at t_ns (TTFT_NOW =
@@ -374,10 +390,27 @@ typedef enum ttft_gauge {
 
 /* TTFT splits: TTFT recorded a second time under a split key. */
 typedef enum ttft_split {
-  TTFT_SPLIT_PREFIX_CACHE = 0, /* index 0 = miss, 1 = hit (unknown: not recorded) */
+  TTFT_SPLIT_PREFIX_CACHE = 0, /* index = ttft_prefix_band (unknown: not recorded) */
   TTFT_SPLIT_PROMPT_BAND = 1,  /* index = prompt-length band, see ttft_config     */
-  TTFT_SPLIT_COUNT_ = 2
+  TTFT_SPLIT_PREFILL_BY_PREFIX = 2, /* PREFILL (t_first - t_sched, streams with a
+                                       SCHEDULED mark) by ttft_prefix_band, so
+                                       "a hit prefills faster but queues
+                                       longer" is visible (TTFT - PREFILL)   */
+  TTFT_SPLIT_COUNT_ = 3
 } ttft_split;
+
+/* Prefix-cache bands of a sequence, by how much of its prompt was served
+ * from the cache (ttft_annotate_cached): MISS when fewer than
+ * ttft_config.prefix_hit_min_tokens tokens were (every server reuses at
+ * least a BOS token), PARTIAL when fewer than half the prompt was, HIT
+ * otherwise. ttft_annotate's prefix_hit 1 / 0 mean HIT / MISS. The index
+ * of TTFT_SPLIT_PREFIX_CACHE and TTFT_SPLIT_PREFILL_BY_PREFIX. */
+typedef enum ttft_prefix_band {
+  TTFT_PREFIX_MISS = 0,
+  TTFT_PREFIX_HIT = 1,
+  TTFT_PREFIX_PARTIAL = 2,
+  TTFT_PREFIX_BAND_COUNT_ = 3
+} ttft_prefix_band;
 
 /* --------------------------------------------------------------- snapshots */
 
@@ -460,8 +493,10 @@ TTFT_API double ttft_snapshot_status_mean(const ttft_snapshot *s, int class_id, 
 TTFT_API double ttft_snapshot_attainment(const ttft_snapshot *s, int class_id);
 
 /* TTFT under a split (all classes): count and quantile of TTFT_SPLIT_PREFIX_CACHE
- * index 0 (miss) / 1 (hit), or TTFT_SPLIT_PROMPT_BAND index 0 .. bands-1.
- * 0 for anything invalid or empty. */
+ * index TTFT_PREFIX_MISS / _HIT / _PARTIAL, or TTFT_SPLIT_PROMPT_BAND index
+ * 0 .. bands-1; PREFILL under TTFT_SPLIT_PREFILL_BY_PREFIX, same indices.
+ * 0 for anything invalid or empty. A snapshot decoded from a 1.0 or 1.1
+ * encoding has its hit and miss, no partial and no prefill split. */
 TTFT_API uint64_t ttft_snapshot_split_count(const ttft_snapshot *s, ttft_split split, unsigned index);
 TTFT_API uint64_t ttft_snapshot_split_quantile(const ttft_snapshot *s, ttft_split split,
                                                unsigned index, double q);
@@ -648,6 +683,11 @@ struct ttft_config {
                                   the limit values are still counted exactly
                                   but binned by power of two only
                                   (TTFT_GAUGE_COARSE). docs/design.md "Memory" */
+  /* ---- since 1.2 */
+  uint32_t prefix_hit_min_tokens; /* ttft_annotate_cached: fewer cached
+                                  tokens than this is a prefix-cache MISS
+                                  (every server reuses at least a BOS
+                                  token); default 16, at least 1          */
 };
 
 /* Fill cfg with the defaults documented above and set struct_size to the
@@ -714,7 +754,8 @@ typedef struct ttft_request {
   size_t struct_size;     /* sizeof(ttft_request), set by ttft_request_init */
   int class_id;           /* from ttft_class_add; 0 = default               */
   uint32_t prompt_tokens; /* prompt length; 0 = unknown (no band split)     */
-  int prefix_hit;         /* 1 prefix-cache hit, 0 miss, -1 unknown         */
+  int prefix_hit;         /* 1 prefix-cache hit, 0 miss, -1 unknown (the
+                             counts, with a PARTIAL band: ttft_annotate_cached) */
 } ttft_request;
 
 /* class 0, prompt unknown, prefix unknown; struct_size = the library's

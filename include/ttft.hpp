@@ -36,7 +36,7 @@
  *     reg.step_emitted(step);  // one token each, one clock read
  *     // Callback-style servers copy a SharedStream into their callbacks.
  *     ttft::SharedStream shared = reg.begin_shared();
- *     auto on_chunk = [shared](std::uint32_t n) mutable { shared.token(n); };
+ *     auto on_chunk = [shared](std::uint32_t n) { shared.token(n); };
  *     on_chunk(1);
  *     shared.end(TTFT_COMPLETED);
  *
@@ -418,6 +418,8 @@ class Config {
   Config &export_idle_classes(bool on) noexcept { c_.export_idle_classes = on ? 1 : 0; return *this; }
   /* Bytes of histogram buckets the registry may allocate as values arrive. */
   Config &memory_limit(std::uint64_t bytes) noexcept { c_.memory_limit = bytes; return *this; }
+  /* Since 1.2: annotate_cached calls fewer cached tokens a miss (default 16). */
+  Config &prefix_hit_min_tokens(std::uint32_t n) noexcept { c_.prefix_hit_min_tokens = n; return *this; }
 
   /* Why ttft::Registry(*this) would throw TTFT_EINVAL (the library's one-line
    * reason, ttft_config_check), or "" when the configuration is valid. */
@@ -748,6 +750,13 @@ class Stream {
     if (s_ == 0) return TTFT_ESTALE;
     return ttft_annotate(r_, s_, prompt_tokens, prefix_hit ? (*prefix_hit ? 1 : 0) : -1);
   }
+  /* The prefix-cache reuse as counts, where the server computes it
+   * (ttft_annotate_cached): miss / partial / hit bands of TTFT and PREFILL.
+   * TTFT_EINVAL for prompt_tokens 0 or cached_tokens > prompt_tokens. */
+  int annotate_cached(std::uint32_t prompt_tokens, std::uint32_t cached_tokens) noexcept {
+    if (s_ == 0) return TTFT_ESTALE;
+    return ttft_annotate_cached(r_, s_, prompt_tokens, cached_tokens);
+  }
   /* Close the stream. On TTFT_OK, or TTFT_ESTALE (another thread ended it
    * first), the Stream becomes empty; on TTFT_EINVAL (bad status) it stays
    * open and the destructor still cancels it. */
@@ -855,24 +864,34 @@ class SharedStream {
     return st_ != nullptr ? st_->refs.load(std::memory_order_relaxed) : 0;
   }
 
-  int mark(ttft_phase p, Time t = now_tag) noexcept {
+  /* The recording methods are const: a SharedStream is a handle, and
+   * recording changes the stream it names (the library's sequence and the
+   * shared block's open flag), never the handle itself, as
+   * std::shared_ptr's operator* is const. So a copy captured by value in a
+   * lambda that is not mutable records: [shared](auto n) { shared.token(n); }.
+   * Only assignment, reset() and destruction change the handle. */
+  int mark(ttft_phase p, Time t = now_tag) const noexcept {
     if (!open()) return TTFT_ESTALE;
     return ttft_mark(st_->r, st_->seq, p, t.ns());
   }
-  int mark_scheduled(Time t = now_tag) noexcept { return mark(TTFT_PHASE_SCHEDULED, t); }
-  int mark_preempted(Time t = now_tag) noexcept { return mark(TTFT_PHASE_PREEMPTED, t); }
-  int token(std::uint32_t n = 1, Time t = now_tag) noexcept {
+  int mark_scheduled(Time t = now_tag) const noexcept { return mark(TTFT_PHASE_SCHEDULED, t); }
+  int mark_preempted(Time t = now_tag) const noexcept { return mark(TTFT_PHASE_PREEMPTED, t); }
+  int token(std::uint32_t n = 1, Time t = now_tag) const noexcept {
     if (!open()) return TTFT_ESTALE;
     return ttft_token_emitted(st_->r, st_->seq, n, t.ns());
   }
-  int annotate(std::uint32_t prompt_tokens, std::optional<bool> prefix_hit = std::nullopt) noexcept {
+  int annotate(std::uint32_t prompt_tokens, std::optional<bool> prefix_hit = std::nullopt) const noexcept {
     if (!open()) return TTFT_ESTALE;
     return ttft_annotate(st_->r, st_->seq, prompt_tokens, prefix_hit ? (*prefix_hit ? 1 : 0) : -1);
+  }
+  int annotate_cached(std::uint32_t prompt_tokens, std::uint32_t cached_tokens) const noexcept {
+    if (!open()) return TTFT_ESTALE;
+    return ttft_annotate_cached(st_->r, st_->seq, prompt_tokens, cached_tokens);
   }
   /* Close the stream for every copy. Exactly one of several copies racing
    * here calls the library; the others return TTFT_ESTALE. TTFT_EINVAL for
    * an unknown status (the stream stays open). */
-  int end(ttft_status st, Time t = now_tag) noexcept {
+  int end(ttft_status st, Time t = now_tag) const noexcept {
     if (st_ == nullptr) return TTFT_ESTALE;
     if (static_cast<unsigned>(st) >= static_cast<unsigned>(TTFT_STATUS_COUNT_)) return TTFT_EINVAL;
     /* relaxed: the exchange alone picks one ender; the library orders the
@@ -996,6 +1015,9 @@ class Registry {
   int annotate(ttft_seq s, std::uint32_t prompt_tokens,
                std::optional<bool> prefix_hit = std::nullopt) noexcept {
     return ttft_annotate(r_, s, prompt_tokens, prefix_hit ? (*prefix_hit ? 1 : 0) : -1);
+  }
+  int annotate_cached(ttft_seq s, std::uint32_t prompt_tokens, std::uint32_t cached_tokens) noexcept {
+    return ttft_annotate_cached(r_, s, prompt_tokens, cached_tokens);
   }
 
   /* One decode step (ttft_step_emitted): seqs[i] emitted n_tokens[i]

@@ -473,11 +473,26 @@ enum {
   V_COUNT_OVERFLOW, V_PROM_ORDER, V_TRUNC_HIST, V_CTR_OVERFLOW,
   /* version 2 only */
   V_SCHEMA, V_STATUS_MANY, V_VIEW_BAD, V_VIEW_OVERFLOW,
+  /* version 3 only */
+  V_PREFIX_MANY, V_PREFILL_MANY,
   V_COUNT
 };
 #define V_FIRST_V2_ONLY V_SCHEMA
+#define V_FIRST_V3_ONLY V_PREFIX_MANY
 
 static int g_hb_version; /* the version hb_build is writing */
+
+/* a one-value split histogram (version 3: the splits that are new) */
+static void hb_one(hb *h, uint64_t value) {
+  hb_var(h, 1);
+  hb_var(h, value); /* bucket = value (exact below 256) */
+  hb_var(h, 1);
+  hb_var(h, 1);     /* count */
+  hb_var(h, value); /* sum   */
+  hb_var(h, 0);     /* sum, high word */
+  hb_var(h, value); /* min   */
+  hb_var(h, 0);     /* max - min */
+}
 
 /* the TTFT histogram of class 0 (values 10, 10, 345: bucket 10 (exact)
  * twice, bucket 300 = [344, 345] once), broken as variant v asks */
@@ -641,11 +656,26 @@ static size_t hb_build(hb *h, int v, int version) {
       for (int view = 0; view < 4; view++) hb_view(h, v, (int)c, st, view);
     }
   }
-  hb_var(h, 2);
-  hb_var(h, 0);
-  hb_var(h, 0);
+  if (version >= 3) { /* prefix bands miss, hit, partial: the partial one holds 40 */
+    hb_var(h, v == V_PREFIX_MANY ? 4 : 3);
+    hb_var(h, 0);
+    hb_var(h, 0);
+    hb_one(h, 40);
+    if (v == V_PREFIX_MANY) hb_var(h, 0);
+  } else {
+    hb_var(h, 2);
+    hb_var(h, 0);
+    hb_var(h, 0);
+  }
   hb_var(h, 8);
   for (int i = 0; i < 8; i++) hb_var(h, 0);
+  if (version >= 3) { /* PREFILL by prefix band: the hit one holds 20 */
+    hb_var(h, v == V_PREFILL_MANY ? 4 : 3);
+    hb_var(h, 0);
+    hb_one(h, 20);
+    hb_var(h, 0);
+    if (v == V_PREFILL_MANY) hb_var(h, 0);
+  }
   if (v == V_TRAILING) hb_byte(h, 0);
   hb_mem(h, "\0\0\0\0", 4);
   put_le32(h->b + 8, (uint32_t)h->n);
@@ -697,7 +727,8 @@ static void expect_hand_built(const ttft_snapshot *s) {
 /* version 2 (libttft 1.1): the same data, status views included; it has
  * no slo_judged, and every ended stream was judged then, so judged = ended
  * (completed + cancelled + errors: 101 + 102 + 103 for chat) and attainment
- * keeps its 1.1 value; re-encodes as version 3, which decodes to the same */
+ * keeps its 1.1 value; no partial band and no prefill split; re-encodes
+ * as version 3, which decodes to the same */
 TEST(hand_built_v2) {
   static hb h;
   static unsigned char re[8192];
@@ -716,6 +747,9 @@ TEST(hand_built_v2) {
     EXPECT_EQ_U64(7, ttft_snapshot_status_quantile(s, 1, TTFT_COMPLETED, TTFT_METRIC_E2E, 0.5));
     EXPECT_EQ_U64((UINT64_C(1) << 62) + 7,
                   ttft_snapshot_status_quantile(s, 1, TTFT_COMPLETED, TTFT_METRIC_E2E, 1.0));
+    /* 1.1 had no partial band and no prefill split */
+    EXPECT_EQ_U64(0, ttft_snapshot_split_count(s, TTFT_SPLIT_PREFIX_CACHE, TTFT_PREFIX_PARTIAL));
+    EXPECT_EQ_U64(0, ttft_snapshot_split_count(s, TTFT_SPLIT_PREFILL_BY_PREFIX, TTFT_PREFIX_HIT));
     /* 64-bit sums read as they were written */
     uint64_t hi = 9, lo = 0;
     EXPECT_ERR(TTFT_OK, ttft_snapshot_class_sum_wide(s, 0, TTFT_METRIC_TTFT, &hi, &lo));
@@ -763,6 +797,13 @@ TEST(hand_built_v3) {
      * slo_met / slo_judged: (100 + 9) / (100 + 14) for chat */
     EXPECT_EQ_U64(114, ttft_snapshot_class_counter(s, 1, TTFT_COUNTER_SLO_JUDGED));
     EXPECT_NEAR_REL(109.0 / 114.0, ttft_snapshot_attainment(s, 1), 1e-12);
+    /* 1.2's prefix bands: the partial band, PREFILL by band */
+    EXPECT_EQ_U64(1, ttft_snapshot_split_count(s, TTFT_SPLIT_PREFIX_CACHE, TTFT_PREFIX_PARTIAL));
+    EXPECT_EQ_U64(40, ttft_snapshot_split_quantile(s, TTFT_SPLIT_PREFIX_CACHE, TTFT_PREFIX_PARTIAL, 0.5));
+    EXPECT_EQ_U64(0, ttft_snapshot_split_count(s, TTFT_SPLIT_PREFIX_CACHE, TTFT_PREFIX_HIT));
+    EXPECT_EQ_U64(1, ttft_snapshot_split_count(s, TTFT_SPLIT_PREFILL_BY_PREFIX, TTFT_PREFIX_HIT));
+    EXPECT_EQ_U64(20, ttft_snapshot_split_quantile(s, TTFT_SPLIT_PREFILL_BY_PREFIX, TTFT_PREFIX_HIT, 1.0));
+    EXPECT_EQ_U64(0, ttft_snapshot_split_count(s, TTFT_SPLIT_PREFILL_BY_PREFIX, TTFT_PREFIX_MISS));
     long n2 = ttft_snapshot_encode(s, re, sizeof re);
     EXPECT_EQ_INT((long)n, n2);
     EXPECT_TRUE(n2 == (long)n && memcmp(re, h.b, n) == 0);
@@ -800,13 +841,15 @@ static const char *const variant_names[V_COUNT] = {
   "idx range", "zero count", "count mismatch", "min", "max", "overlong", "65 bits",
   "trailing", "prom long", "labels many", "nnz huge", "class char", "gauges many",
   "time overflow", "count overflow", "prom order", "truncated hist", "counter overflow",
-  "schema", "status lists", "view max", "view count overflow"};
+  "schema", "status lists", "view max", "view count overflow", "prefix bands many",
+  "prefill bands many"};
 
 /* each way of breaking one field of the version's encoding is rejected */
 static void expect_variants_rejected(int version) {
   static hb h;
   for (int v = 1; v < V_COUNT; v++) {
     if (version == 1 && v >= V_FIRST_V2_ONLY) continue;
+    if (version < 3 && v >= V_FIRST_V3_ONLY) continue;
     size_t n = hb_build(&h, v, version);
     int err = 0;
     ttft_snapshot *s = ttft_snapshot_decode(h.b, n, &err);
@@ -1064,6 +1107,12 @@ TEST(fixture_v1_splits_and_labels) {
     for (unsigned i = 0; i < 2; i++)
       EXPECT_EQ_U64(ttft_snapshot_split_count(s, TTFT_SPLIT_PREFIX_CACHE, i),
                     ttft_snapshot_split_count(d, TTFT_SPLIT_PREFIX_CACHE, i));
+    /* 1.0 knew hit and miss only: they decode, the 1.2 bands stay empty */
+    EXPECT_GT_U64(ttft_snapshot_split_count(d, TTFT_SPLIT_PREFIX_CACHE, TTFT_PREFIX_HIT) +
+                      ttft_snapshot_split_count(d, TTFT_SPLIT_PREFIX_CACHE, TTFT_PREFIX_MISS), 0);
+    EXPECT_EQ_U64(0, ttft_snapshot_split_count(d, TTFT_SPLIT_PREFIX_CACHE, TTFT_PREFIX_PARTIAL));
+    for (unsigned i = 0; i < TTFT_PREFIX_BAND_COUNT_; i++)
+      EXPECT_EQ_U64(0, ttft_snapshot_split_count(d, TTFT_SPLIT_PREFILL_BY_PREFIX, i));
     EXPECT_EQ_U64(4, ttft_snapshot_bands(d));
     for (unsigned i = 0; i < 4; i++) {
       uint32_t lo = 0, hi = 0;

@@ -76,5 +76,46 @@ class StatusSums(unittest.TestCase):
         self.assertEqual(merged.mean("ttft", status="completed"), 0.020)
 
 
+class AnnotateCached(unittest.TestCase):
+    def test_bands_of_ttft_and_prefill(self):
+        reg = registry()
+        rows = [(1000, 0, "miss"), (1000, 15, "miss"), (1000, 16, "partial"),
+                (1000, 499, "partial"), (1000, 500, "hit"), (20, 16, "hit")]
+        for i, (prompt, cached, _) in enumerate(rows):
+            s = reg.begin(t_ns=T0)
+            s.mark_scheduled(t_ns=T0 + MS)
+            self.assertTrue(s.annotate_cached(prompt, cached))
+            s.token(t_ns=T0 + (10 + i) * MS)
+            self.assertFalse(s.annotate_cached(prompt, 0))  # after the first token
+            s.end(t_ns=T0 + 100 * MS)
+        snap = reg.snapshot()
+        for band in ("miss", "partial", "hit"):
+            self.assertEqual(snap.split_count("prefix_cache", band), 2)
+            self.assertEqual(snap.split_count("prefill_by_prefix", band), 2)
+        self.assertEqual(snap.split_quantile("prefix_cache", "miss", 0.0), 0.010)
+        self.assertEqual(snap.split_quantile("prefill_by_prefix", "hit", 1.0), 0.014)
+        self.assertEqual(snap.split_count("prefix_cache", 2), 2)  # index 2 = partial
+        with self.assertRaises(ValueError):
+            snap.split_count("prefix_cache", "half")
+        with self.assertRaises(TypeError):
+            snap.split_count("prompt_band", "hit")
+
+    def test_configured_minimum_and_argument_checks(self):
+        reg = ttft.Registry(8, prefix_hit_min_tokens=1)
+        s = reg.begin(t_ns=T0)
+        self.assertTrue(s.annotate_cached(1000, 1))  # partial with a minimum of 1
+        with self.assertRaises(ValueError):
+            s.annotate_cached(10, 11)
+        with self.assertRaises(ValueError):
+            s.annotate_cached(0, 0)
+        s.token(t_ns=T0 + MS)
+        s.end(t_ns=T0 + 2 * MS)
+        with self.assertRaises(ttft.StaleHandleError):
+            s.annotate_cached(10, 5)
+        self.assertEqual(reg.snapshot().split_count("prefix_cache", "partial"), 1)
+        with self.assertRaises(ValueError):
+            ttft.Registry(8, prefix_hit_min_tokens=0)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -441,6 +441,34 @@ class Stream:
             return False
         self._fail(rc, "Stream.annotate", o)
 
+    def annotate_cached(self, prompt_tokens, cached_tokens):
+        """The prompt length and how many of its tokens the prefix cache
+        served, where the server computes that reuse (when the prompt
+        starts, not at slot launch). Sets the prompt band and the prefix
+        band: "miss" below the registry's prefix_hit_min_tokens (default
+        16), "partial" below half the prompt, "hit" otherwise; the TTFT and
+        PREFILL splits ("prefix_cache", "prefill_by_prefix") use it.
+
+        Returns True when recorded, False after the first token (nothing
+        changes) or on a dropped stream; raises StaleHandleError on an
+        ended stream and ValueError for prompt_tokens < 1 or
+        cached_tokens > prompt_tokens."""
+        pt = _int_arg(prompt_tokens, "prompt_tokens", 1, _U32)
+        ct = _int_arg(cached_tokens, "cached_tokens", 0, _U32)
+        if ct > pt:
+            raise ValueError("cached_tokens (%d) exceeds prompt_tokens (%d)" % (ct, pt))
+        o = self._o
+        if o is None:
+            if self.dropped:
+                return False
+            return self._dead("Stream.annotate_cached")
+        rc = _L.ttft_annotate_cached(o.ptr, self._seq, pt, ct)
+        if rc == 0:
+            return True
+        if rc == _lib.TTFT_ERANGE:
+            return False
+        self._fail(rc, "Stream.annotate_cached", o)
+
     def end(self, status="completed", *, t_ns=None):
         """Close the stream: "completed", "cancelled" (the client went
         away) or "error" (the server failed it)."""
@@ -629,7 +657,10 @@ class Registry:
       that never saw a begin are left out of reports and expositions),
       memory_limit (bytes of histogram buckets, at least 1 MiB; default
       256 MiB; beyond it values are binned by power of two only, gauge
-      "coarse").
+      "coarse");
+    since 1.2:
+      prefix_hit_min_tokens (int >= 1, default 16: Stream.annotate_cached
+      calls fewer cached tokens a prefix-cache miss).
     """
 
     def __init__(self, max_inflight=4096, stall_threshold=0.5, *,
@@ -638,7 +669,8 @@ class Registry:
                  namespace=None, labels=None, prompt_bands=None,
                  prom_buckets=None, prom_summaries=False,
                  native_histograms=None, native_schema=None,
-                 export_idle_classes=None, memory_limit=None):
+                 export_idle_classes=None, memory_limit=None,
+                 prefix_hit_min_tokens=None):
         self._o = None
         self._servers = []
         self._lock = threading.Lock()
@@ -722,6 +754,9 @@ class Registry:
         if memory_limit is not None:
             cfg.memory_limit = _int_arg(memory_limit, "memory_limit",
                                         _lib.TTFT_MIN_MEMORY_LIMIT, _U64)
+        if prefix_hit_min_tokens is not None:
+            cfg.prefix_hit_min_tokens = _int_arg(prefix_hit_min_tokens,
+                                                 "prefix_hit_min_tokens", 1, _U32)
         why = ctypes.create_string_buffer(256)
         if lib.ttft_config_check(ctypes.byref(cfg), why, ctypes.sizeof(why)) != _lib.TTFT_OK:
             raise InvalidArgumentError(

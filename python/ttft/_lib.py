@@ -25,7 +25,8 @@ COUNTERS = ("begun", "completed", "cancelled", "errors", "dropped", "tokens",
 STATUSES = ("completed", "cancelled", "error")
 FORMATS = ("text", "json", "prometheus", "openmetrics", "prometheus_protobuf")
 GAUGES = ("inflight", "live_stalls", "memory", "coarse")
-SPLITS = ("prefix_cache", "prompt_band")
+SPLITS = ("prefix_cache", "prompt_band", "prefill_by_prefix")
+PREFIX_BANDS = ("miss", "hit", "partial")  # ttft_prefix_band: the prefix splits' index
 CLOCKS = ("monotonic", "tsc")
 
 ABI_MAJOR = 1  # TTFT_VERSION_MAJOR these declarations mirror
@@ -103,7 +104,9 @@ class Config(ctypes.Structure):
                 ("native_histograms", ctypes.c_int),
                 ("native_schema", ctypes.c_int),
                 ("export_idle_classes", ctypes.c_int),
-                ("memory_limit", ctypes.c_uint64)]
+                ("memory_limit", ctypes.c_uint64),
+                # since 1.2
+                ("prefix_hit_min_tokens", ctypes.c_uint32)]
 
 
 class Slo(ctypes.Structure):
@@ -200,6 +203,7 @@ PROTOTYPES = {
     "ttft_snapshot_status_sum": (_u64, [_vp, _int, _c_enum, _c_enum]),
     "ttft_snapshot_status_mean": (_dbl, [_vp, _int, _c_enum, _c_enum]),
     "ttft_config_check": (_int, [_P(Config), ctypes.c_char_p, _size]),
+    "ttft_annotate_cached": (_int, [_vp, _u64, _u32, _u32]),
     "ttft_snapshot_gauge": (_u64, [_vp, _c_enum]),
     "ttft_snapshot_attainment": (_dbl, [_vp, _int]),
     "ttft_snapshot_split_count": (_u64, [_vp, _c_enum, ctypes.c_uint]),

@@ -16,6 +16,7 @@ from ._errors import ClosedError, from_code
 _COUNTER_INDEX = {name: i for i, name in enumerate(_lib.COUNTERS)}
 _GAUGE_INDEX = {name: i for i, name in enumerate(_lib.GAUGES)}
 _SPLIT_INDEX = {name: i for i, name in enumerate(_lib.SPLITS)}
+_PREFIX_INDEX = {name: i for i, name in enumerate(_lib.PREFIX_BANDS)}
 _FORMAT_INDEX = {name: i for i, name in enumerate(_lib.FORMATS)}
 _TOKENS = _lib.METRICS.index("output_tokens")
 _BINARY_FORMATS = frozenset(("prometheus_protobuf",))
@@ -54,6 +55,15 @@ def _status_view(metric, status):
 def _value(m, ns):
     """A C value of metric m in Python units."""
     return ns if m == _TOKENS else ns / 1e9
+
+
+def _split_args(split, index):
+    s = _lookup(_SPLIT_INDEX, split, "split")
+    if isinstance(index, str):
+        if _lib.SPLITS[s] == "prompt_band":
+            raise TypeError("a prompt_band index is an int")
+        return s, _lookup(_PREFIX_INDEX, index, "prefix band")
+    return s, _core._int_arg(index, "index", 0, _lib.U32_MAX)
 
 
 class Snapshot:
@@ -261,17 +271,18 @@ class Snapshot:
         return None if v < 0 or math.isnan(v) else v
 
     def split_count(self, split, index):
-        """TTFT observations under a split: ("prefix_cache", 0 miss / 1 hit)
-        or ("prompt_band", band index)."""
-        s = _lookup(_SPLIT_INDEX, split, "split")
-        i = _core._int_arg(index, "index", 0, _lib.U32_MAX)
+        """TTFT observations under a split: ("prefix_cache", band) with
+        band "miss", "partial", "hit" (or 0 miss / 1 hit / 2 partial), or
+        ("prompt_band", band index); PREFILL observations under
+        ("prefill_by_prefix", band)."""
+        s, i = _split_args(split, index)
         own = self._p()
         return _core._L.ttft_snapshot_split_count(own.ptr, s, i)
 
     def split_quantile(self, split, index, q):
-        """TTFT quantile (seconds) under a split; see split_count."""
-        s = _lookup(_SPLIT_INDEX, split, "split")
-        i = _core._int_arg(index, "index", 0, _lib.U32_MAX)
+        """TTFT (PREFILL for "prefill_by_prefix") quantile in seconds under
+        a split; see split_count."""
+        s, i = _split_args(split, index)
         qq = _q_arg(q)
         own = self._p()
         return _core._L.ttft_snapshot_split_quantile(own.ptr, s, i, qq) / 1e9

@@ -92,7 +92,7 @@ ttft_snapshot *ttft__snapshot_new(uint32_t nclasses) {
   }
   for (uint32_t c = 0; c < nclasses; c++) class_empty(s, &s->cls[c]);
   class_empty(s, &s->all);
-  s->split_cache[0] = s->split_cache[1] = &s->empty;
+  for (int k = 0; k < TTFT_PREFIX_BAND_COUNT_; k++) s->split_cache[k] = s->split_prefill[k] = &s->empty;
   for (int b = 0; b < TTFT_MAX_BANDS; b++) s->split_band[b] = &s->empty;
   ttft__strlcpy(s->all.name, "all", TTFT__NAME_MAX);
   return s;

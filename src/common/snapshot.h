@@ -67,8 +67,10 @@ struct ttft_snapshot {
   uint32_t nclasses;          /* >= 1; class 0 is "default"                 */
   ttft__sclass *cls;          /* nclasses entries                           */
   ttft__sclass all;           /* sum over classes (ttft__snapshot_finish)   */
-  ttft__shist *split_cache[2];             /* TTFT by prefix miss / hit      */
-  ttft__shist *split_band[TTFT_MAX_BANDS]; /* TTFT by prompt band           */
+  ttft__shist *split_cache[TTFT_PREFIX_BAND_COUNT_];   /* TTFT by prefix band */
+  ttft__shist *split_band[TTFT_MAX_BANDS];            /* TTFT by prompt band */
+  ttft__shist *split_prefill[TTFT_PREFIX_BAND_COUNT_]; /* PREFILL by prefix
+                                                         band (1.2)         */
   ttft__shist empty;          /* what every histogram pointer starts at     */
   ttft__sblock *store;         /* the histograms' storage, freed with s      */
   size_t store_bytes;         /* bytes of it allocated                      */

@@ -193,7 +193,7 @@ static ttft_seq begin_common(ttft_registry *r, uint32_t cls, uint32_t prompt_tok
   TTFT__ST(&sl->preemptions, 0);
   TTFT__ST(&sl->cls, cls);
   TTFT__ST(&sl->band, band_of(r, prompt_tokens));
-  TTFT__ST(&sl->prefix, prefix_hit < 0 ? -1 : (prefix_hit ? 1 : 0));
+  TTFT__ST(&sl->prefix, prefix_hit < 0 ? -1 : (prefix_hit ? TTFT_PREFIX_HIT : TTFT_PREFIX_MISS));
   /* The gap histogram was cleared by the stream_end of the slot's last
    * sequence, on the core that wrote it; only an emission that raced that
    * end (emissions moved on since) leaves it to clear here. */
@@ -314,7 +314,11 @@ __attribute__((noinline, cold)) static void first_emission(ttft_registry *r, ttf
   if (p >= 0) hist_rec(r, sh->shared, &sh->split_cache[p], ttft);
   int32_t b = TTFT__LD(&sl->band);
   if (b >= 0) hist_rec(r, sh->shared, &sh->split_band[b], ttft);
-  if (TTFT__LD(&sl->flags) & SF_SCHED) hist_rec(r, sh->shared, &cr->h[TTFT_METRIC_PREFILL], t - TTFT__LD(&sl->t_sched));
+  if (TTFT__LD(&sl->flags) & SF_SCHED) {
+    uint64_t prefill = t - TTFT__LD(&sl->t_sched);
+    hist_rec(r, sh->shared, &cr->h[TTFT_METRIC_PREFILL], prefill);
+    if (p >= 0) hist_rec(r, sh->shared, &sh->split_prefill[p], prefill);
+  }
   TTFT__ST(&sl->t_first, t);
   (void)r;
 }
@@ -463,8 +467,9 @@ long ttft_step_emitted(ttft_registry *r, const ttft_seq *seqs, const uint32_t *n
 }
 
 /* -------------------------------------------------------------- annotate */
-int ttft_annotate(ttft_registry *r, ttft_seq s, uint32_t prompt_tokens, int prefix_hit) {
-  if (!r || prefix_hit < -1 || prefix_hit > 1) return TTFT_EINVAL;
+/* Set the prompt band (prompt_tokens 0: as it is) and the prefix band
+ * (prefix < 0: as it is) of live sequence s before its first emission. */
+static int annotate(ttft_registry *r, ttft_seq s, uint32_t prompt_tokens, int32_t prefix) {
   ttft__shard *sh = ttft__shard_get(r);
   const int shared = sh->shared;
   uint64_t e = call_enter(r, sh, shared);
@@ -477,10 +482,25 @@ int ttft_annotate(ttft_registry *r, ttft_seq s, uint32_t prompt_tokens, int pref
     rc = TTFT_ERANGE; /* the splits were recorded with the first token */
   } else {
     if (prompt_tokens) TTFT__ST(&sl->band, band_of(r, prompt_tokens));
-    if (prefix_hit >= 0) TTFT__ST(&sl->prefix, prefix_hit);
+    if (prefix >= 0) TTFT__ST(&sl->prefix, prefix);
   }
   call_leave(sh, shared, e);
   return rc;
+}
+
+int ttft_annotate(ttft_registry *r, ttft_seq s, uint32_t prompt_tokens, int prefix_hit) {
+  if (!r || prefix_hit < -1 || prefix_hit > 1) return TTFT_EINVAL;
+  return annotate(r, s, prompt_tokens,
+                  prefix_hit < 0 ? -1 : prefix_hit ? TTFT_PREFIX_HIT : TTFT_PREFIX_MISS);
+}
+
+int ttft_annotate_cached(ttft_registry *r, ttft_seq s, uint32_t prompt_tokens,
+                         uint32_t cached_tokens) {
+  if (!r || !prompt_tokens || cached_tokens > prompt_tokens) return TTFT_EINVAL;
+  int32_t band = cached_tokens < r->prefix_min                         ? TTFT_PREFIX_MISS
+                 : (uint64_t)cached_tokens * 2 < (uint64_t)prompt_tokens ? TTFT_PREFIX_PARTIAL
+                                                                         : TTFT_PREFIX_HIT;
+  return annotate(r, s, prompt_tokens, band);
 }
 
 /* ------------------------------------------------------------- stream_end */

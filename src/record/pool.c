@@ -127,7 +127,7 @@ int ttft__pool_init(ttft_registry *r, uint64_t memory_limit) {
   size_t slab_bytes = (size_t)TTFT__SLAB_CHUNKS * sizeof(ttft__chunk);
   uint64_t max = memory_limit / slab_bytes;
   /* never more slabs than every chunk of every histogram could fill */
-  uint64_t hists = (uint64_t)r->nshards * ((uint64_t)r->max_classes * TTFT__LH_COUNT + 2 + TTFT_MAX_BANDS);
+  uint64_t hists = (uint64_t)r->nshards * ((uint64_t)r->max_classes * TTFT__LH_COUNT + 2 * TTFT_PREFIX_BAND_COUNT_ + TTFT_MAX_BANDS);
   uint64_t worst = (hists * TTFT__HIST_CHUNKS + TTFT__SLAB_CHUNKS - 1) / TTFT__SLAB_CHUNKS;
   if (max > worst) max = worst;
   if (max < 1) max = 1;

@@ -33,6 +33,7 @@ void ttft_config_init(ttft_config *cfg) {
   cfg->native_schema = 7;
   cfg->export_idle_classes = 0;
   cfg->memory_limit = TTFT_DEFAULT_MEMORY_LIMIT;
+  cfg->prefix_hit_min_tokens = 16;
 }
 
 void ttft_slo_init(ttft_slo *slo) {
@@ -181,6 +182,8 @@ static int config_problem(const ttft_config *c, char *why, size_t n) {
                ttft_metric_name((ttft_metric)m), i, (unsigned long long)c->prom_buckets[m][i], i - 1,
                (unsigned long long)c->prom_buckets[m][i - 1]);
   }
+  if (c->prefix_hit_min_tokens == 0)
+    REFUSE("prefix_hit_min_tokens is 0; it must be at least 1 (fewer cached tokens is a miss)");
   if (why && n) why[0] = '\0';
   return TTFT_OK;
 }
@@ -640,6 +643,7 @@ ttft_registry *ttft_registry_new(const ttft_config *cfg) {
   r->stall_ns = c.stall_threshold_ns;
   r->clock = c.clock;
   if (r->clock == TTFT_CLOCK_TSC && !ttft__tsc_usable()) r->clock = TTFT_CLOCK_MONOTONIC;
+  r->prefix_min = c.prefix_hit_min_tokens;
   r->n_band_edges = c.n_prompt_bands;
   memcpy(r->band_edges, c.prompt_band_edges, sizeof r->band_edges);
 

@@ -174,8 +174,9 @@ typedef struct ttft__shard {
   uint32_t id;
   int shared;                        /* the overflow shard: atomic RMW mode   */
   _Atomic(ttft__crec *) *cls;        /* [max_classes], published by class_add */
-  ttft__hist split_cache[2];
+  ttft__hist split_cache[TTFT_PREFIX_BAND_COUNT_];   /* TTFT by prefix band    */
   ttft__hist split_band[TTFT_MAX_BANDS];
+  ttft__hist split_prefill[TTFT_PREFIX_BAND_COUNT_]; /* PREFILL by prefix band */
 } ttft__shard;
 
 /* ------------------------------------------------------------- slots */
@@ -225,7 +226,7 @@ typedef struct ttft__slot {
   _Atomic uint32_t preemptions;
   _Atomic uint32_t cls;           /* class id                              */
   _Atomic int32_t band;           /* prompt band, -1 unknown               */
-  _Atomic int32_t prefix;         /* 1 hit, 0 miss, -1 unknown             */
+  _Atomic int32_t prefix;         /* ttft_prefix_band, -1 unknown          */
   _Atomic uint32_t next;          /* free/pending list link (index + 1)    */
   _Atomic uint32_t tail;          /* on a pending stack: the last slot of
                                      the chain from here down (index + 1)  */
@@ -271,6 +272,7 @@ struct ttft_registry {
   uint64_t stall_ns;
   uint32_t n_band_edges;
   uint32_t band_edges[TTFT_MAX_BANDS - 1];
+  uint32_t prefix_min;            /* config.prefix_hit_min_tokens          */
   TTFT__ALIGNED ttft__stack free_list;
   TTFT__ALIGNED _Atomic int reclaiming; /* try-lock of the reclaimer       */
   /* the batch in grace (owned by the reclaimer holding `reclaiming`) */

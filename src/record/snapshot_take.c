@@ -114,8 +114,10 @@ static int take_all(ttft_registry *r, ttft_snapshot *s, uint32_t nc, uint64_t *c
   int rc = (acc && recs) ? TTFT_OK : TTFT_ENOMEM;
   for (uint32_t c = 0; c < nc && rc == TTFT_OK; c++) rc = class_take(r, s, acc, c, recs, coarse);
   const ttft__shard *sh0 = &r->shards[0];
-  for (int k = 0; k < 2 && rc == TTFT_OK; k++)
+  for (int k = 0; k < TTFT_PREFIX_BAND_COUNT_ && rc == TTFT_OK; k++)
     rc = split_take(r, s, acc, &sh0->split_cache[k], &s->split_cache[k], coarse);
+  for (int k = 0; k < TTFT_PREFIX_BAND_COUNT_ && rc == TTFT_OK; k++)
+    rc = split_take(r, s, acc, &sh0->split_prefill[k], &s->split_prefill[k], coarse);
   for (int b = 0; b < TTFT_MAX_BANDS && rc == TTFT_OK; b++)
     rc = split_take(r, s, acc, &sh0->split_band[b], &s->split_band[b], coarse);
   if (rc == TTFT_OK) rc = ttft__snapshot_finish(s, acc);

@@ -225,10 +225,13 @@ static void encode_body(const ttft_snapshot *s, wr *w) {
     }
   }
 
-  put_var(w, 2);
-  for (unsigned i = 0; i < 2; i++) put_hist(w, s->split_cache[i]);
+  put_var(w, TTFT_PREFIX_BAND_COUNT_); /* miss, hit, partial (version 3) */
+  for (unsigned i = 0; i < TTFT_PREFIX_BAND_COUNT_; i++) put_hist(w, s->split_cache[i]);
   put_var(w, TTFT_MAX_BANDS);
   for (unsigned i = 0; i < TTFT_MAX_BANDS; i++) put_hist(w, s->split_band[i]);
+  /* version 3: PREFILL by prefix band */
+  put_var(w, TTFT_PREFIX_BAND_COUNT_);
+  for (unsigned i = 0; i < TTFT_PREFIX_BAND_COUNT_; i++) put_hist(w, s->split_prefill[i]);
 }
 
 long ttft_snapshot_encode(const ttft_snapshot *s, void *buf, size_t cap) {
@@ -503,10 +506,15 @@ static uint32_t decode_body(rd *r, ttft_snapshot *s) {
     }
   }
 
-  n = (uint32_t)get_bounded(r, 2);
+  /* prefix bands: miss and hit, and (version 3) partial */
+  n = (uint32_t)get_bounded(r, r->version >= 3 ? TTFT_PREFIX_BAND_COUNT_ : 2);
   for (uint32_t i = 0; i < n && !r->bad; i++) get_hist(r, s ? &s->split_cache[i] : NULL, NULL);
   n = (uint32_t)get_bounded(r, TTFT_MAX_BANDS);
   for (uint32_t i = 0; i < n && !r->bad; i++) get_hist(r, s ? &s->split_band[i] : NULL, NULL);
+  if (r->version >= 3) {
+    n = (uint32_t)get_bounded(r, TTFT_PREFIX_BAND_COUNT_);
+    for (uint32_t i = 0; i < n && !r->bad; i++) get_hist(r, s ? &s->split_prefill[i] : NULL, NULL);
+  }
   return r->bad ? 0 : nclasses;
 }
 

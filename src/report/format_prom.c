@@ -415,8 +415,18 @@ static void put_splits(const prom_ctx *c) {
                      "Time to first token split by prefix-cache outcome (requests that "
                      "reported one), all classes."};
   put_header(c, 0, d.name, "histogram", "seconds", d.help);
-  static const char *const cache[2] = {"miss", "hit"};
-  for (int i = 0; i < 2; i++) put_hist_series(c, &d, s->split_cache[i], NULL, "prefix_cache", cache[i]);
+  static const int pband[3] = {TTFT_PREFIX_MISS, TTFT_PREFIX_PARTIAL, TTFT_PREFIX_HIT};
+  static const char *const cache[3] = {"miss", "partial", "hit"};
+  for (int i = 0; i < 3; i++)
+    put_hist_series(c, &d, s->split_cache[pband[i]], NULL, "prefix_cache", cache[i]);
+
+  /* PREFILL by the same bands: a hit prefills faster (and may queue longer) */
+  prom_hist_def dp = {TTFT_METRIC_PREFILL, 0, "request_prefill_time_by_prefix_cache_seconds", NULL, 1,
+                      "Prefill time (first token - scheduled) split by prefix-cache outcome "
+                      "(requests that reported one and were marked scheduled), all classes."};
+  put_header(c, 0, dp.name, "histogram", "seconds", dp.help);
+  for (int i = 0; i < 3; i++)
+    put_hist_series(c, &dp, s->split_prefill[pband[i]], NULL, "prefix_cache", cache[i]);
 
   uint32_t nb = s->n_band_edges + 1;
   if (nb > TTFT_MAX_BANDS) nb = TTFT_MAX_BANDS;

@@ -669,6 +669,7 @@ typedef enum fam_kind {
   FK_SUMMARY,  /* per class, ttft__prom_hists[idx]        */
   FK_SPLIT_CACHE,
   FK_SPLIT_BAND,
+  FK_SPLIT_PREFILL,
   FK_VIEW,     /* per class and status, ttft__prom_views[idx] */
   FK_ENDED,    /* requests_ended_total{status}            */
   FK_COUNTER,  /* per class, ttft__prom_ctrs[idx]         */
@@ -698,6 +699,7 @@ static void family_name(pb_out *o, const family *f) {
 }
 
 static const pb_hist_def split_def = {TTFT_METRIC_TTFT, 0, NULL, NULL, 1, NULL};
+static const pb_hist_def split_prefill_def = {TTFT_METRIC_PREFILL, 0, NULL, NULL, 1, NULL};
 
 static void family_body(pb_out *o, const void *arg) {
   const family *f = arg;
@@ -726,14 +728,16 @@ static void family_body(pb_out *o, const void *arg) {
       else pb_message(o, 4, summary_metric, &se);
     }
     break;
-  case FK_SPLIT_CACHE: {
-    static const char *const cache[2] = {"miss", "hit"};
-    se.d = &split_def;
+  case FK_SPLIT_CACHE:
+  case FK_SPLIT_PREFILL: {
+    static const int band[3] = {TTFT_PREFIX_MISS, TTFT_PREFIX_PARTIAL, TTFT_PREFIX_HIT};
+    static const char *const cache[3] = {"miss", "partial", "hit"};
+    se.d = f->kind == FK_SPLIT_CACHE ? &split_def : &split_prefill_def;
     se.xname = "prefix_cache";
     se.xcap = 8;
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 3; i++) {
       se.xval = cache[i];
-      se.h = s->split_cache[i];
+      se.h = f->kind == FK_SPLIT_CACHE ? s->split_cache[band[i]] : s->split_prefill[band[i]];
       put_hist_metric(o, &se);
     }
     break;
@@ -878,6 +882,10 @@ static void put_all(pbx *x, ttft__sb *sb) {
   f.type = MT_HISTOGRAM, f.unit = "seconds";
   f.help = "Time to first token split by prefix-cache outcome (requests that "
            "reported one), all classes.";
+  put_family(sb, &f);
+  f.kind = FK_SPLIT_PREFILL, f.name = "request_prefill_time_by_prefix_cache_seconds";
+  f.help = "Prefill time (first token - scheduled) split by prefix-cache outcome "
+           "(requests that reported one and were marked scheduled), all classes.";
   put_family(sb, &f);
   f.kind = FK_SPLIT_BAND, f.name = "time_to_first_token_by_prompt_length_seconds";
   f.help = "Time to first token split by prompt-length band (prompt_tokens = lo-hi, "

@@ -406,8 +406,16 @@ static void section_slo(ttft__sb *sb, const ttft_snapshot *s) {
 
 static void section_splits(ttft__sb *sb, const ttft_snapshot *s) {
   metric_header(sb, "ttft split by");
-  metric_row(sb, "prefix miss", s->split_cache[0], 0);
-  metric_row(sb, "prefix hit", s->split_cache[1], 0);
+  metric_row(sb, "prefix miss", s->split_cache[TTFT_PREFIX_MISS], 0);
+  metric_row(sb, "prefix partial", s->split_cache[TTFT_PREFIX_PARTIAL], 0);
+  metric_row(sb, "prefix hit", s->split_cache[TTFT_PREFIX_HIT], 0);
+  /* PREFILL by the same bands, when streams marked SCHEDULED had one */
+  static const struct { int k; const char *name; } pf[] = {
+      {TTFT_PREFIX_MISS, "prefill miss"}, {TTFT_PREFIX_PARTIAL, "prefill partial"},
+      {TTFT_PREFIX_HIT, "prefill hit"}};
+  for (int i = 0; i < 3; i++)
+    if (s->split_prefill[pf[i].k] && s->split_prefill[pf[i].k]->count)
+      metric_row(sb, pf[i].name, s->split_prefill[pf[i].k], 0);
   uint32_t nb = s->n_band_edges + 1;
   if (nb > TTFT_MAX_BANDS) nb = TTFT_MAX_BANDS;
   for (uint32_t i = 0; i < nb; i++) {

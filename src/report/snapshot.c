@@ -117,7 +117,9 @@ double ttft_snapshot_attainment(const ttft_snapshot *s, int class_id) {
 
 static const ttft__shist *split_of(const ttft_snapshot *s, ttft_split split, unsigned index) {
   if (!s) return NULL;
-  if (split == TTFT_SPLIT_PREFIX_CACHE) return index < 2 ? s->split_cache[index] : NULL;
+  if (split == TTFT_SPLIT_PREFIX_CACHE) return index < TTFT_PREFIX_BAND_COUNT_ ? s->split_cache[index] : NULL;
+  if (split == TTFT_SPLIT_PREFILL_BY_PREFIX)
+    return index < TTFT_PREFIX_BAND_COUNT_ ? s->split_prefill[index] : NULL;
   if (split == TTFT_SPLIT_PROMPT_BAND) return index <= s->n_band_edges ? s->split_band[index] : NULL;
   return NULL;
 }

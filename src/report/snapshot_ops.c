@@ -85,10 +85,14 @@ static int merge_data(ttft_snapshot *s, ttft__hacc *acc, const ttft_snapshot *a,
     if (rc == TTFT_OK) rc = class_hists_add(s, acc, &s->cls[i], ca, cb);
     if (rc != TTFT_OK) return rc;
   }
-  for (unsigned i = 0; i < 2; i++) {
+  for (unsigned i = 0; i < TTFT_PREFIX_BAND_COUNT_; i++) {
     ttft__hacc_add(acc, a->split_cache[i]);
     ttft__hacc_add(acc, b->split_cache[i]);
     int rc = ttft__snapshot_hist(s, acc, &s->split_cache[i]);
+    if (rc != TTFT_OK) return rc;
+    ttft__hacc_add(acc, a->split_prefill[i]);
+    ttft__hacc_add(acc, b->split_prefill[i]);
+    rc = ttft__snapshot_hist(s, acc, &s->split_prefill[i]);
     if (rc != TTFT_OK) return rc;
   }
   /* bands only add up when they mean the same prompt lengths; otherwise
@@ -188,8 +192,11 @@ static int delta_data(ttft_snapshot *s, ttft__hacc *acc, const ttft_snapshot *ne
       rc = class_sub(s, acc, dc, nc, &older->cls[j]);
     }
   }
-  for (unsigned i = 0; i < 2 && rc == TTFT_OK; i++)
+  for (unsigned i = 0; i < TTFT_PREFIX_BAND_COUNT_ && rc == TTFT_OK; i++) {
     rc = hist_sub(s, acc, &s->split_cache[i], newer->split_cache[i], older->split_cache[i]);
+    if (rc == TTFT_OK)
+      rc = hist_sub(s, acc, &s->split_prefill[i], newer->split_prefill[i], older->split_prefill[i]);
+  }
   for (unsigned i = 0; i < TTFT_MAX_BANDS && rc == TTFT_OK; i++)
     rc = hist_sub(s, acc, &s->split_band[i], newer->split_band[i], older->split_band[i]);
   if (rc == TTFT_OK) rc = ttft__snapshot_finish(s, acc);

@@ -792,6 +792,30 @@ void test_status_views() {
   EXPECT_EQ(done.count(TTFT_METRIC_ITL), 0u);
   EXPECT_EQ(snap.status(TTFT_STATUS_COUNT_).count(TTFT_METRIC_TTFT), 0u);
   EXPECT_EQ(ttft::Snapshot().status(TTFT_COMPLETED).count(TTFT_METRIC_TTFT), 0u);
+  // SharedStream records from a lambda that is not mutable (const methods)
+  {
+    ttft::Registry r2(ttft::Config().max_inflight(4).prefix_hit_min_tokens(4));
+    const ttft::SharedStream shared = r2.begin_shared(ttft::Time(T0));
+    const auto on_prompt = [shared](std::uint32_t prompt, std::uint32_t cached) {
+      return shared.annotate_cached(prompt, cached);
+    };
+    const auto on_chunk = [shared](std::uint32_t n) { return shared.token(n, ttft::Time(T0 + 2000000)); };
+    EXPECT_EQ(shared.mark_scheduled(ttft::Time(T0 + 500000u)), TTFT_OK);
+    EXPECT_EQ(on_prompt(100, 3), TTFT_OK);  // below the minimum of 4: a miss
+    EXPECT_EQ(on_chunk(1), TTFT_OK);
+    EXPECT_EQ(on_prompt(100, 60), TTFT_ERANGE);
+    EXPECT_EQ(shared.end(TTFT_COMPLETED, ttft::Time(T0 + 3000000)), TTFT_OK);
+    EXPECT_EQ(on_chunk(1), TTFT_ESTALE);
+    ttft::Stream s2 = r2.begin(ttft::Time(T0));
+    EXPECT_EQ(s2.annotate_cached(100, 40), TTFT_OK);  // partial
+    EXPECT_EQ(s2.annotate_cached(0, 0), TTFT_EINVAL);
+    EXPECT_EQ(s2.token(1, ttft::Time(T0 + 1000000u)), TTFT_OK);
+    const ttft::Snapshot sn = r2.snapshot();
+    EXPECT_EQ(sn.split_count(TTFT_SPLIT_PREFIX_CACHE, TTFT_PREFIX_MISS), 1u);
+    EXPECT_EQ(sn.split_count(TTFT_SPLIT_PREFIX_CACHE, TTFT_PREFIX_PARTIAL), 1u);
+    EXPECT_EQ(sn.split_count(TTFT_SPLIT_PREFILL_BY_PREFIX, TTFT_PREFIX_MISS), 1u);
+    EXPECT_EQ(sn.split_quantile(TTFT_SPLIT_PREFILL_BY_PREFIX, TTFT_PREFIX_MISS, 1.0), std::chrono::nanoseconds(1500000));
+  }
   // sums and means of a view: TTFT of the completed ones is 1 + 2 + 3 ms
   EXPECT_EQ(done.sum(TTFT_METRIC_TTFT), 6000000u);
   EXPECT_TRUE((done.mean(TTFT_METRIC_TTFT) == std::chrono::duration<double, std::nano>(2000000.0)));
