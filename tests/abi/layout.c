@@ -51,6 +51,7 @@ int main(void) {
   OFF(ttft_config, native_schema);
   OFF(ttft_config, export_idle_classes);
   OFF(ttft_config, memory_limit);
+  OFF(ttft_config, prefix_hit_min_tokens);
 
   SIZE(ttft_slo);
   OFF(ttft_slo, struct_size);

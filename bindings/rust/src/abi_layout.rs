@@ -83,6 +83,7 @@ fn struct_layout_matches_the_header() {
             native_schema,
             export_idle_classes,
             memory_limit,
+            prefix_hit_min_tokens,
         }
     );
     layout!(got, ttft_slo { struct_size, ttft_ns, tpot_ns, e2e_ns, stall_threshold_ns });

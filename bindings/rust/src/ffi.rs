@@ -62,6 +62,8 @@ pub struct ttft_config {
     pub native_schema: c_int,
     pub export_idle_classes: c_int,
     pub memory_limit: u64,
+    // since 1.2
+    pub prefix_hit_min_tokens: u32,
 }
 
 #[repr(C)]
