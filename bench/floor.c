@@ -26,6 +26,17 @@ int floor_record(floor_hist *h, int64_t v) {
   return 1;
 }
 
+int floor_record_bucket(floor_hist *h, int64_t v) {
+  if (v < 0) return 0;
+  uint64_t u = (uint64_t)v;
+  unsigned msb = 63u - (unsigned)__builtin_clzll(u | ((UINT64_C(1) << FLOOR_SUB_BITS) - 1));
+  unsigned octave = msb - (FLOOR_SUB_BITS - 1);
+  uint64_t idx = ((uint64_t)octave << FLOOR_HALF_BITS) + (u >> octave);
+  if (idx >= FLOOR_COUNTS) return 0;
+  h->counts[idx]++;
+  return 1;
+}
+
 void floor_atomic_add(_Atomic uint64_t *p, uint64_t v) {
   atomic_fetch_add_explicit(p, v, memory_order_relaxed);
 }
