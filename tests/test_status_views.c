@@ -331,6 +331,22 @@ TEST(mean_ttft_of_completed_requests) {
 /* Sums at the 2^64 boundary: exact below it, UINT64_MAX (never a wrapped
  * value) from it on; the mean divides the whole 128-bit sum. E2E of
  * streams begun at t = 1. */
+static ttft_snapshot *e2e_world(const uint64_t *e2e, size_t n) {
+  ttft_config c;
+  ttft_config_init(&c);
+  c.max_inflight = 4;
+  c.max_threads = 1;
+  ttft_registry *r = ttft_registry_new(&c);
+  if (!r) return NULL;
+  for (size_t i = 0; i < n; i++) {
+    ttft_seq q = ttft_begin(r, 1);
+    EXPECT_ERR(TTFT_OK, ttft_stream_end(r, q, TTFT_COMPLETED, 1 + e2e[i]));
+  }
+  ttft_snapshot *s = ttft_snapshot_take(r);
+  ttft_registry_free(r);
+  return s;
+}
+
 TEST(status_sum_never_wraps) {
   const uint64_t H = UINT64_C(1) << 63, Q = UINT64_C(1) << 62;
   struct {
