@@ -363,13 +363,20 @@ __attribute__((noinline)) static int emit_in_call(ttft_registry *r, ttft__shard 
  * of a live sequence, time moving forward, no stall, no counter halving
  * due — inside a call bracket. Returns 1 when it recorded the emission,
  * 0 when nothing was written and the general path must run. */
-TTFT__INLINE int emit_fast_in_call(ttft_registry *r, ttft__shard *sh, ttft_seq s,
-                                   uint32_t n_tokens, uint64_t t) {
-  ttft__slot *sl = live_slot(r, 0, s);
-  if (TTFT_UNLIKELY(!sl)) return 0;
+TTFT__INLINE int emit_fast_at(ttft__slot *slots, uint32_t nslots, ttft__shard *sh, ttft_seq s,
+                              uint32_t n_tokens, uint64_t t) {
+  uint32_t idx = (uint32_t)s - 1; /* handle 0 wraps to UINT32_MAX */
+  if (TTFT_UNLIKELY(idx >= nslots)) return 0;
+  ttft__slot *sl = &slots[idx];
+  /* seq_cst: as in live_slot */
+  if (TTFT_UNLIKELY(atomic_load_explicit(&sl->state, memory_order_seq_cst) !=
+                    TTFT__SLOT_STATE(s >> 32, TTFT__SLOT_LIVE)))
+    return 0;
   uint32_t em = TTFT__LD(&sl->emissions);
   uint64_t gap = t - TTFT__LD(&sl->t_last);
-  if (TTFT_UNLIKELY(em == 0 || (em & 0x7FFFu) == 0 || t < TTFT__LD(&sl->t_event) ||
+  /* ((em - 1) & 0x7FFF) == 0x7FFF: em == 0 (the first emission) or a
+   * multiple of 32768 (the gap counters' halving), in one test */
+  if (TTFT_UNLIKELY(((em - 1u) & 0x7FFFu) == 0x7FFFu || t < TTFT__LD(&sl->t_event) ||
                     gap > TTFT__LD(&sl->stall_ns)))
     return 0;
   /* single-token emissions whose power of two already has its chunk;
@@ -394,6 +401,11 @@ TTFT__INLINE int emit_fast_in_call(ttft_registry *r, ttft__shard *sh, ttft_seq s
   seq_gap(sl, i, gap);
   emission_done(0, cr, sl, t, em, 1);
   return 1;
+}
+
+TTFT__INLINE int emit_fast_in_call(ttft_registry *r, ttft__shard *sh, ttft_seq s,
+                                   uint32_t n_tokens, uint64_t t) {
+  return emit_fast_at(r->slots, r->nslots, sh, s, n_tokens, t);
 }
 
 /* token_emitted, any case. */
@@ -449,12 +461,23 @@ long ttft_step_emitted(ttft_registry *r, const ttft_seq *seqs, const uint32_t *n
   long accepted = 0;
   uint64_t e = call_enter(r, sh, shared);
   if (TTFT_LIKELY(!shared)) {
-    for (size_t i = 0; i < count; i++) {
-      uint32_t n = n_tokens ? n_tokens[i] : 1;
-      if (TTFT_UNLIKELY(!n)) continue;
-      if (TTFT_LIKELY(emit_fast_in_call(r, sh, seqs[i], n, t)) ||
-          emit_in_call(r, sh, 0, seqs[i], n, t) == TTFT_OK)
-        accepted++;
+    /* the slot table in locals: the atomics below would make the compiler
+     * reload r->slots and r->nslots for every sequence */
+    ttft__slot *slots = r->slots;
+    const uint32_t nslots = r->nslots;
+    if (!n_tokens) { /* one token each: the common decode step */
+      for (size_t i = 0; i < count; i++)
+        if (TTFT_LIKELY(emit_fast_at(slots, nslots, sh, seqs[i], 1, t)) ||
+            emit_in_call(r, sh, 0, seqs[i], 1, t) == TTFT_OK)
+          accepted++;
+    } else {
+      for (size_t i = 0; i < count; i++) {
+        uint32_t n = n_tokens[i];
+        if (TTFT_UNLIKELY(!n)) continue;
+        if (TTFT_LIKELY(emit_fast_at(slots, nslots, sh, seqs[i], n, t)) ||
+            emit_in_call(r, sh, 0, seqs[i], n, t) == TTFT_OK)
+          accepted++;
+      }
     }
   } else {
     for (size_t i = 0; i < count; i++) {
