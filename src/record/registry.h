@@ -150,6 +150,8 @@ enum {
 /* per class, per shard */
 typedef struct ttft__crec {
   _Atomic uint64_t ctr[TTFT_COUNTER_COUNT_];
+  /* stalls and their summed gaps (ns) by cause: the rare stall path */
+  _Atomic uint64_t cause_n[TTFT_STALL_CAUSE_COUNT], cause_ns[TTFT_STALL_CAUSE_COUNT];
   ttft__hist h[TTFT__LH_COUNT];
 } ttft__crec;
 
@@ -176,6 +178,7 @@ typedef struct ttft__shard {
   _Atomic(ttft__crec *) *cls;        /* [max_classes], published by class_add */
   ttft__hist split_cache[2];
   ttft__hist split_band[TTFT_MAX_BANDS];
+  ttft__hist step[2];                /* engine-step durations: [prefill?]  */
 } ttft__shard;
 
 /* ------------------------------------------------------------- slots */
@@ -218,6 +221,7 @@ typedef struct ttft__slot {
   _Atomic uint64_t tokens;
   _Atomic uint64_t max_gap;
   _Atomic uint64_t stall_ns;      /* class stall budget, cached at begin  */
+  _Atomic uint64_t t_preempt;     /* last PREEMPTED mark, 0 = none        */
   _Atomic uint32_t emissions;
   _Atomic uint32_t gh_clean;      /* emissions when gh[] was last cleared  */
   _Atomic uint32_t flags;
@@ -243,7 +247,25 @@ TTFT_STATIC_ASSERT(sizeof(ttft__slot) <= 1024, "at most 1 KiB a slot (SPEC: <= 2
 TTFT_STATIC_ASSERT(_Alignof(ttft__shard) == TTFT__CACHELINE, "shards do not share cache lines");
 TTFT_STATIC_ASSERT(TTFT__LH_COUNT == TTFT_METRIC_COUNT_ + 1 + TTFT_STATUS_COUNT_ * TTFT__STATUS_VIEWS,
                    "the live histograms of a class record (see the enum above)");
-TTFT_STATIC_ASSERT(TTFT_STATUS_COUNT_ == 3 && TTFT_PHASE_COUNT_ == 2, "arrays sized by these enums");
+TTFT_STATIC_ASSERT(TTFT_STATUS_COUNT_ == 3 && TTFT_PHASE_COUNT_ == 3, "arrays sized by these enums");
+
+/* ------------------------------------------------------- engine steps
+ * The last TTFT_STEP_RING engine steps (ttft_engine_step), read by the
+ * stall path to find a stall's cause (hooks.c, stall_cause). Any thread
+ * may record: a writer takes ticket k = step_head++ and fills entry
+ * k % RING under a per-entry sequence number (seq = 2k + 1 while it
+ * writes, 2k + 2 when done; 0 never written). A reader that wants step k
+ * accepts the entry only when seq reads 2k + 2 before and after copying
+ * it, so a torn or overwritten entry is skipped, never misread (except
+ * when a writer is delayed for a whole lap of the ring inside its four
+ * stores: docs/metrics.md). */
+#define TTFT__STEP_MASK (TTFT_STEP_RING - 1u)
+TTFT_STATIC_ASSERT((TTFT_STEP_RING & (TTFT_STEP_RING - 1)) == 0, "the ring is a power of two");
+typedef struct ttft__step_ent {
+  _Atomic uint64_t seq;
+  _Atomic uint64_t t_start, t_end;
+  _Atomic uint64_t prefill;          /* prompt tokens in the step         */
+} ttft__step_ent;
 
 /* ------------------------------------------------------------- classes */
 typedef struct ttft__class {
@@ -284,6 +306,8 @@ struct ttft_registry {
   _Atomic int class_lock;         /* serialises class_add (setup path)     */
   _Atomic size_t memory;          /* bytes allocated (ttft__memory_add)     */
   TTFT__ALIGNED ttft__pool pool;  /* chunks for the live histograms       */
+  TTFT__ALIGNED _Atomic uint64_t step_head; /* engine steps ever recorded  */
+  ttft__step_ent *steps;          /* [TTFT_STEP_RING]                      */
   struct ttft_snapshot meta;      /* labels and export config; no classes  */
 };
 
