@@ -42,6 +42,7 @@ GAUGES = _lib.GAUGES
 STATUSES = _lib.STATUSES
 FORMATS = _lib.FORMATS
 STATUS_VIEW_METRICS = _lib.STATUS_VIEW_METRICS
+STALL_CAUSES = _lib.STALL_CAUSES
 
 
 def library_path():
@@ -61,5 +62,6 @@ __all__ = [
     "OutOfMemoryError", "RangeError", "CorruptError", "ExistsError", "IoError",
     "NotSupportedError", "ClosedError", "LibraryNotFoundError",
     "METRICS", "COUNTERS", "GAUGES", "STATUSES", "FORMATS", "STATUS_VIEW_METRICS",
+    "STALL_CAUSES",
     "MAX_TOKENS_PER_EMISSION",
 ]

@@ -26,6 +26,8 @@ STATUSES = ("completed", "cancelled", "error")
 FORMATS = ("text", "json", "prometheus", "openmetrics", "prometheus_protobuf")
 GAUGES = ("inflight", "live_stalls", "memory", "coarse")
 SPLITS = ("prefix_cache", "prompt_band")
+# ttft_stall_cause order (1.2): why a stall happened
+STALL_CAUSES = ("unknown", "prefill", "preempted", "not_scheduled", "engine_idle")
 CLOCKS = ("monotonic", "tsc")
 
 ABI_MAJOR = 1  # TTFT_VERSION_MAJOR these declarations mirror
@@ -52,6 +54,8 @@ NATIVE_SCHEMA_MIN, NATIVE_SCHEMA_MAX = -4, 8
 
 TTFT_PHASE_SCHEDULED = 0
 TTFT_PHASE_PREEMPTED = 1
+TTFT_PHASE_RESUMED = 2
+TTFT_STEP_RING = 1024
 TTFT_CLASS_ALL = -1
 TTFT_MAX_BANDS = 8
 TTFT_MAX_LABEL = 128
@@ -115,6 +119,15 @@ class Request(ctypes.Structure):
                 ("class_id", ctypes.c_int),
                 ("prompt_tokens", ctypes.c_uint32),
                 ("prefix_hit", ctypes.c_int)]
+
+
+class StepInfo(ctypes.Structure):
+    """struct ttft_step_info (1.2)"""
+    _fields_ = [("struct_size", ctypes.c_size_t),
+                ("prefill_tokens", ctypes.c_uint32),
+                ("decode_seqs", ctypes.c_uint32),
+                ("preempted_seqs", ctypes.c_uint32),
+                ("kind", ctypes.c_uint32)]
 
 
 class SeqInfo(ctypes.Structure):
@@ -212,6 +225,15 @@ PROTOTYPES = {
     "ttft_counter_name": (_str, [_c_enum]),
     "ttft_status_name": (_str, [_c_enum]),
     "ttft_format_name": (_str, [_c_enum]),
+    # 1.2: engine steps and stall causes
+    "ttft_step_info_init": (None, [_P(StepInfo)]),
+    "ttft_engine_step": (_int, [_vp, _P(StepInfo), _u64, _u64]),
+    "ttft_snapshot_stalls_by_cause": (_u64, [_vp, _int, _c_enum]),
+    "ttft_snapshot_stall_seconds_by_cause": (_u64, [_vp, _int, _c_enum]),
+    "ttft_snapshot_engine_step_count": (_u64, [_vp, _int]),
+    "ttft_snapshot_engine_step_quantile": (_u64, [_vp, _int, _dbl]),
+    "ttft_snapshot_engine_step_sum": (_u64, [_vp, _int]),
+    "ttft_stall_cause_name": (_str, [_c_enum]),
 }
 
 # ---------------------------------------------------------------- lookup
