@@ -553,6 +553,8 @@ typedef struct ttft_seq_info {
   uint64_t itl_max_ns;    /* exact worst gap so far                        */
   uint32_t stalls;        /* stall gaps so far                             */
   uint32_t preemptions;
+  int last_stall_cause;   /* (1.2) ttft_stall_cause of the latest stall;
+                             -1 while stalls == 0                          */
 } ttft_seq_info;
 
 /* Fill *out with live sequence s. out->struct_size must be set (a smaller

@@ -105,7 +105,12 @@ TEST(prefill) {
   eng e = {reg(), T0};
   ttft_seq s = warm(&e, 10);
   ttft_seq s2 = ttft_begin(e.r, e.t);
+  ttft_seq_info info = {.struct_size = sizeof info};
+  EXPECT_ERR(TTFT_OK, ttft_seq_stats(e.r, s, &info));
+  EXPECT_EQ_INT(-1, info.last_stall_cause); /* no stall yet */
   step(&e, 600 * MS, 8000, &s, 1); /* s decodes in the same (long) step */
+  EXPECT_ERR(TTFT_OK, ttft_seq_stats(e.r, s, &info));
+  EXPECT_EQ_INT(TTFT_STALL_PREFILL, info.last_stall_cause);
   ttft_seq both[2] = {s, s2};
   step(&e, 20 * MS, 0, both, 2);
   expect_one(e.r, TTFT_STALL_PREFILL);
@@ -142,6 +147,15 @@ TEST(preempted) {
   EXPECT_ERR(TTFT_OK, ttft_mark(e.r, s, TTFT_PHASE_RESUMED, e.t));
   step(&e, 60 * MS, 900, &s, 1); /* its recompute is prefill of its own */
   expect_one(e.r, TTFT_STALL_PREEMPTED);
+  ttft_seq_info info = {.struct_size = sizeof info};
+  EXPECT_ERR(TTFT_OK, ttft_seq_stats(e.r, s, &info));
+  EXPECT_EQ_INT(TTFT_STALL_PREEMPTED, info.last_stall_cause);
+  /* a preemption is for one gap only: the next stall is judged afresh */
+  e.t += 1000 * MS;
+  step(&e, 20 * MS, 0, &s, 1);
+  EXPECT_ERR(TTFT_OK, ttft_seq_stats(e.r, s, &info));
+  EXPECT_EQ_INT(TTFT_STALL_ENGINE_IDLE, info.last_stall_cause);
+  EXPECT_EQ_U64(2, info.stalls);
   ttft_snapshot *x = ttft_snapshot_take(e.r);
   EXPECT_EQ_U64(1, ttft_snapshot_counter(x, TTFT_COUNTER_PREEMPTIONS)); /* RESUMED is not counted */
   ttft_snapshot_free(x);

@@ -297,11 +297,14 @@ class SeqStats:
 
     __slots__ = ("class_id", "emissions", "tokens", "t_begin_ns", "t_last_ns",
                  "ttft_ns", "itl_p50_ns", "itl_p95_ns", "itl_max_ns", "stalls",
-                 "preemptions")
+                 "preemptions", "last_stall_cause")
 
     def __init__(self, info):
         for name in self.__slots__:
             setattr(self, name, getattr(info, name))
+        # the cause's name ("prefill", ...), None before the first stall
+        c = self.last_stall_cause
+        self.last_stall_cause = _lib.STALL_CAUSES[c] if 0 <= c < len(_lib.STALL_CAUSES) else None
 
     def _sec(self, ns, known):
         return ns / 1e9 if known else None

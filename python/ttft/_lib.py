@@ -143,7 +143,8 @@ class SeqInfo(ctypes.Structure):
                 ("itl_p95_ns", ctypes.c_uint64),
                 ("itl_max_ns", ctypes.c_uint64),
                 ("stalls", ctypes.c_uint32),
-                ("preemptions", ctypes.c_uint32)]
+                ("preemptions", ctypes.c_uint32),
+                ("last_stall_cause", ctypes.c_int)]  # 1.2
 
 
 # ------------------------------------------------------------ prototypes

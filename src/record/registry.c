@@ -702,6 +702,7 @@ int ttft_seq_stats(const ttft_registry *r, ttft_seq s, ttft_seq_info *out) {
    * meanwhile is reported stale, not half-read */
   v.stalls = atomic_load_explicit(&sl->stalls, memory_order_acquire);
   v.preemptions = TTFT__LD(&sl->preemptions);
+  v.last_stall_cause = v.stalls ? (int)((TTFT__LD(&sl->flags) & SF_CAUSE_MASK) >> SF_CAUSE_SHIFT) : -1;
   if (TTFT__LD(&sl->state) != live) return TTFT_ESTALE;
   memcpy(out, &v, out->struct_size);
   return TTFT_OK;

@@ -212,7 +212,15 @@ static inline uint64_t ttft__sg_count(const _Atomic uint64_t *gh, uint32_t j) {
 enum {
   SF_SCHED = 1u,      /* SCHEDULED mark seen              */
   SF_STALLED = 2u,    /* counted in STALLED_SEQS already  */
+  SF_PREEMPTED = 4u,  /* a PREEMPTED mark was seen; bits SF_PEM_SHIFT.. hold
+                         the emission count then (mod 2^26): it was since the
+                         last emission iff they equal the current count    */
+  SF_CAUSE_SHIFT = 3, /* bits 3..5: the cause of the latest stall          */
+  SF_PEM_SHIFT = 6,
 };
+#define SF_CAUSE_MASK (7u << SF_CAUSE_SHIFT)
+#define SF_PEM_MASK 0x3FFFFFFu /* 26 bits */
+TTFT_STATIC_ASSERT(TTFT_STALL_CAUSE_COUNT <= 8, "a cause fits in 3 flag bits");
 
 typedef struct ttft__slot {
   TTFT__ALIGNED _Atomic uint64_t state;  /* gen << 2 | phase               */
@@ -221,7 +229,6 @@ typedef struct ttft__slot {
   _Atomic uint64_t tokens;
   _Atomic uint64_t max_gap;
   _Atomic uint64_t stall_ns;      /* class stall budget, cached at begin  */
-  _Atomic uint64_t t_preempt;     /* last PREEMPTED mark, 0 = none        */
   _Atomic uint32_t emissions;
   _Atomic uint32_t gh_clean;      /* emissions when gh[] was last cleared  */
   _Atomic uint32_t flags;
