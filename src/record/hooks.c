@@ -189,6 +189,7 @@ static ttft_seq begin_common(ttft_registry *r, uint32_t cls, uint32_t prompt_tok
   TTFT__ST(&sl->tokens, 0);
   TTFT__ST(&sl->max_gap, 0);
   TTFT__ST(&sl->stall_ns, r->classes[cls].slo.stall_threshold_ns);
+  TTFT__ST(&sl->t_preempt, 0);
   TTFT__ST(&sl->flags, 0);
   TTFT__ST(&sl->stalls, 0);
   TTFT__ST(&sl->preemptions, 0);
@@ -253,9 +254,13 @@ int ttft_mark(ttft_registry *r, ttft_seq s, ttft_phase phase, uint64_t t_ns) {
     }
   } else if (phase == TTFT_PHASE_PREEMPTED) {
     TTFT__ST(&sl->preemptions, TTFT__LD(&sl->preemptions) + 1);
-    uint32_t f = TTFT__LD(&sl->flags) & ((1u << SF_PEM_SHIFT) - 1u);
+    uint32_t f = TTFT__LD(&sl->flags);
     uint32_t em = TTFT__LD(&sl->emissions) & SF_PEM_MASK;
-    TTFT__ST(&sl->flags, f | SF_PREEMPTED | (em << SF_PEM_SHIFT));
+    if (!(f & SF_PREEMPTED) || (f >> SF_PEM_SHIFT) != em) { /* the gap's first */
+      TTFT__ST(&sl->t_preempt, t);
+      f = (f & ((1u << SF_PEM_SHIFT) - 1u)) | SF_PREEMPTED | (em << SF_PEM_SHIFT);
+      TTFT__ST(&sl->flags, f);
+    }
     ctr_add(sh->shared, &cr->ctr[TTFT_COUNTER_PREEMPTIONS], 1);
   } /* RESUMED: the time check above is all (the PREEMPTED mark decides causes) */
   TTFT__ST(&sl->t_event, t);
@@ -328,7 +333,8 @@ __attribute__((noinline, cold)) static void first_emission(ttft_registry *r, ttf
  * sequence whose usual step is u:
  *   UNKNOWN       no engine step ended inside (a, b];
  *   ENGINE_IDLE   the steps cover less than half of the gap;
- *   PREEMPTED     the sequence was marked PREEMPTED since emission a;
+ *   PREEMPTED     the sequence was marked PREEMPTED since emission a, and
+ *                 its first such mark lies in the first half of the gap;
  *   PREFILL       the steps that carried prefill exceed u, inside the gap,
  *                 by at least half of the busy time beyond one usual step;
  *   NOT_SCHEDULED otherwise (steps ran without the sequence).
@@ -413,9 +419,13 @@ static ttft_stall_cause stall_cause(const ttft_registry *r, const ttft__slot *sl
   /* more steps in the gap than the ring holds: its start was busy too */
   if (!reached_start && k == last && last > 0 && frontier > a) covered += frontier - a;
   if (2 * covered < gap) return TTFT_STALL_ENGINE_IDLE;
-  /* marked PREEMPTED after emission em, i.e. inside this gap */
+  /* marked PREEMPTED after emission em, i.e. inside this gap, and out of
+   * the batch (evicted, waiting, recomputing) for at least half of it */
   uint32_t f = TTFT__LD(&sl->flags);
-  if ((f & SF_PREEMPTED) && (f >> SF_PEM_SHIFT) == (em & SF_PEM_MASK)) return TTFT_STALL_PREEMPTED;
+  uint64_t tp = TTFT__LD(&sl->t_preempt);
+  if ((f & SF_PREEMPTED) && (f >> SF_PEM_SHIFT) == (em & SF_PEM_MASK) && tp <= b &&
+      2 * (b - tp) >= gap)
+    return TTFT_STALL_PREEMPTED;
   if (!npre) return TTFT_STALL_NOT_SCHEDULED;
   /* too few gaps of its own: the median of the non-prefill steps before the gap */
   if (!u && nbefore) u = median_u64(before, nbefore);

@@ -229,6 +229,8 @@ typedef struct ttft__slot {
   _Atomic uint64_t tokens;
   _Atomic uint64_t max_gap;
   _Atomic uint64_t stall_ns;      /* class stall budget, cached at begin  */
+  _Atomic uint64_t t_preempt;     /* the first PREEMPTED mark since the last
+                                     emission (valid when flags say so)   */
   _Atomic uint32_t emissions;
   _Atomic uint32_t gh_clean;      /* emissions when gh[] was last cleared  */
   _Atomic uint32_t flags;
