@@ -487,7 +487,7 @@ TEST(sum_wraps) {
         EXPECT_EQ_U64(3, hi);
         EXPECT_EQ_U64(UINT64_MAX - 3, lo);
         /* Prometheus: (2^66 - 4) ns = 73786976294.838206460 s, exact */
-        char text[65536];
+        static char text[262144];
         long tl = ttft_snapshot_format(d, TTFT_FORMAT_PROMETHEUS, text, sizeof text);
         EXPECT_TRUE(tl > 0 && (size_t)tl < sizeof text);
         EXPECT_CONTAINS(text, "gen_ai_server_time_to_first_token_seconds_sum{class=\"default\"} 73786976294.83820646\n");

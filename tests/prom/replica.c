@@ -216,16 +216,6 @@ static void one_round(void) {
     }
     done += k;
   }
-  /* engine steps (1.2): 20 ms decode steps, every tenth one carrying a
-   * prompt (~300 ms), so the dashboard's engine-step panel has data */
-  for (int i = 0; i < 40; i++) {
-    ttft_step_info in;
-    ttft_step_info_init(&in);
-    in.prefill_tokens = i % 10 == 0 ? 2048 : 0;
-    uint64_t d = in.prefill_tokens ? lognormal_ns(0.300, 0.3) : lognormal_ns(0.020, 0.2);
-    ttft_engine_step(g_r, &in, g_t, g_t + d);
-    g_t += d + 1000;
-  }
   g_t += UINT64_C(1000000000);
   g_rounds++;
 }
