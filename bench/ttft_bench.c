@@ -512,6 +512,79 @@ static void loop_step_now(void *p, uint64_t n, int tid) {
   if (bad) atomic_fetch_add_explicit(&c->bad, 1, memory_order_relaxed);
 }
 
+/* ttft_engine_step (1.2): one engine iteration, caller timestamps; one
+ * step in 8 carries prefill */
+static void loop_engine_step(void *p, uint64_t n, int tid) {
+  hot_ctx *c = p;
+  per_thread *pt = c->th[tid];
+  uint64_t t = pt->t[0];
+  ttft_step_info in;
+  ttft_step_info_init(&in);
+  int bad = 0;
+  for (uint64_t i = 0; i < n; i++) {
+    uint64_t d = g_gaps[i & GAP_MASK];
+    in.prefill_tokens = (i & 7) == 0 ? 512 : 0;
+    bad |= ttft_engine_step(c->r, &in, t, t + d);
+    t += d + 1000;
+  }
+  pt->t[0] = t;
+  if (bad) atomic_fetch_add_explicit(&c->bad, 1, memory_order_relaxed);
+}
+
+static void loop_engine_step_now(void *p, uint64_t n, int tid) {
+  hot_ctx *c = p;
+  ttft_step_info in;
+  ttft_step_info_init(&in);
+  int bad = 0;
+  uint64_t t0 = ttft_registry_now_ns(c->r);
+  (void)tid;
+  for (uint64_t i = 0; i < n; i++) {
+    in.prefill_tokens = (i & 7) == 0 ? 512 : 0;
+    bad |= ttft_engine_step(c->r, &in, t0, TTFT_NOW);
+  }
+  if (bad) atomic_fetch_add_explicit(&c->bad, 1, memory_order_relaxed);
+}
+
+/* A decode loop as a 1.2 server runs it: per step one ttft_engine_step
+ * and one ttft_step_emitted over 64 sequences; per token. */
+static void loop_engine_and_step(void *p, uint64_t n, int tid) {
+  hot_ctx *c = p;
+  per_thread *pt = c->th[tid];
+  uint64_t t = pt->t[0];
+  ttft_step_info in;
+  ttft_step_info_init(&in);
+  in.decode_seqs = NSEQ;
+  long bad = 0;
+  for (uint64_t i = 0; i < n; i += NSEQ) {
+    uint64_t d = g_gaps[(i / NSEQ) & GAP_MASK];
+    bad |= ttft_engine_step(c->r, &in, t, t + d) != TTFT_OK;
+    t += d;
+    bad |= ttft_step_emitted(c->r, pt->seq, NULL, NSEQ, t) != NSEQ;
+  }
+  pt->t[0] = t;
+  for (int k = 1; k < NSEQ; k++) pt->t[k] = t;
+  if (bad) atomic_fetch_add_explicit(&c->bad, 1, memory_order_relaxed);
+}
+
+/* The stall path with its cause: every emission of one sequence closes a
+ * 600 ms gap holding 30 recorded 20 ms engine steps (what a stall reads);
+ * per stall. */
+static void loop_stall_cause(void *p, uint64_t n, int tid) {
+  hot_ctx *c = p;
+  per_thread *pt = c->th[tid];
+  uint64_t t = pt->t[0];
+  int bad = 0;
+  for (uint64_t i = 0; i < n; i++) {
+    for (int k = 0; k < 30; k++) {
+      bad |= ttft_engine_step(c->r, NULL, t, t + 20000000);
+      t += 20000000;
+    }
+    bad |= ttft_token_emitted(c->r, pt->seq[0], 1, t);
+  }
+  pt->t[0] = t;
+  if (bad) atomic_fetch_add_explicit(&c->bad, 1, memory_order_relaxed);
+}
+
 static void loop_lib_now(void *p, uint64_t n, int tid) {
   const ttft_registry *r = ((hot_ctx *)p)->r;
   uint64_t acc = 0;
@@ -861,7 +934,7 @@ static void usage(FILE *f) {
           "                ./bench exists, else ttft-bench.json)\n"
           "  --reps N      repetitions per row, 5 .. %d (default 7; medians are reported)\n"
           "  --only GROUPS comma-separated subset of: baseline,hot,threads,clock,peer,\n"
-          "                step,lifecycle,snapshot,growth,memory\n",
+          "                step,engine,lifecycle,snapshot,growth,memory\n",
           MAX_REPS);
 }
 
@@ -1046,6 +1119,44 @@ int main(int argc, char **argv) {
     ttft_registry_free(rn);
   }
 
+  /* ----------------------------------------------------------- engine */
+  if (group_on("engine")) {
+    section("engine steps (1.2): ttft_engine_step, and a decode loop that calls it");
+    if (!row_find("floor"))
+      row_print(measure("floor", "baseline", "floor: non-atomic log-linear increment, call", loop_floor,
+                        hot, 1, 0));
+    ttft_registry *re = registry_or_die(&cfg);
+    hot_ctx *he = hot_new(re, 1, 0);
+    row_print(measure("engine_step_ts", "engine", "engine_step, caller timestamps", loop_engine_step, he, 1, 0));
+    row_print(measure("engine_step_now", "engine", "engine_step, t_end = TTFT_NOW", loop_engine_step_now, he,
+                      1, 0));
+    hot_free(he, 1, "ttft_engine_step");
+    ttft_registry_free(re);
+    ttft_registry *rs = registry_or_die(&cfg);
+    hot_ctx *hs = hot_new(rs, 1, 0);
+    for (int k = 1; k < NSEQ; k++) hs->th[0]->t[k] = hs->th[0]->t[0] = hs->th[0]->t[NSEQ - 1];
+    row_print(measure("step_engine_ts", "engine", "engine_step + step_emitted, 64 seqs, per token",
+                      loop_engine_and_step, hs, 1, 0));
+    hot_free(hs, 1, "ttft_engine_step + ttft_step_emitted");
+    ttft_registry_free(rs);
+    if (!row_find("step_ts")) {
+      ttft_registry *rb = registry_or_die(&cfg);
+      hot_ctx *hb = hot_new(rb, 1, 0);
+      for (int k = 1; k < NSEQ; k++) hb->th[0]->t[k] = hb->th[0]->t[0] = hb->th[0]->t[NSEQ - 1];
+      row_print(measure("step_ts", "step", "step_emitted, 64 seqs, caller timestamp", loop_step, hb, 1, 0));
+      hot_free(hb, 1, "ttft_step_emitted (caller timestamp)");
+      ttft_registry_free(rb);
+    }
+    ttft_registry *rc = registry_or_die(&cfg);
+    hot_ctx *hc = hot_new(rc, 1, 0);
+    row *sr = measure("stall_cause", "engine", "30 engine_steps + a stall token (cause found)",
+                      loop_stall_cause, hc, 1, opt.quick ? 64 : 20000);
+    snprintf(sr->note, sizeof sr->note, "(per stall; minus 30 x engine_step_ts = the stall path)");
+    row_print(sr);
+    hot_free(hc, 1, "ttft_token_emitted (stall)");
+    ttft_registry_free(rc);
+  }
+
   /* ------------------------------------------------------------- peer */
   if (group_on("peer")) {
     section("peer");
@@ -1226,6 +1337,8 @@ int main(int argc, char **argv) {
   target_add("token_emitted(TTFT_NOW) MONOTONIC / clock_gettime", "tok_now_mono", "clock_mono", 1.2, NULL);
   target_add("token_emitted(TTFT_NOW) TSC / rdtsc", "tok_now_tsc", "rdtsc", 1.2, NULL);
   target_add("step_emitted, 64 seqs, TTFT_NOW, per token / floor", "step_now", "floor", 3.0, NULL);
+  target_add("ttft_engine_step (caller timestamps)", "engine_step_ts", NULL, 50, "ns");
+  target_add("engine_step + step_emitted / step_emitted, per token", "step_engine_ts", "step_ts", 1.10, NULL);
   target_add("token_emitted / prometheus-cpp Observe, 1 thread", "tok_1t", "peer_1t", 0.5, NULL);
   target_add("token_emitted / prometheus-cpp Observe, 2 threads", "tok_2t", "peer_2t", 0.1, NULL);
   target_add("ttft_begin + ttft_stream_end, 1 thread", "life_1t", NULL, 150, "ns");

@@ -167,7 +167,8 @@ typedef enum ttft_phase {
   TTFT_PHASE_SCHEDULED = 0, /* first admission by the scheduler (prefill starts).
                                Later SCHEDULED marks (re-admission) are ignored. */
   TTFT_PHASE_PREEMPTED = 1, /* evicted from the batch; counted per class       */
-  TTFT_PHASE_COUNT_ = 2
+  TTFT_PHASE_RESUMED = 2,   /* back in the batch after PREEMPTED (1.2)         */
+  TTFT_PHASE_COUNT_ = 3
 } ttft_phase;
 
 typedef enum ttft_counter {
@@ -237,7 +238,10 @@ TTFT_API ttft_seq ttft_begin(ttft_registry *r, uint64_t t_ns);
 
 /* Mark a phase of sequence s at t_ns. SCHEDULED sets t_sched once (queue
  * time is recorded then); later SCHEDULED marks are accepted and ignored.
- * PREEMPTED is counted. Returns TTFT_OK, TTFT_EINVAL (NULL r, bad phase),
+ * PREEMPTED is counted, and a stall whose gap holds a PREEMPTED mark is
+ * attributed to TTFT_STALL_PREEMPTED; RESUMED says the sequence is back
+ * in the batch (accepted and time-checked like any mark, never counted:
+ * the PREEMPTED mark alone decides a stall's cause). Returns TTFT_OK, TTFT_EINVAL (NULL r, bad phase),
  * TTFT_ESTALE (0, ended or unknown handle). A t_ns earlier than the
  * sequence's previous event is clamped and counted (CLOCK_CLAMPED).
  * Thread-safe, lock-free, no allocation. */
@@ -311,6 +315,52 @@ TTFT_API int ttft_annotate_cached(ttft_registry *r, ttft_seq s, uint32_t prompt_
  * allocation-free; the hooks' ordering rules hold per sequence. */
 TTFT_API long ttft_step_emitted(ttft_registry *r, const ttft_seq *seqs, const uint32_t *n_tokens,
                                 size_t count, uint64_t t_ns);
+
+/* ------------------------------------------------ engine steps (1.2)
+ * One engine iteration of a continuous-batching server, so that the
+ * library can say why a stall happened (ttft_stall_cause) and what
+ * prefill costs decode (the engine-step histograms). A server that never
+ * calls ttft_engine_step loses nothing: its stalls are TTFT_STALL_UNKNOWN. */
+typedef struct ttft_step_info {
+  size_t struct_size;      /* set by ttft_step_info_init: sizeof(ttft_step_info) */
+  uint32_t prefill_tokens; /* prompt tokens processed in this step (any request) */
+  uint32_t decode_seqs;    /* sequences that decoded a token in this step       */
+  uint32_t preempted_seqs; /* sequences preempted in this step                  */
+  uint32_t kind;           /* free for the server (0 = unspecified)             */
+} ttft_step_info;
+
+/* Zero *info and set its struct_size. NULL is a no-op. */
+TTFT_API void ttft_step_info_init(ttft_step_info *info);
+
+/* One engine iteration ran from t_start_ns to t_end_ns (TTFT_NOW for
+ * either = the registry's clock now; a t_end_ns before t_start_ns is
+ * clamped to t_start_ns). Call it once per iteration when it ends, BEFORE
+ * the tokens it produced are recorded (ttft_step_emitted / token_emitted),
+ * with the same clock as the token hooks. info NULL = an iteration with
+ * no prefill. Records the step's duration in the registry-wide engine-step
+ * histogram (prefill when info->prefill_tokens > 0) and keeps the step in
+ * a ring of the last TTFT_STEP_RING steps, which a stall reads to find its
+ * cause (docs/metrics.md, "stall causes"). Steps are registry-wide: one
+ * registry per engine loop is the model (data-parallel engines in one
+ * process: one registry each). Returns TTFT_OK, TTFT_EINVAL (NULL r, bad
+ * info->struct_size). Thread-safe, lock-free, allocation-free, no syscall
+ * but the clock; about 20 ns (docs/performance.md). */
+TTFT_API int ttft_engine_step(ttft_registry *r, const ttft_step_info *info, uint64_t t_start_ns,
+                              uint64_t t_end_ns);
+#define TTFT_STEP_RING 1024 /* engine steps a registry remembers for stall causes */
+
+/* Why a stall (an ITL gap above the class's stall budget) happened. Each
+ * stall gets exactly one; docs/metrics.md has the rule and its precedence. */
+typedef enum ttft_stall_cause {
+  TTFT_STALL_UNKNOWN = 0,       /* no engine step ended inside the gap (no step info) */
+  TTFT_STALL_PREFILL = 1,       /* a step in the gap carried prefill and was longer
+                                   than the sequence's usual step                  */
+  TTFT_STALL_PREEMPTED = 2,     /* the sequence was marked PREEMPTED in the gap     */
+  TTFT_STALL_NOT_SCHEDULED = 3, /* steps ran, without this sequence                 */
+  TTFT_STALL_ENGINE_IDLE = 4,   /* no step ran during most of the gap: a host stall,
+                                   GC, a frozen process                            */
+  TTFT_STALL_CAUSE_COUNT = 5
+} ttft_stall_cause;
 
 #ifndef TTFT_NO_SHORT_NAMES
 /* The hook names the product promises, as header-level aliases: the ABI
@@ -501,6 +551,28 @@ TTFT_API uint64_t ttft_snapshot_split_count(const ttft_snapshot *s, ttft_split s
 TTFT_API uint64_t ttft_snapshot_split_quantile(const ttft_snapshot *s, ttft_split split,
                                                unsigned index, double q);
 
+/* Stalls by cause (1.2): the number of stalls of class class_id (or
+ * TTFT_CLASS_ALL) attributed to cause c. Over the causes they add up to
+ * TTFT_COUNTER_STALLS. Snapshots decoded from a 1.0/1.1 encoding have every
+ * stall under TTFT_STALL_UNKNOWN. 0 for NULL s, unknown class or cause. */
+TTFT_API uint64_t ttft_snapshot_stalls_by_cause(const ttft_snapshot *s, int class_id,
+                                                ttft_stall_cause c);
+/* The stalled time of those stalls: the sum of their whole gaps, in
+ * NANOSECONDS (the name matches the exported llm_stall_seconds_total, which
+ * is this value / 1e9). Exact modulo 2^64. 1.0/1.1 encodings carry no
+ * stalled time: 0 there. 0 for NULL s, unknown class or cause. */
+TTFT_API uint64_t ttft_snapshot_stall_seconds_by_cause(const ttft_snapshot *s, int class_id,
+                                                       ttft_stall_cause c);
+
+/* Engine-step durations (1.2), registry-wide (steps serve every class at
+ * once; docs/metrics.md): count, quantile (nearest rank, same 0.5 % bound
+ * as the metrics) and sum (ns) of the steps that carried prefill
+ * (prefill != 0) or did not (prefill == 0). 0 for NULL s, q outside
+ * [0,1], or no such step. */
+TTFT_API uint64_t ttft_snapshot_engine_step_count(const ttft_snapshot *s, int prefill);
+TTFT_API uint64_t ttft_snapshot_engine_step_quantile(const ttft_snapshot *s, int prefill, double q);
+TTFT_API uint64_t ttft_snapshot_engine_step_sum(const ttft_snapshot *s, int prefill);
+
 /* Number of prompt-length bands in s (edges + 1), and the lower edge of
  * band i (0 for band 0) in *lo and the upper (exclusive; UINT32_MAX for the
  * last) in *hi. TTFT_OK or TTFT_EINVAL. */
@@ -532,6 +604,8 @@ typedef struct ttft_seq_info {
   uint64_t itl_max_ns;    /* exact worst gap so far                        */
   uint32_t stalls;        /* stall gaps so far                             */
   uint32_t preemptions;
+  int last_stall_cause;   /* (1.2) ttft_stall_cause of the latest stall;
+                             -1 while stalls == 0                          */
 } ttft_seq_info;
 
 /* Fill *out with live sequence s. out->struct_size must be set (a smaller
@@ -558,6 +632,9 @@ TTFT_API const char *ttft_metric_name(ttft_metric m);
 TTFT_API const char *ttft_counter_name(ttft_counter c);
 TTFT_API const char *ttft_status_name(ttft_status st);
 TTFT_API const char *ttft_format_name(ttft_format f);
+/* "unknown", "prefill", "preempted", "not_scheduled", "engine_idle" (the
+ * cause label of llm_stalls_total); NULL for out-of-range values. */
+TTFT_API const char *ttft_stall_cause_name(ttft_stall_cause c);
 
 /* ---------------------------------------------------------------- memory */
 

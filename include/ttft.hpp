@@ -597,6 +597,25 @@ class Snapshot {
     return Slo(out);
   }
 
+  // --- stall causes and engine steps (1.2)
+  std::uint64_t stalls_by_cause(ttft_stall_cause cause, Class c = Class::all()) const noexcept {
+    return ttft_snapshot_stalls_by_cause(s_, c.id(), cause);
+  }
+  /* the stalls' summed gaps (the C call returns ns despite its name) */
+  std::chrono::nanoseconds stall_time_by_cause(ttft_stall_cause cause,
+                                               Class c = Class::all()) const noexcept {
+    return as_ns(ttft_snapshot_stall_seconds_by_cause(s_, c.id(), cause));
+  }
+  std::uint64_t engine_step_count(bool prefill) const noexcept {
+    return ttft_snapshot_engine_step_count(s_, prefill ? 1 : 0);
+  }
+  std::chrono::nanoseconds engine_step_quantile(bool prefill, double q) const noexcept {
+    return as_ns(ttft_snapshot_engine_step_quantile(s_, prefill ? 1 : 0, q));
+  }
+  std::chrono::nanoseconds engine_step_sum(bool prefill) const noexcept {
+    return as_ns(ttft_snapshot_engine_step_sum(s_, prefill ? 1 : 0));
+  }
+
   // --- TTFT splits and bands
   std::uint64_t split_count(ttft_split sp, unsigned index) const noexcept {
     return ttft_snapshot_split_count(s_, sp, index);
@@ -737,6 +756,7 @@ class Stream {
   }
   int mark_scheduled(Time t = now_tag) noexcept { return mark(TTFT_PHASE_SCHEDULED, t); }
   int mark_preempted(Time t = now_tag) noexcept { return mark(TTFT_PHASE_PREEMPTED, t); }
+  int mark_resumed(Time t = now_tag) noexcept { return mark(TTFT_PHASE_RESUMED, t); }
   /* n tokens became visible to the client (one emission). */
   int token(std::uint32_t n = 1, Time t = now_tag) noexcept {
     if (s_ == 0) return TTFT_ESTALE;
@@ -876,6 +896,7 @@ class SharedStream {
   }
   int mark_scheduled(Time t = now_tag) const noexcept { return mark(TTFT_PHASE_SCHEDULED, t); }
   int mark_preempted(Time t = now_tag) const noexcept { return mark(TTFT_PHASE_PREEMPTED, t); }
+  int mark_resumed(Time t = now_tag) const noexcept { return mark(TTFT_PHASE_RESUMED, t); }
   int token(std::uint32_t n = 1, Time t = now_tag) const noexcept {
     if (!open()) return TTFT_ESTALE;
     return ttft_token_emitted(st_->r, st_->seq, n, t.ns());
@@ -1037,6 +1058,19 @@ class Registry {
                     Time t = now_tag) noexcept {
     if (seqs.size() != n_tokens.size()) return TTFT_EINVAL;
     return ttft_step_emitted(r_, seqs.data(), n_tokens.data(), seqs.size(), t.ns());
+  }
+
+  /* One engine iteration (ttft_engine_step), recorded when it ends and
+   * before the tokens it produced: what gives every stall its cause and
+   * fills the engine-step histograms. TTFT_OK or TTFT_EINVAL. */
+  int engine_step(const ttft_step_info &info, Time start, Time end = now_tag) noexcept {
+    return ttft_engine_step(r_, &info, start.ns(), end.ns());
+  }
+  int engine_step(std::uint32_t prefill_tokens, Time start, Time end = now_tag) noexcept {
+    ttft_step_info info;
+    ttft_step_info_init(&info);
+    info.prefill_tokens = prefill_tokens;
+    return ttft_engine_step(r_, &info, start.ns(), end.ns());
   }
 
   // --- state (noexcept)

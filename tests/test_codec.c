@@ -474,7 +474,7 @@ enum {
   /* version 2 only */
   V_SCHEMA, V_STATUS_MANY, V_VIEW_BAD, V_VIEW_OVERFLOW,
   /* version 3 only */
-  V_PREFIX_MANY, V_PREFILL_MANY,
+  V_PREFIX_MANY, V_PREFILL_MANY, V_CAUSES_MANY, V_CAUSE_OVERFLOW, V_STEPS_MANY, V_STEP_BAD,
   V_COUNT
 };
 #define V_FIRST_V2_ONLY V_SCHEMA
@@ -655,6 +655,15 @@ static size_t hb_build(hb *h, int v, int version) {
       hb_var(h, 4);
       for (int view = 0; view < 4; view++) hb_view(h, v, (int)c, st, view);
     }
+    if (version < 3) continue;
+    /* stalls by cause: class c has c*100+6 stalls (counter 6), c of them
+     * by prefill (ns 7000 each), the rest unknown (ns 0) */
+    hb_var(h, v == V_CAUSES_MANY ? 65 : 5);
+    for (int k = 0; k < (v == V_CAUSES_MANY ? 65 : 5); k++) {
+      uint64_t n = k == 0 ? c * 100 + 6 - c : k == 1 ? c : 0;
+      hb_var(h, v == V_CAUSE_OVERFLOW && k == 2 ? UINT64_MAX - c : n);
+      hb_var(h, k == 1 ? c * 7000 : 0);
+    }
   }
   if (version >= 3) { /* prefix bands miss, hit, partial: the partial one holds 40 */
     hb_var(h, v == V_PREFIX_MANY ? 4 : 3);
@@ -675,6 +684,19 @@ static size_t hb_build(hb *h, int v, int version) {
     hb_one(h, 20);
     hb_var(h, 0);
     if (v == V_PREFILL_MANY) hb_var(h, 0);
+  }
+  if (version >= 3) { /* engine steps: none without prefill; 7 (exact) with */
+    hb_var(h, v == V_STEPS_MANY ? 9 : 2);
+    hb_var(h, 0);
+    hb_var(h, 1);
+    hb_var(h, 7);
+    hb_var(h, 1);
+    hb_var(h, 1);
+    hb_var(h, 7);
+    hb_var(h, 0); /* sum_hi */
+    hb_var(h, v == V_STEP_BAD ? 8 : 7);
+    hb_var(h, 0);
+    for (int i = 2; i < (v == V_STEPS_MANY ? 9 : 2); i++) hb_var(h, 0);
   }
   if (v == V_TRAILING) hb_byte(h, 0);
   hb_mem(h, "\0\0\0\0", 4);
@@ -760,22 +782,29 @@ TEST(hand_built_v2) {
     EXPECT_EQ_U64(312, ttft_snapshot_counter(s, TTFT_COUNTER_SLO_JUDGED));
     EXPECT_NEAR_REL(109.0 / 306.0, ttft_snapshot_attainment(s, 1), 1e-12);
     /* re-encoded as version 3, which decodes to the same */
+    /* before version 3 every stall's cause is unknown, its time 0 */
+    EXPECT_EQ_U64(106, ttft_snapshot_stalls_by_cause(s, 1, TTFT_STALL_UNKNOWN));
+    EXPECT_EQ_U64(112, ttft_snapshot_stalls_by_cause(s, TTFT_CLASS_ALL, TTFT_STALL_UNKNOWN));
+    EXPECT_EQ_U64(0, ttft_snapshot_stalls_by_cause(s, 1, TTFT_STALL_PREFILL));
+    EXPECT_EQ_U64(0, ttft_snapshot_stall_seconds_by_cause(s, 1, TTFT_STALL_UNKNOWN));
+    EXPECT_EQ_U64(0, ttft_snapshot_engine_step_count(s, 1));
     long n2 = ttft_snapshot_encode(s, re, sizeof re);
-    EXPECT_TRUE(n2 > 16 && re[4] == 3);
+    EXPECT_TRUE(n2 > 16 && re[4] == 3); /* re-encoded as version 3 */
     ttft_snapshot *s3 = n2 > 0 ? ttft_snapshot_decode(re, (size_t)n2, &err) : NULL;
     EXPECT_NOT_NULL(s3);
     if (s3) {
       expect_hand_built(s3);
       EXPECT_EQ_U64(2, ttft_snapshot_status_count(s3, 1, TTFT_COMPLETED, TTFT_METRIC_E2E));
       EXPECT_EQ_U64(306, ttft_snapshot_class_counter(s3, 1, TTFT_COUNTER_SLO_JUDGED));
+      EXPECT_EQ_U64(106, ttft_snapshot_stalls_by_cause(s3, 1, TTFT_STALL_UNKNOWN));
     }
     ttft_snapshot_free(s3);
   }
   ttft_snapshot_free(s);
 }
 
-/* version 3 (1.2): 128-bit sums; decodes to the values it spells and
- * re-encodes to the same bytes */
+/* version 3 (1.2): 128-bit sums, stalls by cause and engine steps;
+ * decodes to the values it spells and re-encodes to the same bytes */
 TEST(hand_built_v3) {
   static hb h;
   static unsigned char re[8192];
@@ -804,6 +833,14 @@ TEST(hand_built_v3) {
     EXPECT_EQ_U64(1, ttft_snapshot_split_count(s, TTFT_SPLIT_PREFILL_BY_PREFIX, TTFT_PREFIX_HIT));
     EXPECT_EQ_U64(20, ttft_snapshot_split_quantile(s, TTFT_SPLIT_PREFILL_BY_PREFIX, TTFT_PREFIX_HIT, 1.0));
     EXPECT_EQ_U64(0, ttft_snapshot_split_count(s, TTFT_SPLIT_PREFILL_BY_PREFIX, TTFT_PREFIX_MISS));
+    EXPECT_EQ_U64(105, ttft_snapshot_stalls_by_cause(s, 1, TTFT_STALL_UNKNOWN));
+    EXPECT_EQ_U64(1, ttft_snapshot_stalls_by_cause(s, 1, TTFT_STALL_PREFILL));
+    EXPECT_EQ_U64(7000, ttft_snapshot_stall_seconds_by_cause(s, 1, TTFT_STALL_PREFILL));
+    EXPECT_EQ_U64(6, ttft_snapshot_stalls_by_cause(s, 0, TTFT_STALL_UNKNOWN));
+    EXPECT_EQ_U64(111, ttft_snapshot_stalls_by_cause(s, TTFT_CLASS_ALL, TTFT_STALL_UNKNOWN));
+    EXPECT_EQ_U64(0, ttft_snapshot_engine_step_count(s, 0));
+    EXPECT_EQ_U64(1, ttft_snapshot_engine_step_count(s, 1));
+    EXPECT_EQ_U64(7, ttft_snapshot_engine_step_sum(s, 1));
     long n2 = ttft_snapshot_encode(s, re, sizeof re);
     EXPECT_EQ_INT((long)n, n2);
     EXPECT_TRUE(n2 == (long)n && memcmp(re, h.b, n) == 0);
@@ -812,7 +849,7 @@ TEST(hand_built_v3) {
 }
 
 /* version 1 decodes to the same data (no views), with the 1.1 defaults for
- * what it lacks, and re-encodes as version 2 */
+ * what it lacks, and re-encodes as version 3 */
 TEST(hand_built_v1) {
   static hb h1;
   static unsigned char re[8192];
@@ -842,7 +879,7 @@ static const char *const variant_names[V_COUNT] = {
   "trailing", "prom long", "labels many", "nnz huge", "class char", "gauges many",
   "time overflow", "count overflow", "prom order", "truncated hist", "counter overflow",
   "schema", "status lists", "view max", "view count overflow", "prefix bands many",
-  "prefill bands many"};
+  "prefill bands many", "cause lists", "cause count overflow", "step lists", "step max"};
 
 /* each way of breaking one field of the version's encoding is rejected */
 static void expect_variants_rejected(int version) {
@@ -1076,6 +1113,12 @@ TEST(fixture_v1_classes) {
       for (int k = 0; k <= TTFT_COUNTER_NO_TPOT; k++) /* the 13 counters of 1.0 */
         EXPECT_EQ_U64(ttft_snapshot_class_counter(s, c, (ttft_counter)k),
                       ttft_snapshot_class_counter(d, c, (ttft_counter)k));
+      /* 1.0 knew no causes: every stall of the fixture decodes as unknown */
+      EXPECT_EQ_U64(ttft_snapshot_class_counter(d, c, TTFT_COUNTER_STALLS),
+                    ttft_snapshot_stalls_by_cause(d, c, TTFT_STALL_UNKNOWN));
+      for (int k = 1; k < TTFT_STALL_CAUSE_COUNT; k++)
+        EXPECT_EQ_U64(0, ttft_snapshot_stalls_by_cause(d, c, (ttft_stall_cause)k));
+      EXPECT_EQ_U64(0, ttft_snapshot_stall_seconds_by_cause(d, c, TTFT_STALL_UNKNOWN));
       for (int m = 0; m <= TTFT_METRIC_ABANDONED_WAIT; m++) { /* the 11 metrics of 1.0 */
         EXPECT_EQ_U64(ttft_snapshot_class_count(s, c, (ttft_metric)m),
                       ttft_snapshot_class_count(d, c, (ttft_metric)m));

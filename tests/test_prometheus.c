@@ -294,7 +294,8 @@ TEST(openmetrics_families) {
     const char *o = w.o;
     EXPECT_CONTAINS(o, "# TYPE llm_stalls counter\n");
     EXPECT_CONTAINS(o, "# HELP llm_stalls ");
-    EXPECT_CONTAINS(o, "\nllm_stalls_total{class=\"default\"} 0\n");
+    EXPECT_CONTAINS(o, "\nllm_stalls_total{class=\"default\",cause=\"unknown\"} 0\n");
+    EXPECT_CONTAINS(o, "# TYPE llm_stall_seconds counter\n# UNIT llm_stall_seconds seconds\n");
     EXPECT_CONTAINS(o, "# UNIT gen_ai_server_time_to_first_token_seconds seconds\n");
     EXPECT_CONTAINS(o, "# TYPE llm_measurement info\n");
     EXPECT_CONTAINS(o, "\nllm_measurement_info{start_point=\"server_arrival\",token_point=\"detokenized_flush\",version=\"");

@@ -33,6 +33,9 @@ class StructLayout(unittest.TestCase):
     def test_request_size_matches_c(self):
         self.assertEqual(ctypes.sizeof(_lib.Request), c_size_of(self.lib.ttft_request_init))
 
+    def test_step_info_size_matches_c(self):
+        self.assertEqual(ctypes.sizeof(_lib.StepInfo), c_size_of(self.lib.ttft_step_info_init))
+
     def test_config_defaults_read_through_every_field(self):
         # The documented defaults land in the right fields only if every
         # offset before them matches the C layout.

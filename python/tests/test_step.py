@@ -235,3 +235,54 @@ class Semantics(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class EngineSteps(unittest.TestCase):
+    """Registry.engine_step and the stall causes it makes possible (1.2)."""
+
+    def test_causes_and_step_histograms(self):
+        reg = registry(stall_threshold=0.2)
+        s = reg.begin(t_ns=T0)
+        t = T0
+        for _ in range(8):  # 20 ms decode steps
+            reg.engine_step(0, 1, t_start_ns=t, t_end_ns=t + 20 * MS)
+            s.token(t_ns=t + 20 * MS)
+            t += 21 * MS
+        reg.engine_step(prefill_tokens=8000, decode_seqs=1, t_start_ns=t, t_end_ns=t + 600 * MS)
+        s.token(t_ns=t + 600 * MS)
+        t += 601 * MS
+        s.mark_preempted(t_ns=t)
+        for _ in range(20):
+            reg.engine_step(t_start_ns=t, t_end_ns=t + 20 * MS)
+            t += 21 * MS
+        s.mark_resumed(t_ns=t)
+        s.token(t_ns=t)
+        t += 2 * 1000 * MS  # a frozen process
+        reg.engine_step(t_start_ns=t, t_end_ns=t + 20 * MS)
+        s.token(t_ns=t + 20 * MS)
+        s.end(t_ns=t + 21 * MS)
+        snap = reg.snapshot()
+        self.assertEqual(ttft.STALL_CAUSES,
+                         ("unknown", "prefill", "preempted", "not_scheduled", "engine_idle"))
+        self.assertEqual(snap.stalls_by_cause("prefill"), 1)
+        self.assertEqual(snap.stalls_by_cause("preempted"), 1)
+        self.assertEqual(snap.stalls_by_cause("engine_idle"), 1)
+        self.assertEqual(snap.stalls_by_cause("unknown"), 0)
+        self.assertAlmostEqual(snap.stall_seconds_by_cause("prefill"), 0.601, places=9)
+        causes = snap.stall_causes()
+        self.assertEqual(sum(n for n, _ in causes.values()), snap.counter("stalls"))
+        self.assertEqual(snap.engine_step_count(True), 1)
+        self.assertEqual(snap.engine_step_count(False), 29)
+        self.assertAlmostEqual(snap.engine_step_quantile(True, 1.0), 0.6, places=9)
+        self.assertAlmostEqual(snap.engine_step_sum(False), 29 * 0.020, places=9)
+        with self.assertRaises(ValueError):
+            snap.stalls_by_cause("gc")
+
+    def test_engine_step_arguments(self):
+        reg = registry()
+        reg.engine_step()  # now, no prefill
+        with self.assertRaises((ValueError, TypeError)):
+            reg.engine_step(prefill_tokens=-1)
+        with self.assertRaises((ValueError, TypeError)):
+            reg.engine_step(t_start_ns=0)
+        self.assertEqual(reg.snapshot().engine_step_count(False), 1)

@@ -43,6 +43,7 @@ STATUSES = _lib.STATUSES
 FORMATS = _lib.FORMATS
 STATUS_VIEW_METRICS = _lib.STATUS_VIEW_METRICS
 RESERVED_LABELS = _lib.RESERVED_LABELS
+STALL_CAUSES = _lib.STALL_CAUSES
 
 
 def library_path():
@@ -62,5 +63,5 @@ __all__ = [
     "OutOfMemoryError", "RangeError", "CorruptError", "ExistsError", "IoError",
     "NotSupportedError", "ClosedError", "LibraryNotFoundError",
     "METRICS", "COUNTERS", "GAUGES", "STATUSES", "FORMATS", "STATUS_VIEW_METRICS",
-    "RESERVED_LABELS", "MAX_TOKENS_PER_EMISSION",
+    "RESERVED_LABELS", "STALL_CAUSES", "MAX_TOKENS_PER_EMISSION",
 ]

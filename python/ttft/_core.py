@@ -297,11 +297,14 @@ class SeqStats:
 
     __slots__ = ("class_id", "emissions", "tokens", "t_begin_ns", "t_last_ns",
                  "ttft_ns", "itl_p50_ns", "itl_p95_ns", "itl_max_ns", "stalls",
-                 "preemptions")
+                 "preemptions", "last_stall_cause")
 
     def __init__(self, info):
         for name in self.__slots__:
             setattr(self, name, getattr(info, name))
+        # the cause's name ("prefill", ...), None before the first stall
+        c = self.last_stall_cause
+        self.last_stall_cause = _lib.STALL_CAUSES[c] if 0 <= c < len(_lib.STALL_CAUSES) else None
 
     def _sec(self, ns, known):
         return ns / 1e9 if known else None
@@ -408,8 +411,13 @@ class Stream:
         self._mark(_lib.TTFT_PHASE_SCHEDULED, t_ns, "Stream.mark_scheduled")
 
     def mark_preempted(self, *, t_ns=None):
-        """Evicted from the batch (counted as a preemption)."""
+        """Evicted from the batch (counted as a preemption; a stall whose
+        gap holds this mark is attributed to the cause "preempted")."""
         self._mark(_lib.TTFT_PHASE_PREEMPTED, t_ns, "Stream.mark_preempted")
+
+    def mark_resumed(self, *, t_ns=None):
+        """Back in the batch after mark_preempted (not counted)."""
+        self._mark(_lib.TTFT_PHASE_RESUMED, t_ns, "Stream.mark_resumed")
 
     def annotate(self, prompt_tokens=None, prefix_hit=None):
         """Details learned after begin (typically when a slot picks the
@@ -1021,6 +1029,29 @@ class Registry:
             return _instrument_sync(self, iterable, t, req, c, count, on_cancel)
         raise TypeError("instrument() needs an iterable or async iterable, not %s"
                         % type(iterable).__name__)
+
+    # --- engine steps (1.2)
+    def engine_step(self, prefill_tokens=0, decode_seqs=0, preempted_seqs=0, kind=0, *,
+                    t_start_ns=None, t_end_ns=None):
+        """One engine iteration (ttft_engine_step): call it when the
+        iteration ends, before the tokens it produced are recorded.
+        prefill_tokens: prompt tokens processed in it (any request);
+        t_start_ns / t_end_ns: ns on time.monotonic_ns()'s clock (None =
+        now). The library uses the last steps to give every stall its
+        cause (Snapshot.stall_causes) and records the step's duration
+        (Snapshot.engine_step_quantile)."""
+        info = _lib.StepInfo()
+        info.struct_size = ctypes.sizeof(_lib.StepInfo)
+        info.prefill_tokens = _int_arg(prefill_tokens, "prefill_tokens", 0, _U32)
+        info.decode_seqs = _int_arg(decode_seqs, "decode_seqs", 0, _U32)
+        info.preempted_seqs = _int_arg(preempted_seqs, "preempted_seqs", 0, _U32)
+        info.kind = _int_arg(kind, "kind", 0, _U32)
+        t0 = _t_arg(t_start_ns, "t_start_ns")
+        t1 = _t_arg(t_end_ns, "t_end_ns")
+        o = self._o  # a local keeps the registry alive during the call
+        rc = _L.ttft_engine_step(_registry_ptr(o), ctypes.byref(info), t0, t1)
+        if rc:
+            raise from_code(rc, "Registry.engine_step")
 
     # --- live state
     def stalled_now(self, now_ns=None):

@@ -27,6 +27,8 @@ FORMATS = ("text", "json", "prometheus", "openmetrics", "prometheus_protobuf")
 GAUGES = ("inflight", "live_stalls", "memory", "coarse")
 SPLITS = ("prefix_cache", "prompt_band", "prefill_by_prefix")
 PREFIX_BANDS = ("miss", "hit", "partial")  # ttft_prefix_band: the prefix splits' index
+# ttft_stall_cause order (1.2): why a stall happened
+STALL_CAUSES = ("unknown", "prefill", "preempted", "not_scheduled", "engine_idle")
 CLOCKS = ("monotonic", "tsc")
 
 ABI_MAJOR = 1  # TTFT_VERSION_MAJOR these declarations mirror
@@ -59,6 +61,8 @@ NATIVE_SCHEMA_MIN, NATIVE_SCHEMA_MAX = -4, 8
 
 TTFT_PHASE_SCHEDULED = 0
 TTFT_PHASE_PREEMPTED = 1
+TTFT_PHASE_RESUMED = 2
+TTFT_STEP_RING = 1024
 TTFT_CLASS_ALL = -1
 TTFT_MAX_BANDS = 8
 TTFT_MAX_LABEL = 128
@@ -126,6 +130,15 @@ class Request(ctypes.Structure):
                 ("prefix_hit", ctypes.c_int)]
 
 
+class StepInfo(ctypes.Structure):
+    """struct ttft_step_info (1.2)"""
+    _fields_ = [("struct_size", ctypes.c_size_t),
+                ("prefill_tokens", ctypes.c_uint32),
+                ("decode_seqs", ctypes.c_uint32),
+                ("preempted_seqs", ctypes.c_uint32),
+                ("kind", ctypes.c_uint32)]
+
+
 class SeqInfo(ctypes.Structure):
     """struct ttft_seq_info"""
     _fields_ = [("struct_size", ctypes.c_size_t),
@@ -139,7 +152,8 @@ class SeqInfo(ctypes.Structure):
                 ("itl_p95_ns", ctypes.c_uint64),
                 ("itl_max_ns", ctypes.c_uint64),
                 ("stalls", ctypes.c_uint32),
-                ("preemptions", ctypes.c_uint32)]
+                ("preemptions", ctypes.c_uint32),
+                ("last_stall_cause", ctypes.c_int)]  # 1.2
 
 
 # ------------------------------------------------------------ prototypes
@@ -226,6 +240,15 @@ PROTOTYPES = {
     "ttft_counter_name": (_str, [_c_enum]),
     "ttft_status_name": (_str, [_c_enum]),
     "ttft_format_name": (_str, [_c_enum]),
+    # 1.2: engine steps and stall causes
+    "ttft_step_info_init": (None, [_P(StepInfo)]),
+    "ttft_engine_step": (_int, [_vp, _P(StepInfo), _u64, _u64]),
+    "ttft_snapshot_stalls_by_cause": (_u64, [_vp, _int, _c_enum]),
+    "ttft_snapshot_stall_seconds_by_cause": (_u64, [_vp, _int, _c_enum]),
+    "ttft_snapshot_engine_step_count": (_u64, [_vp, _int]),
+    "ttft_snapshot_engine_step_quantile": (_u64, [_vp, _int, _dbl]),
+    "ttft_snapshot_engine_step_sum": (_u64, [_vp, _int]),
+    "ttft_stall_cause_name": (_str, [_c_enum]),
 }
 
 # ---------------------------------------------------------------- lookup

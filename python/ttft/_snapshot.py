@@ -17,6 +17,7 @@ _COUNTER_INDEX = {name: i for i, name in enumerate(_lib.COUNTERS)}
 _GAUGE_INDEX = {name: i for i, name in enumerate(_lib.GAUGES)}
 _SPLIT_INDEX = {name: i for i, name in enumerate(_lib.SPLITS)}
 _PREFIX_INDEX = {name: i for i, name in enumerate(_lib.PREFIX_BANDS)}
+_CAUSE_INDEX = {name: i for i, name in enumerate(_lib.STALL_CAUSES)}
 _FORMAT_INDEX = {name: i for i, name in enumerate(_lib.FORMATS)}
 _TOKENS = _lib.METRICS.index("output_tokens")
 _BINARY_FORMATS = frozenset(("prometheus_protobuf",))
@@ -286,6 +287,43 @@ class Snapshot:
         qq = _q_arg(q)
         own = self._p()
         return _core._L.ttft_snapshot_split_quantile(own.ptr, s, i, qq) / 1e9
+
+    # --- stall causes and engine steps (1.2)
+    def stalls_by_cause(self, cause, cls=None):
+        """Stalls attributed to cause ("unknown", "prefill", "preempted",
+        "not_scheduled", "engine_idle"); over the causes they add up to
+        counter("stalls")."""
+        c = _lookup(_CAUSE_INDEX, cause, "stall cause")
+        own = self._p()
+        return _core._L.ttft_snapshot_stalls_by_cause(own.ptr, self._cid(cls), c)
+
+    def stall_seconds_by_cause(self, cause, cls=None):
+        """The summed gaps (seconds) of the stalls attributed to cause."""
+        c = _lookup(_CAUSE_INDEX, cause, "stall cause")
+        own = self._p()
+        return _core._L.ttft_snapshot_stall_seconds_by_cause(own.ptr, self._cid(cls), c) / 1e9
+
+    def stall_causes(self, cls=None):
+        """{cause: (stalls, stalled seconds)} for every cause."""
+        return {c: (self.stalls_by_cause(c, cls), self.stall_seconds_by_cause(c, cls))
+                for c in _lib.STALL_CAUSES}
+
+    def engine_step_count(self, prefill):
+        """Engine steps (registry-wide) that carried prefill (True) or not."""
+        own = self._p()
+        return _core._L.ttft_snapshot_engine_step_count(own.ptr, 1 if prefill else 0)
+
+    def engine_step_quantile(self, prefill, q):
+        """Quantile q (seconds) of the engine-step durations with or
+        without prefill."""
+        qq = _q_arg(q)
+        own = self._p()
+        return _core._L.ttft_snapshot_engine_step_quantile(own.ptr, 1 if prefill else 0, qq) / 1e9
+
+    def engine_step_sum(self, prefill):
+        """Summed engine-step durations (seconds) with or without prefill."""
+        own = self._p()
+        return _core._L.ttft_snapshot_engine_step_sum(own.ptr, 1 if prefill else 0) / 1e9
 
     def bands(self):
         """Prompt-length bands as [(lo, hi), ...]: lo <= prompt_tokens < hi

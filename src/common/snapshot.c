@@ -94,6 +94,7 @@ ttft_snapshot *ttft__snapshot_new(uint32_t nclasses) {
   class_empty(s, &s->all);
   for (int k = 0; k < TTFT_PREFIX_BAND_COUNT_; k++) s->split_cache[k] = s->split_prefill[k] = &s->empty;
   for (int b = 0; b < TTFT_MAX_BANDS; b++) s->split_band[b] = &s->empty;
+  s->step[0] = s->step[1] = &s->empty;
   ttft__strlcpy(s->all.name, "all", TTFT__NAME_MAX);
   return s;
 }
@@ -156,6 +157,14 @@ int ttft__snapshot_finish(ttft_snapshot *s, ttft__hacc *acc) {
     for (int k = 0; k < TTFT_COUNTER_COUNT_; k++) {
       if (s->cls[c].ctr[k] > UINT64_MAX - s->all.ctr[k]) return TTFT_ERANGE;
       s->all.ctr[k] += s->cls[c].ctr[k];
+    }
+  memset(s->all.stall_n, 0, sizeof s->all.stall_n);
+  memset(s->all.stall_ns, 0, sizeof s->all.stall_ns);
+  for (uint32_t c = 0; c < s->nclasses; c++)
+    for (int k = 0; k < TTFT_STALL_CAUSE_COUNT; k++) {
+      if (s->cls[c].stall_n[k] > UINT64_MAX - s->all.stall_n[k]) return TTFT_ERANGE;
+      s->all.stall_n[k] += s->cls[c].stall_n[k];
+      s->all.stall_ns[k] += s->cls[c].stall_ns[k]; /* modulo 2^64 */
     }
   int rc = TTFT_OK;
   for (int m = 0; m < TTFT_METRIC_COUNT_ && rc == TTFT_OK; m++)

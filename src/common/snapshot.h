@@ -37,6 +37,9 @@ typedef struct ttft__sclass {
   char name[TTFT__NAME_MAX];
   ttft_slo slo;                               /* stall_threshold_ns resolved  */
   uint64_t ctr[TTFT_COUNTER_COUNT_];
+  /* stalls by cause (1.2): counts (they add up to ctr[STALLS]) and the
+   * sums of their gaps, ns (modulo 2^64, like histogram sums) */
+  uint64_t stall_n[TTFT_STALL_CAUSE_COUNT], stall_ns[TTFT_STALL_CAUSE_COUNT];
   ttft__shist *h[TTFT_METRIC_COUNT_];
   ttft__shist *sv[TTFT_STATUS_COUNT_][TTFT__STATUS_VIEWS]; /* status views     */
 } ttft__sclass;
@@ -71,6 +74,8 @@ struct ttft_snapshot {
   ttft__shist *split_band[TTFT_MAX_BANDS];            /* TTFT by prompt band */
   ttft__shist *split_prefill[TTFT_PREFIX_BAND_COUNT_]; /* PREFILL by prefix
                                                          band (1.2)         */
+  ttft__shist *step[2];       /* engine-step durations, registry-wide:
+                                 [0] without prefill, [1] with (1.2)         */
   ttft__shist empty;          /* what every histogram pointer starts at     */
   ttft__sblock *store;         /* the histograms' storage, freed with s      */
   size_t store_bytes;         /* bytes of it allocated                      */

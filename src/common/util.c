@@ -72,6 +72,11 @@ const char *ttft_status_name(ttft_status st) {
 const char *ttft_format_name(ttft_format f) {
   return ((unsigned)f < TTFT_FORMAT_COUNT_) ? format_names[f] : NULL;
 }
+static const char *const stall_cause_names[TTFT_STALL_CAUSE_COUNT] = {
+    "unknown", "prefill", "preempted", "not_scheduled", "engine_idle"};
+const char *ttft_stall_cause_name(ttft_stall_cause c) {
+  return ((unsigned)c < TTFT_STALL_CAUSE_COUNT) ? stall_cause_names[c] : NULL;
+}
 
 /* ------------------------------------------------------------- allocation */
 static void *default_alloc(void *ctx, size_t n) {

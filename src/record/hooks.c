@@ -4,6 +4,7 @@
  * lock-prefixed instruction on the per-token path of a thread that owns
  * its shard. A sequence's slot is written by that sequence's hooks only;
  * aggregates go to the calling thread's shard. */
+#include <stddef.h>
 #include <string.h>
 
 #include "record/registry.h"
@@ -188,6 +189,7 @@ static ttft_seq begin_common(ttft_registry *r, uint32_t cls, uint32_t prompt_tok
   TTFT__ST(&sl->tokens, 0);
   TTFT__ST(&sl->max_gap, 0);
   TTFT__ST(&sl->stall_ns, r->classes[cls].slo.stall_threshold_ns);
+  TTFT__ST(&sl->t_preempt, 0);
   TTFT__ST(&sl->flags, 0);
   TTFT__ST(&sl->stalls, 0);
   TTFT__ST(&sl->preemptions, 0);
@@ -250,10 +252,17 @@ int ttft_mark(ttft_registry *r, ttft_seq s, ttft_phase phase, uint64_t t_ns) {
       TTFT__ST(&sl->flags, f | SF_SCHED);
       hist_rec(r, sh->shared, &cr->h[TTFT_METRIC_QUEUE], t - TTFT__LD(&sl->t_begin));
     }
-  } else {
+  } else if (phase == TTFT_PHASE_PREEMPTED) {
     TTFT__ST(&sl->preemptions, TTFT__LD(&sl->preemptions) + 1);
+    uint32_t f = TTFT__LD(&sl->flags);
+    uint32_t em = TTFT__LD(&sl->emissions) & SF_PEM_MASK;
+    if (!(f & SF_PREEMPTED) || (f >> SF_PEM_SHIFT) != em) { /* the gap's first */
+      TTFT__ST(&sl->t_preempt, t);
+      f = (f & ((1u << SF_PEM_SHIFT) - 1u)) | SF_PREEMPTED | (em << SF_PEM_SHIFT);
+      TTFT__ST(&sl->flags, f);
+    }
     ctr_add(sh->shared, &cr->ctr[TTFT_COUNTER_PREEMPTIONS], 1);
-  }
+  } /* RESUMED: the time check above is all (the PREEMPTED mark decides causes) */
   TTFT__ST(&sl->t_event, t);
   call_leave(sh, shared, e);
   return TTFT_OK;
@@ -323,11 +332,126 @@ __attribute__((noinline, cold)) static void first_emission(ttft_registry *r, ttf
   (void)r;
 }
 
-__attribute__((noinline, cold)) static void stall_seen(ttft__shard *sh, ttft__crec *cr,
-                                                       ttft__slot *sl) {
+/* ------------------------------------------------------------ stall causes
+ * The rule (docs/metrics.md, "stall causes"), for a gap (a, b] of a
+ * sequence whose usual step is u:
+ *   UNKNOWN       no engine step ended inside (a, b];
+ *   ENGINE_IDLE   the steps cover less than half of the gap;
+ *   PREEMPTED     the sequence was marked PREEMPTED since emission a, and
+ *                 its first such mark lies in the first half of the gap;
+ *   PREFILL       the steps that carried prefill exceed u, inside the gap,
+ *                 by at least half of the busy time beyond one usual step;
+ *   NOT_SCHEDULED otherwise (steps ran without the sequence).
+ * Only the stall path runs this: a gap over the class's stall budget. */
+
+/* One ring entry, if it still holds step k: 1 and *out, else 0. */
+static int step_read(const ttft_registry *r, uint64_t k, ttft__step_ent *out) {
+  const ttft__step_ent *e = &r->steps[k & TTFT__STEP_MASK];
+  /* acquire: pairs with the writer's release of 2k + 2, so the fields
+   * read below are the ones written before it */
+  uint64_t s1 = atomic_load_explicit(&e->seq, memory_order_acquire);
+  if (s1 != 2 * k + 2) return 0;
+  TTFT__ST(&out->t_start, TTFT__LD(&e->t_start));
+  TTFT__ST(&out->t_end, TTFT__LD(&e->t_end));
+  TTFT__ST(&out->prefill, TTFT__LD(&e->prefill));
+  /* acquire fence: the field loads above complete before the re-check
+   * below, so a writer that started over them changed seq first */
+  atomic_thread_fence(memory_order_acquire);
+  return TTFT__LD(&e->seq) == s1;
+}
+
+/* The sequence's usual gap: the median of its earlier gaps (em - 1 of
+ * them), once it has 3; 0 when it has fewer (the caller falls back). */
+static uint64_t usual_gap(const ttft__slot *sl, uint32_t em) {
+  if (em < 4) return 0;
+  return ttft__seq_gap_quantile(sl, 0.5, em - 1 < 0x8000u ? em - 1 : 0);
+}
+
+#define CAUSE_BEFORE 16 /* steps before the gap read for the fallback u */
+#define CAUSE_PREFILL 64 /* prefill steps inside one gap that are weighed */
+
+/* the median of v[0..n) (n >= 1), sorted in place: n is at most 16 */
+static uint64_t median_u64(uint64_t *v, unsigned n) {
+  for (unsigned i = 1; i < n; i++)
+    for (unsigned j = i; j > 0 && v[j - 1] > v[j]; j--) {
+      uint64_t x = v[j];
+      v[j] = v[j - 1];
+      v[j - 1] = x;
+    }
+  return v[(n - 1) / 2];
+}
+
+static ttft_stall_cause stall_cause(const ttft_registry *r, const ttft__slot *sl, uint64_t a,
+                                    uint64_t b, uint32_t em) {
+  /* relaxed: a ticket only names an entry; each entry's seq is checked
+   * with acquire (step_read), and one not complete yet is skipped */
+  uint64_t head = TTFT__LD(&r->step_head);
+  if (!head) return TTFT_STALL_UNKNOWN;
+  const uint64_t gap = b - a;
+  uint64_t u = usual_gap(sl, em);
+  /* the steps that overlap (a, b], newest first: a single engine loop
+   * records them in time order, so everything below `frontier` not yet
+   * seen is uncovered so far */
+  uint64_t covered = 0, frontier = b, pre_len[CAUSE_PREFILL], before[CAUSE_BEFORE];
+  unsigned npre = 0, nbefore = 0;
+  int ended_inside = 0, reached_start = 0;
+  uint64_t k = head, last = head > TTFT_STEP_RING ? head - TTFT_STEP_RING : 0;
+  while (k > last && nbefore < CAUSE_BEFORE) {
+    k--;
+    ttft__step_ent e;
+    if (!step_read(r, k, &e)) continue;
+    uint64_t s0 = TTFT__LD(&e.t_start), s1 = TTFT__LD(&e.t_end), pf = TTFT__LD(&e.prefill);
+    if (s1 <= a) { /* ended before the gap: only the fallback's sample */
+      reached_start = 1;
+      if (!pf) before[nbefore] = s1 - s0;
+      nbefore += !pf;
+      if (!pf && u) break; /* nothing more to learn */
+      continue;
+    }
+    if (s0 >= b) continue; /* recorded after this token (another thread) */
+    if (s1 <= b) ended_inside = 1;
+    uint64_t lo = s0 > a ? s0 : a, hi = s1 < b ? s1 : b;
+    if (hi > frontier) hi = frontier;
+    if (hi > lo) covered += hi - lo;
+    if (lo < frontier) frontier = lo;
+    /* a prefill step's part inside the gap (beyond CAUSE_PREFILL of them
+     * in one gap, the rest are not weighed: the gap is then mostly busy
+     * with prefill anyway) */
+    if (pf && npre < CAUSE_PREFILL) pre_len[npre++] = (s1 < b ? s1 : b) - (s0 > a ? s0 : a);
+  }
+  if (!ended_inside) return TTFT_STALL_UNKNOWN;
+  /* more steps in the gap than the ring holds: its start was busy too */
+  if (!reached_start && k == last && last > 0 && frontier > a) covered += frontier - a;
+  if (2 * covered < gap) return TTFT_STALL_ENGINE_IDLE;
+  /* marked PREEMPTED after emission em, i.e. inside this gap, and out of
+   * the batch (evicted, waiting, recomputing) for at least half of it */
+  uint32_t f = TTFT__LD(&sl->flags);
+  uint64_t tp = TTFT__LD(&sl->t_preempt);
+  if ((f & SF_PREEMPTED) && (f >> SF_PEM_SHIFT) == (em & SF_PEM_MASK) && tp <= b &&
+      2 * (b - tp) >= gap)
+    return TTFT_STALL_PREEMPTED;
+  if (!npre) return TTFT_STALL_NOT_SCHEDULED;
+  /* too few gaps of its own: the median of the non-prefill steps before the gap */
+  if (!u && nbefore) u = median_u64(before, nbefore);
+  uint64_t excess = 0;
+  for (unsigned i = 0; i < npre; i++)
+    if (pre_len[i] > u) excess += pre_len[i] - u;
+  uint64_t busy = covered > u ? covered - u : 0;
+  if (excess && 2 * excess >= busy) return TTFT_STALL_PREFILL;
+  return TTFT_STALL_NOT_SCHEDULED;
+}
+
+/* A gap (a, b] over the stall budget: counted, with its cause. */
+__attribute__((noinline, cold)) static void stall_seen(ttft_registry *r, ttft__shard *sh,
+                                                       ttft__crec *cr, ttft__slot *sl,
+                                                       uint64_t a, uint64_t b, uint32_t em) {
+  ttft_stall_cause c = stall_cause(r, sl, a, b, em);
+  ctr_add(sh->shared, &cr->cause_n[c], 1);
+  ctr_add(sh->shared, &cr->cause_ns[c], b - a);
   TTFT__ST(&sl->stalls, TTFT__LD(&sl->stalls) + 1);
   ctr_add(sh->shared, &cr->ctr[TTFT_COUNTER_STALLS], 1);
-  uint32_t f = TTFT__LD(&sl->flags);
+  uint32_t f = (TTFT__LD(&sl->flags) & ~SF_CAUSE_MASK) | ((uint32_t)c << SF_CAUSE_SHIFT);
+  TTFT__ST(&sl->flags, f);
   if (!(f & SF_STALLED)) {
     TTFT__ST(&sl->flags, f | SF_STALLED);
     ctr_add(sh->shared, &cr->ctr[TTFT_COUNTER_STALLED_SEQS], 1);
@@ -348,10 +472,11 @@ __attribute__((noinline)) static int emit_in_call(ttft_registry *r, ttft__shard 
   t = event_time(r, shared, cr, t, TTFT__LD(&sl->t_event));
   uint32_t em = TTFT__LD(&sl->emissions);
   if (TTFT_LIKELY(em != 0)) {
-    uint64_t gap = t - TTFT__LD(&sl->t_last);
+    uint64_t t_last = TTFT__LD(&sl->t_last), gap = t - t_last;
     if (TTFT_UNLIKELY((em & 0x7FFFu) == 0)) seq_gaps_halve(sl);
+    /* before record_gap: the sequence's usual gap is read without this one */
+    if (TTFT_UNLIKELY(gap > TTFT__LD(&sl->stall_ns))) stall_seen(r, sh, cr, sl, t_last, t, em);
     record_gap(r, shared, cr, sl, gap, n_tokens);
-    if (TTFT_UNLIKELY(gap > TTFT__LD(&sl->stall_ns))) stall_seen(sh, cr, sl);
   } else {
     first_emission(r, sh, cr, sl, t);
   }
@@ -487,6 +612,57 @@ long ttft_step_emitted(ttft_registry *r, const ttft_seq *seqs, const uint32_t *n
   }
   call_leave(sh, shared, e);
   return accepted;
+}
+
+/* ----------------------------------------------------------- engine_step */
+void ttft_step_info_init(ttft_step_info *info) {
+  if (!info) return;
+  memset(info, 0, sizeof *info);
+  info->struct_size = sizeof *info;
+}
+
+int ttft_engine_step(ttft_registry *r, const ttft_step_info *info, uint64_t t_start_ns,
+                     uint64_t t_end_ns) {
+  if (TTFT_UNLIKELY(!r)) return TTFT_EINVAL;
+  uint32_t prefill = 0;
+  if (info) {
+    /* an older, shorter struct still carries prefill_tokens (its first field) */
+    if (TTFT_UNLIKELY(info->struct_size < offsetof(ttft_step_info, decode_seqs) ||
+                      info->struct_size > sizeof *info))
+      return TTFT_EINVAL;
+    prefill = info->prefill_tokens;
+  }
+  if (t_start_ns == TTFT_NOW || t_end_ns == TTFT_NOW) {
+    uint64_t now = ttft__now(r);
+    if (t_start_ns == TTFT_NOW) t_start_ns = now;
+    if (t_end_ns == TTFT_NOW) t_end_ns = now;
+  }
+  if (TTFT_UNLIKELY(t_end_ns < t_start_ns)) t_end_ns = t_start_ns;
+  /* relaxed: the ticket only picks the entry; the entry's seq publishes */
+  uint64_t k = atomic_fetch_add_explicit(&r->step_head, 1, memory_order_relaxed);
+  ttft__step_ent *e = &r->steps[k & TTFT__STEP_MASK];
+  uint64_t old = TTFT__LD(&e->seq);
+  /* an entry of a later lap (a writer that overtook this one) is kept;
+   * anything older, complete or abandoned mid-write (a thread that died,
+   * a fork child), is taken over. relaxed CAS + release fence: the odd
+   * seq is visible before any field store below (a reader that sees a
+   * new field then sees seq changed on its re-check) */
+  if (TTFT_LIKELY(old < 2 * k + 1) &&
+      atomic_compare_exchange_strong_explicit(&e->seq, &old, 2 * k + 1, memory_order_relaxed,
+                                              memory_order_relaxed)) {
+    atomic_thread_fence(memory_order_release);
+    TTFT__ST(&e->t_start, t_start_ns);
+    TTFT__ST(&e->t_end, t_end_ns);
+    TTFT__ST(&e->prefill, prefill);
+    uint64_t odd = 2 * k + 1;
+    /* release: the fields above happen-before a reader's acquire of 2k + 2;
+     * a CAS, so that a writer that took the entry over meanwhile wins */
+    atomic_compare_exchange_strong_explicit(&e->seq, &odd, 2 * k + 2, memory_order_release,
+                                            memory_order_relaxed);
+  }
+  ttft__shard *sh = ttft__shard_get(r);
+  hist_rec(r, sh->shared, &sh->step[prefill ? 1 : 0], t_end_ns - t_start_ns);
+  return TTFT_OK;
 }
 
 /* -------------------------------------------------------------- annotate */

@@ -581,6 +581,7 @@ static void registry_release(ttft_registry *r) {
   ttft__pool_free(r);
   ttft__block_free(r, r->shards, (size_t)r->nshards * sizeof(ttft__shard));
   ttft__block_free(r, r->slots, (size_t)r->nslots * sizeof(ttft__slot));
+  ttft__block_free(r, r->steps, TTFT_STEP_RING * sizeof(ttft__step_ent));
   ttft__free(&r->alloc, r->classes);
   ttft__free(&r->alloc, r->limbo_epoch);
   ttft__free(&r->alloc, r->limbo_wait);
@@ -649,12 +650,13 @@ ttft_registry *ttft_registry_new(const ttft_config *cfg) {
 
   r->slots = ttft__block_new(r, (size_t)r->nslots * sizeof(ttft__slot));
   r->shards = ttft__block_new(r, (size_t)r->nshards * sizeof(ttft__shard));
+  r->steps = ttft__block_new(r, TTFT_STEP_RING * sizeof(ttft__step_ent));
   r->classes = ttft__alloc(&a, (size_t)r->max_classes * sizeof(ttft__class));
   r->limbo_epoch = ttft__alloc(&a, (size_t)r->nshards * sizeof(uint64_t));
   r->limbo_wait = ttft__alloc(&a, r->nshards);
   r->limbo_first = ttft__alloc(&a, (size_t)r->nshards * sizeof(uint32_t));
   r->limbo_last = ttft__alloc(&a, (size_t)r->nshards * sizeof(uint32_t));
-  if (!r->slots || !r->shards || !r->classes || !r->limbo_epoch || !r->limbo_wait ||
+  if (!r->slots || !r->shards || !r->steps || !r->classes || !r->limbo_epoch || !r->limbo_wait ||
       !r->limbo_first || !r->limbo_last)
     goto fail;
   ttft__memory_add(r, (size_t)r->max_classes * sizeof(ttft__class) + r->nshards * LIMBO_BYTES_PER_SHARD);
@@ -773,6 +775,7 @@ int ttft_seq_stats(const ttft_registry *r, ttft_seq s, ttft_seq_info *out) {
    * meanwhile is reported stale, not half-read */
   v.stalls = atomic_load_explicit(&sl->stalls, memory_order_acquire);
   v.preemptions = TTFT__LD(&sl->preemptions);
+  v.last_stall_cause = v.stalls ? (int)((TTFT__LD(&sl->flags) & SF_CAUSE_MASK) >> SF_CAUSE_SHIFT) : -1;
   if (TTFT__LD(&sl->state) != live) return TTFT_ESTALE;
   memcpy(out, &v, out->struct_size);
   return TTFT_OK;

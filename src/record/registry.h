@@ -150,6 +150,8 @@ enum {
 /* per class, per shard */
 typedef struct ttft__crec {
   _Atomic uint64_t ctr[TTFT_COUNTER_COUNT_];
+  /* stalls and their summed gaps (ns) by cause: the rare stall path */
+  _Atomic uint64_t cause_n[TTFT_STALL_CAUSE_COUNT], cause_ns[TTFT_STALL_CAUSE_COUNT];
   ttft__hist h[TTFT__LH_COUNT];
 } ttft__crec;
 
@@ -177,6 +179,7 @@ typedef struct ttft__shard {
   ttft__hist split_cache[TTFT_PREFIX_BAND_COUNT_];   /* TTFT by prefix band    */
   ttft__hist split_band[TTFT_MAX_BANDS];
   ttft__hist split_prefill[TTFT_PREFIX_BAND_COUNT_]; /* PREFILL by prefix band */
+  ttft__hist step[2];                /* engine-step durations: [prefill?]  */
 } ttft__shard;
 
 /* ------------------------------------------------------------- slots */
@@ -210,7 +213,15 @@ static inline uint64_t ttft__sg_count(const _Atomic uint64_t *gh, uint32_t j) {
 enum {
   SF_SCHED = 1u,      /* SCHEDULED mark seen              */
   SF_STALLED = 2u,    /* counted in STALLED_SEQS already  */
+  SF_PREEMPTED = 4u,  /* a PREEMPTED mark was seen; bits SF_PEM_SHIFT.. hold
+                         the emission count then (mod 2^26): it was since the
+                         last emission iff they equal the current count    */
+  SF_CAUSE_SHIFT = 3, /* bits 3..5: the cause of the latest stall          */
+  SF_PEM_SHIFT = 6,
 };
+#define SF_CAUSE_MASK (7u << SF_CAUSE_SHIFT)
+#define SF_PEM_MASK 0x3FFFFFFu /* 26 bits */
+TTFT_STATIC_ASSERT(TTFT_STALL_CAUSE_COUNT <= 8, "a cause fits in 3 flag bits");
 
 typedef struct ttft__slot {
   TTFT__ALIGNED _Atomic uint64_t state;  /* gen << 2 | phase               */
@@ -219,6 +230,8 @@ typedef struct ttft__slot {
   _Atomic uint64_t tokens;
   _Atomic uint64_t max_gap;
   _Atomic uint64_t stall_ns;      /* class stall budget, cached at begin  */
+  _Atomic uint64_t t_preempt;     /* the first PREEMPTED mark since the last
+                                     emission (valid when flags say so)   */
   _Atomic uint32_t emissions;
   _Atomic uint32_t gh_clean;      /* emissions when gh[] was last cleared  */
   _Atomic uint32_t flags;
@@ -244,7 +257,25 @@ TTFT_STATIC_ASSERT(sizeof(ttft__slot) <= 1024, "at most 1 KiB a slot (SPEC: <= 2
 TTFT_STATIC_ASSERT(_Alignof(ttft__shard) == TTFT__CACHELINE, "shards do not share cache lines");
 TTFT_STATIC_ASSERT(TTFT__LH_COUNT == TTFT_METRIC_COUNT_ + 1 + TTFT_STATUS_COUNT_ * TTFT__STATUS_VIEWS,
                    "the live histograms of a class record (see the enum above)");
-TTFT_STATIC_ASSERT(TTFT_STATUS_COUNT_ == 3 && TTFT_PHASE_COUNT_ == 2, "arrays sized by these enums");
+TTFT_STATIC_ASSERT(TTFT_STATUS_COUNT_ == 3 && TTFT_PHASE_COUNT_ == 3, "arrays sized by these enums");
+
+/* ------------------------------------------------------- engine steps
+ * The last TTFT_STEP_RING engine steps (ttft_engine_step), read by the
+ * stall path to find a stall's cause (hooks.c, stall_cause). Any thread
+ * may record: a writer takes ticket k = step_head++ and fills entry
+ * k % RING under a per-entry sequence number (seq = 2k + 1 while it
+ * writes, 2k + 2 when done; 0 never written). A reader that wants step k
+ * accepts the entry only when seq reads 2k + 2 before and after copying
+ * it, so a torn or overwritten entry is skipped, never misread (except
+ * when a writer is delayed for a whole lap of the ring inside its four
+ * stores: docs/metrics.md). */
+#define TTFT__STEP_MASK (TTFT_STEP_RING - 1u)
+TTFT_STATIC_ASSERT((TTFT_STEP_RING & (TTFT_STEP_RING - 1)) == 0, "the ring is a power of two");
+typedef struct ttft__step_ent {
+  _Atomic uint64_t seq;
+  _Atomic uint64_t t_start, t_end;
+  _Atomic uint64_t prefill;          /* prompt tokens in the step         */
+} ttft__step_ent;
 
 /* ------------------------------------------------------------- classes */
 typedef struct ttft__class {
@@ -286,6 +317,8 @@ struct ttft_registry {
   _Atomic int class_lock;         /* serialises class_add (setup path)     */
   _Atomic size_t memory;          /* bytes allocated (ttft__memory_add)     */
   TTFT__ALIGNED ttft__pool pool;  /* chunks for the live histograms       */
+  TTFT__ALIGNED _Atomic uint64_t step_head; /* engine steps ever recorded  */
+  ttft__step_ent *steps;          /* [TTFT_STEP_RING]                      */
   struct ttft_snapshot meta;      /* labels and export config; no classes  */
 };
 

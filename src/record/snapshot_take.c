@@ -81,6 +81,11 @@ static int class_take(ttft_registry *r, ttft_snapshot *s, ttft__hacc *acc, uint3
   ttft__sclass *k = &s->cls[c];
   for (uint32_t j = 0; j < nrec; j++)
     for (int x = 0; x < TTFT_COUNTER_COUNT_; x++) k->ctr[x] += TTFT__LD(&recs[j]->ctr[x]);
+  for (uint32_t j = 0; j < nrec; j++)
+    for (int x = 0; x < TTFT_STALL_CAUSE_COUNT; x++) {
+      k->stall_n[x] += TTFT__LD(&recs[j]->cause_n[x]);
+      k->stall_ns[x] += TTFT__LD(&recs[j]->cause_ns[x]);
+    }
   for (int m = 0; m < TTFT_METRIC_COUNT_; m++) {
     for (uint32_t j = 0; j < nrec; j++) *coarse += metric_copy_add(acc, recs[j], m);
     int rc = ttft__snapshot_hist(s, acc, &k->h[m]);
@@ -120,6 +125,8 @@ static int take_all(ttft_registry *r, ttft_snapshot *s, uint32_t nc, uint64_t *c
     rc = split_take(r, s, acc, &sh0->split_prefill[k], &s->split_prefill[k], coarse);
   for (int b = 0; b < TTFT_MAX_BANDS && rc == TTFT_OK; b++)
     rc = split_take(r, s, acc, &sh0->split_band[b], &s->split_band[b], coarse);
+  for (int p = 0; p < 2 && rc == TTFT_OK; p++)
+    rc = split_take(r, s, acc, &sh0->step[p], &s->step[p], coarse);
   if (rc == TTFT_OK) rc = ttft__snapshot_finish(s, acc);
   ttft__free(&s->alloc, (void *)recs);
   ttft__hacc_free(&s->alloc, acc);

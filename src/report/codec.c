@@ -26,6 +26,7 @@
 #define CODEC_MAX_CLASSES TTFT__MAX_CLASSES
 #define CODEC_MAX_LIST 64u      /* gauges, counters, metrics per list */
 #define CODEC_MAX_STATUS 8u     /* status-view lists per class         */
+#define CODEC_MAX_STEP 8u       /* engine-step histograms (version 3)  */
 #define CODEC_SCHEMA_BIAS 4     /* native_schema + 4 on the wire: 0..12 */
 #define CODEC_MAX_LEN UINT32_MAX
 /* What a version 1 encoding (libttft 1.0) leaves out: the 1.1 defaults. */
@@ -223,6 +224,12 @@ static void encode_body(const ttft_snapshot *s, wr *w) {
       put_var(w, TTFT__STATUS_VIEWS);
       for (unsigned v = 0; v < TTFT__STATUS_VIEWS; v++) put_hist(w, k->sv[st][v]);
     }
+    /* version 3: stalls by cause, count and stalled ns */
+    put_var(w, TTFT_STALL_CAUSE_COUNT);
+    for (unsigned j = 0; j < TTFT_STALL_CAUSE_COUNT; j++) {
+      put_var(w, k->stall_n[j]);
+      put_var(w, k->stall_ns[j]);
+    }
   }
 
   put_var(w, TTFT_PREFIX_BAND_COUNT_); /* miss, hit, partial (version 3) */
@@ -232,6 +239,9 @@ static void encode_body(const ttft_snapshot *s, wr *w) {
   /* version 3: PREFILL by prefix band */
   put_var(w, TTFT_PREFIX_BAND_COUNT_);
   for (unsigned i = 0; i < TTFT_PREFIX_BAND_COUNT_; i++) put_hist(w, s->split_prefill[i]);
+  /* version 3: engine-step durations, without / with prefill */
+  put_var(w, 2);
+  for (unsigned i = 0; i < 2; i++) put_hist(w, s->step[i]);
 }
 
 long ttft_snapshot_encode(const ttft_snapshot *s, void *buf, size_t cap) {
@@ -460,6 +470,7 @@ static uint32_t decode_body(rd *r, ttft_snapshot *s) {
   /* what the "all classes" aggregate will add up: no sum may overflow */
   uint64_t totals[CODEC_MAX_LIST] = {0}, ctr_totals[CODEC_MAX_LIST] = {0};
   uint64_t sv_totals[TTFT_STATUS_COUNT_][TTFT__STATUS_VIEWS] = {{0}};
+  uint64_t cause_totals[CODEC_MAX_LIST] = {0};
   for (uint32_t c = 0; c < nclasses && !r->bad; c++) {
     ttft__sclass *k = s ? &s->cls[c] : NULL;
     char name[TTFT__NAME_MAX];
@@ -495,6 +506,8 @@ static uint32_t decode_body(rd *r, ttft_snapshot *s) {
     n = (uint32_t)get_bounded(r, CODEC_MAX_LIST);
     for (uint32_t m = 0; m < n && !r->bad; m++)
       get_hist(r, k && m < TTFT_METRIC_COUNT_ ? &k->h[m] : NULL, &totals[m]);
+    /* before version 3 every stall's cause is unknown, its time not known */
+    if (k) k->stall_n[TTFT_STALL_UNKNOWN] = k->ctr[TTFT_COUNTER_STALLS];
     if (r->version < 2) continue;
     uint32_t nst = (uint32_t)get_bounded(r, CODEC_MAX_STATUS);
     for (uint32_t st = 0; st < nst && !r->bad; st++) {
@@ -502,6 +515,21 @@ static uint32_t decode_body(rd *r, ttft_snapshot *s) {
       for (uint32_t v = 0; v < n && !r->bad; v++) {
         int known = st < TTFT_STATUS_COUNT_ && v < TTFT__STATUS_VIEWS;
         get_hist(r, k && known ? &k->sv[st][v] : NULL, known ? &sv_totals[st][v] : NULL);
+      }
+    }
+    if (r->version < 3) continue;
+    if (k) k->stall_n[TTFT_STALL_UNKNOWN] = 0;
+    n = (uint32_t)get_bounded(r, CODEC_MAX_LIST);
+    for (uint32_t i = 0; i < n && !r->bad; i++) {
+      uint64_t cnt = get_var(r), ns = get_var(r);
+      if (cnt > UINT64_MAX - cause_totals[i]) r->bad = 1; /* the sum over classes */
+      cause_totals[i] += cnt;
+      /* causes a later version adds are counted as unknown */
+      uint32_t j = i < TTFT_STALL_CAUSE_COUNT ? i : TTFT_STALL_UNKNOWN;
+      if (k && !r->bad) {
+        if (cnt > UINT64_MAX - k->stall_n[j]) r->bad = 1;
+        else k->stall_n[j] += cnt;
+        k->stall_ns[j] += ns;
       }
     }
   }
@@ -514,6 +542,8 @@ static uint32_t decode_body(rd *r, ttft_snapshot *s) {
   if (r->version >= 3) {
     n = (uint32_t)get_bounded(r, TTFT_PREFIX_BAND_COUNT_);
     for (uint32_t i = 0; i < n && !r->bad; i++) get_hist(r, s ? &s->split_prefill[i] : NULL, NULL);
+    n = (uint32_t)get_bounded(r, CODEC_MAX_STEP);
+    for (uint32_t i = 0; i < n && !r->bad; i++) get_hist(r, s && i < 2 ? &s->step[i] : NULL, NULL);
   }
   return r->bad ? 0 : nclasses;
 }

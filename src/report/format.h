@@ -39,6 +39,13 @@ static inline int ttft__prom_view_shown(const ttft_snapshot *s, uint32_t c, int 
   return s->cls[c].sv[st][ttft__status_view(TTFT_METRIC_E2E)]->count != 0;
 }
 /* Counters with a class label (requests_ended, by status, is separate). */
+/* 1.2 families both exposition writers share (docs/prometheus.md) */
+#define TTFT__PROM_STALL_SECONDS_HELP                                                       \
+  "Summed gaps of the stalls (inter-token gaps above the class's stall budget), by cause: " \
+  "how long streams sat silent, and why."
+#define TTFT__PROM_STEP_HELP                                                                \
+  "Engine-step (iteration) durations, registry-wide, by whether the step carried prefill: " \
+  "what prefill costs the decodes batched with it."
 TTFT_HIDDEN extern const ttft__prom_ctr_def ttft__prom_ctrs[];
 TTFT_HIDDEN extern const size_t ttft__prom_nctrs;
 /* Counters of the whole registry: no class label, the sum over classes. */

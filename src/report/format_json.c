@@ -163,6 +163,23 @@ static void json_attainment(ttft__sb *sb, const ttft__sclass *c) {
   else json_dbl(sb, a);
 }
 
+/* stalls by cause: {"unknown":{"count":n,"ns":t},...} (1.2) */
+static void json_causes(ttft__sb *sb, const ttft__sclass *c) {
+  ttft__sb_puts(sb, "{");
+  for (int k = 0; k < TTFT_STALL_CAUSE_COUNT; k++) {
+    int f = 1;
+    if (k) ttft__sb_puts(sb, ",");
+    json_str(sb, ttft_stall_cause_name((ttft_stall_cause)k));
+    ttft__sb_puts(sb, ":{");
+    json_key(sb, "count", &f);
+    json_u64(sb, c->stall_n[k]);
+    json_key(sb, "ns", &f);
+    json_u64(sb, c->stall_ns[k]);
+    ttft__sb_puts(sb, "}");
+  }
+  ttft__sb_puts(sb, "}");
+}
+
 static void json_class(ttft__sb *sb, const ttft__sclass *c, int id) {
   int first = 1, f2 = 1;
   ttft__sb_puts(sb, "{");
@@ -182,6 +199,8 @@ static void json_class(ttft__sb *sb, const ttft__sclass *c, int id) {
   json_attainment(sb, c);
   json_key(sb, "counters", &first);
   json_counters(sb, c->ctr);
+  json_key(sb, "stall_causes", &first);
+  json_causes(sb, c);
   json_key(sb, "metrics", &first);
   json_metrics(sb, c);
   json_key(sb, "by_status", &first);
@@ -328,6 +347,8 @@ int ttft__format_json(const ttft_snapshot *s, ttft__sb *sb) {
 
   json_key(sb, "counters", &first);
   json_counters(sb, s->all.ctr);
+  json_key(sb, "stall_causes", &first);
+  json_causes(sb, &s->all);
   json_key(sb, "attainment", &first);
   json_attainment(sb, &s->all);
   json_key(sb, "metrics", &first);
@@ -348,6 +369,13 @@ int ttft__format_json(const ttft_snapshot *s, ttft__sb *sb) {
   ttft__sb_puts(sb, "]");
 
   json_splits(sb, s, &first);
+  /* engine-step durations, registry-wide (1.2) */
+  json_key(sb, "engine_steps", &first);
+  ttft__sb_puts(sb, "{\"no_prefill\":");
+  json_hist(sb, s->step[0], "ns");
+  ttft__sb_puts(sb, ",\"prefill\":");
+  json_hist(sb, s->step[1], "ns");
+  ttft__sb_puts(sb, "}");
   json_throughput(sb, s, &first);
   ttft__sb_puts(sb, "}\n");
   return TTFT_OK;

@@ -80,7 +80,9 @@ const ttft__prom_ctr_def ttft__prom_ctrs[] = {
     {TTFT_COUNTER_DROPPED, "requests_dropped",
      "Sequences refused at begin because no slot was free; never measured."},
     {TTFT_COUNTER_TOKENS, "output_tokens", "Output tokens emitted (capacity view; not TPOT)."},
-    {TTFT_COUNTER_STALLS, "stalls", "Inter-token gaps above the class's stall budget."},
+    {TTFT_COUNTER_STALLS, "stalls",
+     "Inter-token gaps above the class's stall budget, by cause (unknown, prefill, preempted, "
+     "not_scheduled, engine_idle; docs/metrics.md)."},
     {TTFT_COUNTER_STALLED_SEQS, "stalled_requests", "Sequences with at least one stall gap."},
     {TTFT_COUNTER_ABANDONED, "requests_abandoned_before_first_token",
      "Streams cancelled before their first token (their waits are in abandoned_wait_seconds)."},
@@ -135,7 +137,8 @@ static const struct {
  * names would collide and is left out. */
 static const char *const reserved_labels[] = {"class", "model", "status", "le", "quantile",
                                               "start_point", "token_point", "version",
-                                              "slo", "prefix_cache", "prompt_tokens"};
+                                              "slo", "prefix_cache", "prompt_tokens",
+                                              "cause", "prefill"};
 
 /* ------------------------------------------------------------- writers */
 
@@ -512,6 +515,43 @@ static void put_summaries(const prom_ctx *c) {
   }
 }
 
+/* stalls_total by cause (its header is written by the caller), then
+ * stall_seconds_total by cause: every cause of every shown class, so a
+ * sum over cause is the class's stalls. */
+static void put_stall_causes(const prom_ctx *c) {
+  const ttft_snapshot *s = c->s;
+  for (int pass = 0; pass < 2; pass++) {
+    if (pass == 1)
+      put_header(c, 0, "stall_seconds", "counter", "seconds", TTFT__PROM_STALL_SECONDS_HELP);
+    for (uint32_t i = 0; i < s->nclasses; i++) {
+      if (!class_shown(s, i)) continue;
+      for (int k = 0; k < TTFT_STALL_CAUSE_COUNT; k++) {
+        int first = 1;
+        put_name(c, 0, pass ? "stall_seconds" : "stalls", "_total");
+        put_base_labels(c, &first, class_name(s, i));
+        put_label(c->sb, &first, "cause", ttft_stall_cause_name((ttft_stall_cause)k), 16);
+        close_labels(c->sb, first);
+        if (!pass) {
+          put_sample_end(c->sb, s->cls[i].stall_n[k]);
+        } else {
+          ttft__sb_puts(c->sb, " ");
+          put_seconds(c->sb, s->cls[i].stall_ns[k]);
+          ttft__sb_puts(c->sb, "\n");
+        }
+      }
+    }
+  }
+}
+
+/* Engine-step durations, registry-wide (no class label), by prefill;
+ * ITL's bucket bounds (a decode step is an inter-token gap). */
+static void put_engine_steps(const prom_ctx *c) {
+  prom_hist_def d = {TTFT_METRIC_ITL, 0, "engine_step_seconds", NULL, 1, TTFT__PROM_STEP_HELP};
+  put_header(c, 0, d.name, "histogram", "seconds", d.help);
+  static const char *const pf[2] = {"false", "true"};
+  for (int i = 0; i < 2; i++) put_hist_series(c, &d, c->s->step[i], NULL, "prefill", pf[i]);
+}
+
 static void put_counters(const prom_ctx *c) {
   const ttft_snapshot *s = c->s;
   put_header(c, 0, "requests_ended", "counter", NULL,
@@ -529,6 +569,10 @@ static void put_counters(const prom_ctx *c) {
   }
   for (size_t d = 0; d < N_CTR_DEFS; d++) {
     put_header(c, 0, ctr_defs[d].name, "counter", NULL, ctr_defs[d].help);
+    if (ctr_defs[d].c == TTFT_COUNTER_STALLS) {
+      put_stall_causes(c);
+      continue;
+    }
     for (uint32_t i = 0; i < s->nclasses; i++) {
       if (!class_shown(s, i)) continue;
       int first = 1;
@@ -670,6 +714,7 @@ int ttft__format_prometheus(const ttft_snapshot *s, ttft__sb *sb, int openmetric
   put_histograms(&c);
   if (s->prom_summaries) put_summaries(&c);
   put_splits(&c);
+  put_engine_steps(&c);
   put_views(&c);
   put_counters(&c);
   put_registry_counters(&c);

@@ -230,7 +230,8 @@ static const struct {
  * names would collide and is left out. */
 static const char *const reserved_labels[] = {"class", "model", "status", "le", "quantile",
                                               "start_point", "token_point", "version",
-                                              "slo", "prefix_cache", "prompt_tokens"};
+                                              "slo", "prefix_cache", "prompt_tokens",
+                                              "cause", "prefill"};
 
 /* ------------------------------------------------------------- context */
 
@@ -676,7 +677,10 @@ typedef enum fam_kind {
   FK_REGISTRY_COUNTER, /* no class, ttft__prom_registry_ctrs[idx] */
   FK_GAUGE1,   /* one gauge, base labels: idx = gauge      */
   FK_STALL_BUDGET,
-  FK_SLO_BUDGET
+  FK_SLO_BUDGET,
+  FK_STALL_CAUSE,     /* stalls_total{cause}, per class (1.2)        */
+  FK_STALL_SECONDS,   /* stall_seconds_total{cause}, per class (1.2) */
+  FK_ENGINE_STEP      /* engine_step_seconds{prefill}, no class (1.2) */
 } fam_kind;
 
 typedef struct family {
@@ -700,6 +704,8 @@ static void family_name(pb_out *o, const family *f) {
 
 static const pb_hist_def split_def = {TTFT_METRIC_TTFT, 0, NULL, NULL, 1, NULL};
 static const pb_hist_def split_prefill_def = {TTFT_METRIC_PREFILL, 0, NULL, NULL, 1, NULL};
+/* engine steps use ITL's bucket bounds (a decode step is an inter-token gap) */
+static const pb_hist_def step_def = {TTFT_METRIC_ITL, 0, NULL, NULL, 1, NULL};
 
 static void family_body(pb_out *o, const void *arg) {
   const family *f = arg;
@@ -800,6 +806,33 @@ static void family_body(pb_out *o, const void *arg) {
       pb_message(o, 4, counter_metric, &se);
     }
     break;
+  case FK_STALL_CAUSE:
+  case FK_STALL_SECONDS:
+    se.xname = "cause";
+    se.xcap = 16;
+    for (uint32_t i = 0; i < s->nclasses; i++) {
+      if (!class_shown(s, i)) continue;
+      se.cls = s->cls[i].name;
+      for (int k = 0; k < TTFT_STALL_CAUSE_COUNT; k++) {
+        se.xval = ttft_stall_cause_name((ttft_stall_cause)k);
+        se.value = f->kind == FK_STALL_CAUSE ? (double)s->cls[i].stall_n[k]
+                                             : as_seconds(s->cls[i].stall_ns[k]);
+        pb_message(o, 4, counter_metric, &se);
+      }
+    }
+    break;
+  case FK_ENGINE_STEP: {
+    static const char *const pf[2] = {"false", "true"};
+    se.d = &step_def;
+    se.xname = "prefill";
+    se.xcap = 8;
+    for (int i = 0; i < 2; i++) {
+      se.xval = pf[i];
+      se.h = s->step[i];
+      put_hist_metric(o, &se);
+    }
+    break;
+  }
   case FK_REGISTRY_COUNTER:
     se.value = (double)s->all.ctr[ttft__prom_registry_ctrs[f->idx].c];
     pb_message(o, 4, counter_metric, &se);
@@ -892,6 +925,9 @@ static void put_all(pbx *x, ttft__sb *sb) {
            "inclusive; requests that reported a prompt length), all classes.";
   put_family(sb, &f);
 
+  f.kind = FK_ENGINE_STEP, f.name = "engine_step_seconds", f.help = TTFT__PROM_STEP_HELP;
+  put_family(sb, &f);
+
   for (size_t v = 0; v < TTFT__STATUS_VIEWS; v++) {
     const pb_hist_def *def = &ttft__prom_views[v];
     f.kind = FK_VIEW, f.idx = v, f.name = def->name, f.help = def->help;
@@ -905,7 +941,13 @@ static void put_all(pbx *x, ttft__sb *sb) {
   put_family(sb, &f);
   for (size_t d = 0; d < ttft__prom_nctrs; d++) {
     f.kind = FK_COUNTER, f.idx = d, f.name = ttft__prom_ctrs[d].name, f.help = ttft__prom_ctrs[d].help;
+    if (ttft__prom_ctrs[d].c == TTFT_COUNTER_STALLS) f.kind = FK_STALL_CAUSE;
     put_family(sb, &f);
+    if (f.kind != FK_STALL_CAUSE) continue;
+    f.kind = FK_STALL_SECONDS, f.name = "stall_seconds", f.unit = "seconds";
+    f.help = TTFT__PROM_STALL_SECONDS_HELP;
+    put_family(sb, &f);
+    f.unit = NULL;
   }
   for (size_t d = 0; d < ttft__prom_nregistry_ctrs; d++) {
     f.kind = FK_REGISTRY_COUNTER, f.idx = d, f.name = ttft__prom_registry_ctrs[d].name;

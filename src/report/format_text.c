@@ -178,6 +178,7 @@ static void legend(ttft__sb *sb, const char *text) {
 }
 
 /* ------------------------------------------------------------- sections */
+static void section_causes(ttft__sb *sb, const ttft_snapshot *s);
 
 /* The interval, said plainly: a snapshot of a registry covers its whole
  * life so far (ttft_snapshot_interval); a delta or a merge (registry id 0)
@@ -402,6 +403,54 @@ static void section_slo(ttft__sb *sb, const ttft_snapshot *s) {
   legend(sb, "a gap longer than its class's stall budget is a stall: counted and reported, not part");
   legend(sb, "  of the SLO verdict above");
   ttft__sb_puts(sb, "\n");
+  section_causes(sb, s);
+}
+
+/* Each class's stalls by cause: the count, and under it the stalled time
+ * (the stalls' summed gaps). Only when some class stalled. */
+static void section_causes(ttft__sb *sb, const ttft_snapshot *s) {
+  static const char *const head[TTFT_STALL_CAUSE_COUNT] = {"unknown", "prefill", "preempted",
+                                                           "not sched", "eng. idle"};
+  uint64_t any = 0;
+  for (int k = 0; k < TTFT_STALL_CAUSE_COUNT; k++) any |= s->all.stall_n[k];
+  if (!any) return;
+  put_left(sb, "stalls by cause", NAME_W);
+  for (int k = 0; k < TTFT_STALL_CAUSE_COUNT; k++) put_right(sb, head[k], CELL_W + 2);
+  ttft__sb_puts(sb, "\n");
+  for (uint32_t i = 0; i < s->nclasses; i++) {
+    if (!ttft__class_exported(s, i)) continue;
+    const ttft__sclass *c = &s->cls[i];
+    char cell[32];
+    put_left(sb, c->name, NAME_W);
+    for (int k = 0; k < TTFT_STALL_CAUSE_COUNT; k++) {
+      snprintf(cell, sizeof cell, "%llu", (unsigned long long)c->stall_n[k]);
+      put_right(sb, cell, CELL_W + 2);
+    }
+    ttft__sb_puts(sb, "\n");
+    put_left(sb, "  stalled for", NAME_W);
+    for (int k = 0; k < TTFT_STALL_CAUSE_COUNT; k++) {
+      if (c->stall_n[k]) fmt_ns(cell, sizeof cell, (double)c->stall_ns[k]);
+      else snprintf(cell, sizeof cell, "-");
+      put_right(sb, cell, CELL_W + 2);
+    }
+    ttft__sb_puts(sb, "\n");
+  }
+  legend(sb, "why each stall happened (docs/metrics.md): prefill = a long step carrying another");
+  legend(sb, "  request's prompt; preempted = evicted in the gap; not sched = steps ran without it;");
+  legend(sb, "  eng. idle = no engine step ran for most of the gap (host stall, GC, frozen process);");
+  legend(sb, "  unknown = the server reports no engine steps (ttft_engine_step)");
+  ttft__sb_puts(sb, "\n");
+}
+
+/* Engine-step durations by prefill (registry-wide), when steps were recorded. */
+static void section_steps(ttft__sb *sb, const ttft_snapshot *s) {
+  if (!s->step[0]->count && !s->step[1]->count) return;
+  metric_header(sb, "engine steps");
+  metric_row(sb, "without prefill", s->step[0], 0);
+  metric_row(sb, "with prefill", s->step[1], 0);
+  legend(sb, "engine iterations (ttft_engine_step), all classes: what prefill costs the decodes");
+  legend(sb, "  batched with it");
+  ttft__sb_puts(sb, "\n");
 }
 
 static void section_splits(ttft__sb *sb, const ttft_snapshot *s) {
@@ -456,6 +505,7 @@ int ttft__format_text(const ttft_snapshot *s, ttft__sb *sb) {
   section_counts(sb, s);
   section_slo(sb, s);
   section_splits(sb, s);
+  section_steps(sb, s);
   section_throughput(sb, s);
   return TTFT_OK;
 }

@@ -135,6 +135,35 @@ uint64_t ttft_snapshot_split_quantile(const ttft_snapshot *s, ttft_split split, 
   return (h && q_valid(q)) ? ttft__shist_quantile(h, q) : 0;
 }
 
+static const ttft__sclass *cause_class(const ttft_snapshot *s, int class_id, ttft_stall_cause c) {
+  return (unsigned)c < TTFT_STALL_CAUSE_COUNT ? ttft__snapshot_class(s, class_id) : NULL;
+}
+uint64_t ttft_snapshot_stalls_by_cause(const ttft_snapshot *s, int class_id, ttft_stall_cause c) {
+  const ttft__sclass *k = cause_class(s, class_id, c);
+  return k ? k->stall_n[c] : 0;
+}
+uint64_t ttft_snapshot_stall_seconds_by_cause(const ttft_snapshot *s, int class_id,
+                                              ttft_stall_cause c) {
+  const ttft__sclass *k = cause_class(s, class_id, c);
+  return k ? k->stall_ns[c] : 0;
+}
+
+static const ttft__shist *step_of(const ttft_snapshot *s, int prefill) {
+  return s ? s->step[prefill ? 1 : 0] : NULL;
+}
+uint64_t ttft_snapshot_engine_step_count(const ttft_snapshot *s, int prefill) {
+  const ttft__shist *h = step_of(s, prefill);
+  return h ? h->count : 0;
+}
+uint64_t ttft_snapshot_engine_step_quantile(const ttft_snapshot *s, int prefill, double q) {
+  const ttft__shist *h = step_of(s, prefill);
+  return (h && q_valid(q)) ? ttft__shist_quantile(h, q) : 0;
+}
+uint64_t ttft_snapshot_engine_step_sum(const ttft_snapshot *s, int prefill) {
+  const ttft__shist *h = step_of(s, prefill);
+  return h ? h->sum : 0;
+}
+
 unsigned ttft_snapshot_bands(const ttft_snapshot *s) { return s ? s->n_band_edges + 1 : 0; }
 
 int ttft_snapshot_band(const ttft_snapshot *s, unsigned index, uint32_t *lo, uint32_t *hi) {

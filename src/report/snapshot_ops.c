@@ -33,6 +33,16 @@ static int counters_add(uint64_t *dst, const uint64_t *src) {
   return TTFT_OK;
 }
 
+/* stalls by cause: counts like counters, stalled ns modulo 2^64 (sums) */
+static int causes_add(ttft__sclass *dst, const ttft__sclass *src) {
+  for (unsigned i = 0; i < TTFT_STALL_CAUSE_COUNT; i++) {
+    if (src->stall_n[i] > UINT64_MAX - dst->stall_n[i]) return TTFT_ERANGE;
+    dst->stall_n[i] += src->stall_n[i];
+    dst->stall_ns[i] += src->stall_ns[i];
+  }
+  return TTFT_OK;
+}
+
 /* Every histogram of class dst of s from the same histograms of a and b
  * (either may be NULL): added bucket by bucket. */
 static int class_hists_add(ttft_snapshot *s, ttft__hacc *acc, ttft__sclass *dst,
@@ -82,6 +92,8 @@ static int merge_data(ttft_snapshot *s, ttft__hacc *acc, const ttft_snapshot *a,
     int rc = TTFT_OK;
     if (ca) rc = counters_add(s->cls[i].ctr, ca->ctr);
     if (cb && rc == TTFT_OK) rc = counters_add(s->cls[i].ctr, cb->ctr);
+    if (ca && rc == TTFT_OK) rc = causes_add(&s->cls[i], ca);
+    if (cb && rc == TTFT_OK) rc = causes_add(&s->cls[i], cb);
     if (rc == TTFT_OK) rc = class_hists_add(s, acc, &s->cls[i], ca, cb);
     if (rc != TTFT_OK) return rc;
   }
@@ -93,6 +105,12 @@ static int merge_data(ttft_snapshot *s, ttft__hacc *acc, const ttft_snapshot *a,
     ttft__hacc_add(acc, a->split_prefill[i]);
     ttft__hacc_add(acc, b->split_prefill[i]);
     rc = ttft__snapshot_hist(s, acc, &s->split_prefill[i]);
+    if (rc != TTFT_OK) return rc;
+  }
+  for (unsigned i = 0; i < 2; i++) {
+    ttft__hacc_add(acc, a->step[i]);
+    ttft__hacc_add(acc, b->step[i]);
+    int rc = ttft__snapshot_hist(s, acc, &s->step[i]);
     if (rc != TTFT_OK) return rc;
   }
   /* bands only add up when they mean the same prompt lengths; otherwise
@@ -168,6 +186,11 @@ static int class_sub(ttft_snapshot *s, ttft__hacc *acc, ttft__sclass *dc, const 
     if (nc->ctr[c] < oc->ctr[c]) return TTFT_EINVAL;
     dc->ctr[c] = nc->ctr[c] - oc->ctr[c];
   }
+  for (unsigned c = 0; c < TTFT_STALL_CAUSE_COUNT; c++) {
+    if (nc->stall_n[c] < oc->stall_n[c]) return TTFT_EINVAL;
+    dc->stall_n[c] = nc->stall_n[c] - oc->stall_n[c];
+    dc->stall_ns[c] = nc->stall_ns[c] - oc->stall_ns[c]; /* modulo 2^64, like sums */
+  }
   int rc = TTFT_OK;
   for (unsigned m = 0; m < TTFT_METRIC_COUNT_ && rc == TTFT_OK; m++)
     rc = hist_sub(s, acc, &dc->h[m], nc->h[m], oc->h[m]);
@@ -187,6 +210,8 @@ static int delta_data(ttft_snapshot *s, ttft__hacc *acc, const ttft_snapshot *ne
     int j = class_index(older, nc->name);
     if (j < 0) { /* added in the interval: everything it has happened in it */
       memcpy(dc->ctr, nc->ctr, sizeof dc->ctr);
+      memcpy(dc->stall_n, nc->stall_n, sizeof dc->stall_n);
+      memcpy(dc->stall_ns, nc->stall_ns, sizeof dc->stall_ns);
       rc = class_hists_add(s, acc, dc, nc, NULL);
     } else {
       rc = class_sub(s, acc, dc, nc, &older->cls[j]);
@@ -199,6 +224,8 @@ static int delta_data(ttft_snapshot *s, ttft__hacc *acc, const ttft_snapshot *ne
   }
   for (unsigned i = 0; i < TTFT_MAX_BANDS && rc == TTFT_OK; i++)
     rc = hist_sub(s, acc, &s->split_band[i], newer->split_band[i], older->split_band[i]);
+  for (unsigned i = 0; i < 2 && rc == TTFT_OK; i++)
+    rc = hist_sub(s, acc, &s->step[i], newer->step[i], older->step[i]);
   if (rc == TTFT_OK) rc = ttft__snapshot_finish(s, acc);
   return rc;
 }

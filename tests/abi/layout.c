@@ -79,6 +79,7 @@ int main(void) {
   OFF(ttft_seq_info, itl_max_ns);
   OFF(ttft_seq_info, stalls);
   OFF(ttft_seq_info, preemptions);
+  OFF(ttft_seq_info, last_stall_cause);
 
   SCALAR(ttft_seq);
   SCALAR(ttft_metric);

@@ -754,6 +754,39 @@ void test_step_and_annotate() {
   EXPECT_EQ(snap.counter(TTFT_COUNTER_STALE), 1u);
 }
 
+// ------------------------------------------- engine steps, stall causes (1.2)
+void test_engine_steps() {
+  using namespace std::chrono_literals;
+  ttft::Registry reg(ttft::Config().max_inflight(16).max_threads(2).stall_threshold(200ms));
+  ttft::Stream a = reg.begin(T0);
+  std::uint64_t t = T0;
+  for (int i = 0; i < 8; i++) {  // 20 ms decode steps
+    EXPECT_EQ(reg.engine_step(0, t, t + 20000000), TTFT_OK);
+    EXPECT_EQ(a.token(1, t + 20000000), TTFT_OK);
+    t += 21000000;
+  }
+  ttft_step_info info;
+  ttft_step_info_init(&info);
+  info.prefill_tokens = 8000;  // another request's long prompt joins the batch
+  EXPECT_EQ(reg.engine_step(info, t, t + 800000000), TTFT_OK);
+  EXPECT_EQ(a.token(1, t + 800000000), TTFT_OK);
+  t += 801000000;
+  EXPECT_EQ(a.mark_preempted(t), TTFT_OK);
+  for (int i = 0; i < 30; i++, t += 21000000) EXPECT_EQ(reg.engine_step(0, t, t + 20000000), TTFT_OK);
+  EXPECT_EQ(a.mark_resumed(t), TTFT_OK);
+  EXPECT_EQ(a.token(1, t), TTFT_OK);
+  EXPECT_EQ(a.end(TTFT_COMPLETED, t + 1), TTFT_OK);
+  ttft::Snapshot snap = reg.snapshot();
+  EXPECT_EQ(snap.stalls_by_cause(TTFT_STALL_PREFILL), 1u);
+  EXPECT_EQ(snap.stalls_by_cause(TTFT_STALL_PREEMPTED), 1u);
+  EXPECT_EQ(snap.stalls_by_cause(TTFT_STALL_UNKNOWN), 0u);
+  EXPECT_EQ(snap.stall_time_by_cause(TTFT_STALL_PREFILL), std::chrono::nanoseconds(801ms));
+  EXPECT_EQ(snap.engine_step_count(true), 1u);
+  EXPECT_EQ(snap.engine_step_count(false), 38u);
+  EXPECT_EQ(snap.engine_step_quantile(true, 1.0), std::chrono::nanoseconds(800ms));
+  EXPECT_EQ(snap.engine_step_sum(false), std::chrono::nanoseconds(38 * 20ms));
+}
+
 // ---------------------------------------------------------- status views
 void test_status_views() {
   ttft::Registry reg = small_registry();
@@ -912,6 +945,7 @@ int main() {
   test_shared_stream_threads();
   test_step_and_annotate();
   test_status_views();
+  test_engine_steps();
   test_config_11();
   test_slo_judged();
 #ifdef TTFT_TEST_HTTP

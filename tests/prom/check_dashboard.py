@@ -19,7 +19,7 @@ evaluates every expression on a real Prometheus). Standard library only.
   - TTFT and TPOT have their own panels, side by side (same row and
     height, adjacent), each with p50, p90 and p99 by class; ITL too;
   - an ITL heatmap; the per-user p95 gap (seq_itl_p95 family); stalls and
-    live stalls; abandoned before the first token; attainment next to the
+    live stalls; stalls by cause; engine-step durations by prefill; abandoned before the first token; attainment next to the
     objective; output tokens/s in a panel whose title calls it a capacity
     view and not TPOT.
 """
@@ -35,7 +35,7 @@ ITL = "llm_inter_token_latency_seconds"
 NOT_PER_CLASS = ("llm_live_stalls", "llm_requests_in_flight", "llm_measurement_info",
                  "llm_time_to_first_token_by_", "class:llm_slo_objective:ratio",
                  "llm_stale_hook_calls_total", "llm_coarse_observations",
-                 "llm_registry_memory_bytes")
+                 "llm_registry_memory_bytes", "llm_engine_step_seconds")
 failures = []
 
 
@@ -157,6 +157,12 @@ def main():
          "with the per-user p95 gap")
     find(lambda p: any("llm_stalls_total" in e for e in exprs(p)), "with stalls")
     find(lambda p: any("llm_live_stalls" in e for e in exprs(p)), "with live stalls")
+    find(lambda p: any("llm_stall_seconds_total" in e and "by (cause)" in e for e in exprs(p)),
+         "with stalls by cause")
+    steps = find(lambda p: any("llm_engine_step_seconds" in e for e in exprs(p)),
+                 "with engine-step durations")
+    if steps and not all("by (prefill)" in e for e in exprs(steps)):
+        fail("the engine-step panel must split by prefill: %s" % exprs(steps))
     find(lambda p: any("llm_requests_abandoned_before_first_token_total" in e for e in exprs(p)),
          "with abandoned before the first token")
     find(lambda p: any("llm_requests_slo_met_total" in e and "llm_requests_slo_judged_total" in e

@@ -103,6 +103,7 @@ fn struct_layout_matches_the_header() {
             itl_max_ns,
             stalls,
             preemptions,
+            last_stall_cause,
         }
     );
     got.push(("sizeof ttft_seq".into(), size_of::<Handle>()));

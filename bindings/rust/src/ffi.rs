@@ -100,6 +100,8 @@ pub struct ttft_seq_info {
     pub itl_max_ns: u64,
     pub stalls: u32,
     pub preemptions: u32,
+    /// 1.2: the `ttft_stall_cause` of the latest stall, -1 while `stalls` is 0
+    pub last_stall_cause: c_int,
 }
 
 extern "C" {
