@@ -34,6 +34,7 @@ echo "-- Rust: $(cargo --version), cargo test against $BUILD/libttft.so"
  echo "$out" | grep -E "^(scraped|chat:)"
  echo "$out" | grep -E "^scraped :[0-9]+/metrics: [0-9]+ bytes, [0-9]+ series$" >/dev/null
  echo "$out" | grep -E "^chat: TTFT p99 [0-9]+ ns over 201 streams \(160 completed\)" >/dev/null
+ echo "$out" | grep -E "^engine: 32 steps \(1 with prefill\)" >/dev/null
  TTFT_LIB_DIR="$BUILD" cargo run --offline --locked --quiet --example quickstart | grep -E "^TTFT p99 [0-9]+ ns over 1 streams$"
  RUSTDOCFLAGS="-D warnings" TTFT_LIB_DIR="$BUILD" cargo doc --offline --locked --no-deps --quiet)
 echo "-- Rust: build.rs through pkg-config (an installed prefix, no TTFT_LIB_DIR)"

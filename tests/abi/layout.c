@@ -81,6 +81,13 @@ int main(void) {
   OFF(ttft_seq_info, preemptions);
   OFF(ttft_seq_info, last_stall_cause);
 
+  SIZE(ttft_step_info);
+  OFF(ttft_step_info, struct_size);
+  OFF(ttft_step_info, prefill_tokens);
+  OFF(ttft_step_info, decode_seqs);
+  OFF(ttft_step_info, preempted_seqs);
+  OFF(ttft_step_info, kind);
+
   SCALAR(ttft_seq);
   SCALAR(ttft_metric);
   SCALAR(ttft_status);
@@ -90,5 +97,7 @@ int main(void) {
   SCALAR(ttft_gauge);
   SCALAR(ttft_split);
   SCALAR(ttft_clock);
+  SCALAR(ttft_stall_cause);
+  SCALAR(ttft_prefix_band);
   return 0;
 }

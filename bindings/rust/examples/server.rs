@@ -1,19 +1,20 @@
 //! A small inference server's instrumentation, end to end: classes with
 //! SLO budgets, a request handler that owns its stream (and cancels it on
-//! an early return), a continuous-batching decode loop that records a step
-//! per call, a callback-style stream shared by two callbacks, worker
+//! an early return), a continuous-batching engine loop that reports each
+//! iteration (engine_step: stall causes, prefill's cost on decode) and
+//! records its tokens in one call, a callback-style stream shared by two callbacks, worker
 //! threads, the /metrics endpoint scraped once, and a report.
 //!
 //!   TTFT_LIB_DIR=build cargo run --example server
 use std::io::{Read, Write};
 use std::time::Duration;
 
-use ttft::{Config, Format, Handle, Metric, Phase, Registry, Request, Slo, Status, Stream};
+use ttft::{Config, Format, Handle, Metric, Phase, Registry, Request, Slo, StallCause, Status, StepInfo, Stream};
 
 fn handle_request(reg: &Registry, req: &Request, fail: bool) -> ttft::Result<()> {
     let mut s = reg.begin_with(req)?; // the clock starts at arrival
     s.mark(Phase::SCHEDULED)?; // admitted: queue time ends
-    s.annotate(0, Some(true))?; // the slot found the prompt prefix cached
+    s.annotate_cached(req.prompt_tokens.max(1), 128)?; // 128 prompt tokens came from the prefix cache
     s.token(1)?; // the first chunk is on the wire: TTFT
     if fail {
         return Err(ttft::Error::Io); // the client vanished: `s` is dropped, CANCELLED
@@ -51,11 +52,18 @@ fn main() -> ttft::Result<()> {
         })
         .collect();
 
-    // A continuous-batching engine: one call per decode step of 16 sequences.
+    // A continuous-batching engine of 16 sequences: each iteration reports
+    // itself when it ends (engine_step, BEFORE its tokens are recorded),
+    // then one call records the token of every sequence. The first
+    // iteration carries the 16 prompts (prefill).
     let streams: Vec<Stream> =
         (0..16).map(|_| reg.begin_with(&Request::new().class(batch))).collect::<ttft::Result<_>>()?;
     let handles: Vec<Handle> = streams.iter().map(|s| s.handle()).collect();
-    for _ in 0..32 {
+    for i in 0..32 {
+        let t_start = reg.now_ns();
+        // ... the model's forward pass runs here ...
+        let info = StepInfo::decode(16).prefill_tokens(if i == 0 { 16 * 512 } else { 0 });
+        reg.engine_step(Some(&info), t_start)?;
         assert_eq!(reg.step_emitted(&handles, None)?, handles.len());
     }
     for s in streams {
@@ -100,6 +108,16 @@ fn main() -> ttft::Result<()> {
         snap.class(chat).count(Metric::TTFT),
         completed.count(Metric::TTFT),
         snap.class(chat).attainment().unwrap_or(f64::NAN)
+    );
+    let causes: Vec<String> =
+        snap.stall_causes().iter().map(|(c, n, _)| format!("{}={}", c.name().unwrap_or("?"), n)).collect();
+    println!(
+        "engine: {} steps ({} with prefill), p99 {} ns without prefill; stalls by cause: {}; prefill stalled {} ns",
+        snap.engine_step_count(false) + snap.engine_step_count(true),
+        snap.engine_step_count(true),
+        snap.engine_step_quantile(false, 0.99),
+        causes.join(" "),
+        snap.stalled_ns_by_cause(StallCause::PREFILL)
     );
     Ok(())
 }

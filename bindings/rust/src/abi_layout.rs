@@ -106,8 +106,10 @@ fn struct_layout_matches_the_header() {
             last_stall_cause,
         }
     );
+    layout!(got, ttft_step_info { struct_size, prefill_tokens, decode_seqs, preempted_seqs, kind });
     got.push(("sizeof ttft_seq".into(), size_of::<Handle>()));
-    for e in ["metric", "status", "phase", "counter", "format", "gauge", "split", "clock"] {
+    for e in ["metric", "status", "phase", "counter", "format", "gauge", "split", "clock", "stall_cause", "prefix_band"]
+    {
         got.push((format!("sizeof ttft_{e}"), size_of::<std::os::raw::c_int>()));
     }
     let mut bad = Vec::new();
@@ -124,7 +126,49 @@ fn struct_layout_matches_the_header() {
         }
     }
     assert!(bad.is_empty(), "ABI layout differs from include/ttft.h:\n{}", bad.join("\n"));
-    assert!(got.len() >= 58, "{} facts", got.len());
+    assert!(got.len() >= 67, "{} facts", got.len());
+}
+
+#[test]
+fn step_info_init_fills_the_mirror() {
+    let mut c = ttft_step_info { struct_size: 0, prefill_tokens: 7, decode_seqs: 7, preempted_seqs: 7, kind: 7 };
+    // SAFETY: a complete mirror of the header's struct (checked above).
+    unsafe { ttft_step_info_init(&mut c) };
+    assert_eq!(c.struct_size, size_of::<ttft_step_info>());
+    assert_eq!((c.prefill_tokens, c.decode_seqs, c.preempted_seqs, c.kind), (0, 0, 0, 0));
+    // What the safe type sends is the same, with the fields set.
+    let s = StepInfo::new().prefill_tokens(1).decode_seqs(2).preempted_seqs(3).kind(4).to_c();
+    assert_eq!(s.struct_size, size_of::<ttft_step_info>());
+    assert_eq!((s.prefill_tokens, s.decode_seqs, s.preempted_seqs, s.kind), (1, 2, 3, 4));
+}
+
+/// TTFT_RESERVED_LABELS as written in include/ttft.h (its string literals).
+fn header_reserved_labels() -> Vec<String> {
+    let h = std::fs::read_to_string(repo().join("include/ttft.h")).expect("include/ttft.h");
+    let start = h.find("#define TTFT_RESERVED_LABELS").expect("TTFT_RESERVED_LABELS in ttft.h");
+    let mut body = String::new();
+    for line in h[start..].lines() {
+        let cont = line.trim_end().ends_with('\\');
+        body.push_str(line.trim_end().trim_end_matches('\\'));
+        if !cont {
+            break;
+        }
+    }
+    body.split('"').skip(1).step_by(2).map(str::to_owned).collect()
+}
+
+#[test]
+fn reserved_labels_match_the_header() {
+    let h = header_reserved_labels();
+    assert!(h.len() >= 14, "{h:?}");
+    assert_eq!(RESERVED_LABELS.iter().map(|s| s.to_string()).collect::<Vec<_>>(), h);
+    // and the library refuses each of them, naming it
+    for name in &h {
+        match Config::new().label(name, "x").check() {
+            Err(Error::InvalidConfig(why)) => assert!(why.contains(&format!("\"{name}\" is reserved")), "{why}"),
+            other => panic!("{name}: {other:?}"),
+        }
+    }
 }
 
 #[test]
@@ -165,6 +209,7 @@ fn constants_match_the_header() {
         ("TTFT_COUNTER_PREEMPTIONS", Counter::PREEMPTIONS.0.into()),
         ("TTFT_COUNTER_NO_TPOT", Counter::NO_TPOT.0.into()),
         ("TTFT_COUNTER_STALE", Counter::STALE.0.into()),
+        ("TTFT_COUNTER_SLO_JUDGED", Counter::SLO_JUDGED.0.into()),
         ("TTFT_COMPLETED", Status::COMPLETED.0.into()),
         ("TTFT_CANCELLED", Status::CANCELLED.0.into()),
         ("TTFT_ERROR", Status::ERROR.0.into()),
@@ -175,6 +220,16 @@ fn constants_match_the_header() {
         ("TTFT_FORMAT_PROMETHEUS_PROTOBUF", Format::PROMETHEUS_PROTOBUF.0.into()),
         ("TTFT_PHASE_SCHEDULED", Phase::SCHEDULED.0.into()),
         ("TTFT_PHASE_PREEMPTED", Phase::PREEMPTED.0.into()),
+        ("TTFT_PHASE_RESUMED", Phase::RESUMED.0.into()),
+        ("TTFT_SPLIT_PREFILL_BY_PREFIX", Split::PREFILL_BY_PREFIX.0.into()),
+        ("TTFT_PREFIX_MISS", PrefixBand::MISS.0.into()),
+        ("TTFT_PREFIX_HIT", PrefixBand::HIT.0.into()),
+        ("TTFT_PREFIX_PARTIAL", PrefixBand::PARTIAL.0.into()),
+        ("TTFT_STALL_UNKNOWN", StallCause::UNKNOWN.0.into()),
+        ("TTFT_STALL_PREFILL", StallCause::PREFILL.0.into()),
+        ("TTFT_STALL_PREEMPTED", StallCause::PREEMPTED.0.into()),
+        ("TTFT_STALL_NOT_SCHEDULED", StallCause::NOT_SCHEDULED.0.into()),
+        ("TTFT_STALL_ENGINE_IDLE", StallCause::ENGINE_IDLE.0.into()),
         ("TTFT_GAUGE_INFLIGHT", Gauge::INFLIGHT.0.into()),
         ("TTFT_GAUGE_LIVE_STALLS", Gauge::LIVE_STALLS.0.into()),
         ("TTFT_GAUGE_MEMORY", Gauge::MEMORY.0.into()),
@@ -199,6 +254,32 @@ fn constants_match_the_header() {
         .map(|(k, v)| format!("{k}: header {:?}, Rust {v}", header.get(k)))
         .collect();
     assert!(bad.is_empty(), "constants differ from include/ttft.h:\n{}", bad.join("\n"));
+    // Every value of the enums the crate mirrors is named here: a constant
+    // the header appends (a counter, a phase, a cause, ...) must be added
+    // to the crate, which this test then names.
+    let mirrored = [
+        "TTFT_METRIC_",
+        "TTFT_COUNTER_",
+        "TTFT_PHASE_",
+        "TTFT_FORMAT_",
+        "TTFT_GAUGE_",
+        "TTFT_SPLIT_",
+        "TTFT_CLOCK_",
+        "TTFT_PREFIX_",
+        "TTFT_STALL_",
+    ];
+    for k in header.keys() {
+        if mirrored.iter().any(|p| k.starts_with(p)) && !k.ends_with("COUNT_") && !k.ends_with("_COUNT") {
+            assert!(ours.iter().any(|(o, _)| o == k), "{k} is in include/ttft.h but not mirrored in the crate");
+        }
+    }
+    for (k, n) in [
+        ("TTFT_METRIC_COUNT_", Metric::all().len()),
+        ("TTFT_COUNTER_COUNT_", Counter::all().len()),
+        ("TTFT_STALL_CAUSE_COUNT", StallCause::all().len()),
+    ] {
+        assert_eq!(header.get(k).copied(), Some(n as i64), "{k} vs the loaded library's names");
+    }
     // Every error code the header lists is a named variant here.
     for (k, v) in &header {
         if k.starts_with("TTFT_E") && *k != "TTFT_E__LAST" && *v < 0 {

@@ -104,6 +104,18 @@ pub struct ttft_seq_info {
     pub last_stall_cause: c_int,
 }
 
+/// `ttft_step_info` (1.2): one engine iteration, for stall causes and the
+/// engine-step histograms. `struct_size` first, like every sized struct.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct ttft_step_info {
+    pub struct_size: usize,
+    pub prefill_tokens: u32,
+    pub decode_seqs: u32,
+    pub preempted_seqs: u32,
+    pub kind: u32,
+}
+
 extern "C" {
     pub fn ttft_version_number() -> c_uint;
     pub fn ttft_version_string() -> *const c_char;
@@ -111,6 +123,7 @@ extern "C" {
     pub fn ttft_err_name(err: c_int) -> *const c_char;
 
     pub fn ttft_config_init_sized(cfg: *mut ttft_config, size: usize);
+    pub fn ttft_config_check(c: *const ttft_config, why: *mut c_char, n: usize) -> c_int;
     pub fn ttft_registry_new(cfg: *const ttft_config) -> *mut ttft_registry;
     pub fn ttft_registry_free(r: *mut ttft_registry);
     pub fn ttft_registry_memory(r: *const ttft_registry) -> usize;
@@ -127,6 +140,18 @@ extern "C" {
     pub fn ttft_token_emitted(r: *mut ttft_registry, s: u64, n_tokens: u32, t_ns: u64) -> c_int;
     pub fn ttft_stream_end(r: *mut ttft_registry, s: u64, status: c_int, t_ns: u64) -> c_int;
     pub fn ttft_annotate(r: *mut ttft_registry, s: u64, prompt_tokens: u32, prefix_hit: c_int) -> c_int;
+    pub fn ttft_annotate_cached(r: *mut ttft_registry, s: u64, prompt_tokens: u32, cached_tokens: u32) -> c_int;
+    // Used by the ABI test only: it writes the library's sizeof, which a
+    // newer library may grow past this mirror, so the bindings fill
+    // struct_size themselves (the library reads up to struct_size).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub fn ttft_step_info_init(info: *mut ttft_step_info);
+    pub fn ttft_engine_step(
+        r: *mut ttft_registry,
+        info: *const ttft_step_info,
+        t_start_ns: u64,
+        t_end_ns: u64,
+    ) -> c_int;
     pub fn ttft_step_emitted(
         r: *mut ttft_registry,
         seqs: *const u64,
@@ -165,6 +190,13 @@ extern "C" {
     pub fn ttft_snapshot_class_counter(s: *const ttft_snapshot, class_id: c_int, c: c_int) -> u64;
     pub fn ttft_snapshot_status_count(s: *const ttft_snapshot, class_id: c_int, st: c_int, m: c_int) -> u64;
     pub fn ttft_snapshot_status_quantile(s: *const ttft_snapshot, class_id: c_int, st: c_int, m: c_int, q: f64) -> u64;
+    pub fn ttft_snapshot_status_sum(s: *const ttft_snapshot, class_id: c_int, st: c_int, m: c_int) -> u64;
+    pub fn ttft_snapshot_status_mean(s: *const ttft_snapshot, class_id: c_int, st: c_int, m: c_int) -> f64;
+    pub fn ttft_snapshot_stalls_by_cause(s: *const ttft_snapshot, class_id: c_int, c: c_int) -> u64;
+    pub fn ttft_snapshot_stall_seconds_by_cause(s: *const ttft_snapshot, class_id: c_int, c: c_int) -> u64;
+    pub fn ttft_snapshot_engine_step_count(s: *const ttft_snapshot, prefill: c_int) -> u64;
+    pub fn ttft_snapshot_engine_step_quantile(s: *const ttft_snapshot, prefill: c_int, q: f64) -> u64;
+    pub fn ttft_snapshot_engine_step_sum(s: *const ttft_snapshot, prefill: c_int) -> u64;
     pub fn ttft_snapshot_attainment(s: *const ttft_snapshot, class_id: c_int) -> f64;
     pub fn ttft_snapshot_split_count(s: *const ttft_snapshot, split: c_int, index: c_uint) -> u64;
     pub fn ttft_snapshot_split_quantile(s: *const ttft_snapshot, split: c_int, index: c_uint, q: f64) -> u64;
@@ -189,6 +221,7 @@ extern "C" {
     pub fn ttft_counter_name(c: c_int) -> *const c_char;
     pub fn ttft_status_name(st: c_int) -> *const c_char;
     pub fn ttft_format_name(f: c_int) -> *const c_char;
+    pub fn ttft_stall_cause_name(c: c_int) -> *const c_char;
 
     pub fn ttft_http_start(r: *mut ttft_registry, addr: *const c_char, out: *mut *mut ttft_http) -> c_int;
     pub fn ttft_http_port(srv: *const ttft_http) -> c_int;

@@ -52,9 +52,11 @@ pub const ABI_MAJOR: u32 = 1;
 
 // ------------------------------------------------------------------ errors
 
-/// A libttft error: one variant per negative `TTFT_E*` code of the C API.
-/// `Display` prints the library's own `ttft_strerror` text.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// A libttft error: one variant per negative `TTFT_E*` code of the C API,
+/// plus [`Error::InvalidConfig`], a refused configuration with the
+/// library's one-line reason. `Display` prints the library's own
+/// `ttft_strerror` text (or the reason).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Error {
     /// `TTFT_EINVAL` (-1): invalid argument.
@@ -79,6 +81,12 @@ pub enum Error {
     NotSupported,
     /// A negative code these bindings do not know (a newer library).
     Other(i32),
+    /// `TTFT_EINVAL` (-1) for a configuration the library refuses, with the
+    /// one-line reason `ttft_config_check` gives (naming the field, its
+    /// value and the rule), e.g. `const_labels[0].name "view" is reserved
+    /// (the exporters write it; see TTFT_RESERVED_LABELS)`. Returned by
+    /// [`Config::check`], [`Registry::with_config`] and [`Registry::new`].
+    InvalidConfig(String),
 }
 
 impl Error {
@@ -100,9 +108,9 @@ impl Error {
     }
 
     /// The C code (`TTFT_EINVAL` = -1, ...).
-    pub fn code(self) -> i32 {
+    pub fn code(&self) -> i32 {
         match self {
-            Error::InvalidArgument => -1,
+            Error::InvalidArgument | Error::InvalidConfig(_) => -1,
             Error::Stale => -2,
             Error::Full => -3,
             Error::NoMemory => -4,
@@ -111,12 +119,12 @@ impl Error {
             Error::Exists => -7,
             Error::Io => -8,
             Error::NotSupported => -9,
-            Error::Other(c) => c,
+            Error::Other(c) => *c,
         }
     }
 
     /// The symbolic C name, e.g. `"TTFT_ESTALE"` (`ttft_err_name`).
-    pub fn name(self) -> &'static str {
+    pub fn name(&self) -> &'static str {
         // SAFETY: ttft_err_name never returns NULL; the string is static.
         unsafe { static_str(ffi::ttft_err_name(self.code())).unwrap_or("TTFT_UNKNOWN") }
     }
@@ -124,6 +132,9 @@ impl Error {
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Error::InvalidConfig(why) = self {
+            return write!(f, "invalid configuration: {} ({})", why, self.name());
+        }
         // SAFETY: ttft_strerror never returns NULL; the string is static.
         let msg = unsafe { static_str(ffi::ttft_strerror(self.code())) }.unwrap_or("unknown error");
         write!(f, "{} ({})", msg, self.name())
@@ -269,6 +280,11 @@ c_enum!(
     NO_TPOT = 12,
     /// Hook calls rejected with TTFT_ESTALE.
     STALE = 13,
+    /// Ended streams the SLO judges: every COMPLETED and ERROR stream, and
+    /// a CANCELLED one only when it had already missed a budget (a client
+    /// that leaves early does not judge the server). Attainment is
+    /// [`Counter::SLO_MET`] / SLO_JUDGED.
+    SLO_JUDGED = 14,
 });
 
 c_enum!(
@@ -302,8 +318,12 @@ c_enum!(
     Phase, none, {
     /// First admission by the scheduler (prefill starts).
     SCHEDULED = 0,
-    /// Evicted from the batch (counted).
+    /// Evicted from the batch (counted in [`Counter::PREEMPTIONS`]); a
+    /// stall whose gap it opens is attributed to [`StallCause::PREEMPTED`].
     PREEMPTED = 1,
+    /// Back in the batch after PREEMPTED (1.2). Marks the end of the
+    /// preemption; not counted.
+    RESUMED = 2,
 });
 
 c_enum!(
@@ -320,12 +340,60 @@ c_enum!(
 });
 
 c_enum!(
-    /// A TTFT split (`ttft_split`).
+    /// A split of TTFT (or PREFILL) by a key known at the request
+    /// (`ttft_split`).
     Split, none, {
-    /// Index 0 = prefix-cache miss, 1 = hit.
+    /// TTFT by prefix-cache band: index = [`PrefixBand`] value.
     PREFIX_CACHE = 0,
-    /// Index = prompt-length band.
+    /// TTFT by prompt-length band: index = band (see [`Snapshot::bands`]).
     PROMPT_BAND = 1,
+    /// PREFILL (t_first - t_sched, streams with a SCHEDULED mark) by
+    /// prefix-cache band (1.2): index = [`PrefixBand`] value, so "a hit
+    /// prefills faster but queues longer" is visible.
+    PREFILL_BY_PREFIX = 2,
+});
+
+c_enum!(
+    /// How much of a prompt the prefix cache served (`ttft_prefix_band`,
+    /// 1.2), the index of [`Split::PREFIX_CACHE`] and
+    /// [`Split::PREFILL_BY_PREFIX`]. From [`Stream::annotate_cached`]:
+    /// MISS when fewer than [`Config::prefix_hit_min_tokens`] tokens were
+    /// cached, PARTIAL when fewer than half the prompt, HIT otherwise;
+    /// [`Stream::annotate`]'s `Some(true)` / `Some(false)` are HIT / MISS.
+    PrefixBand, none, {
+    /// Fewer cached tokens than `prefix_hit_min_tokens` (default 16).
+    MISS = 0,
+    /// At least half the prompt was cached.
+    HIT = 1,
+    /// Cached, but less than half the prompt.
+    PARTIAL = 2,
+});
+
+impl PrefixBand {
+    /// The split index of this band.
+    pub fn index(self) -> u32 {
+        self.0 as u32
+    }
+}
+
+c_enum!(
+    /// Why a stall (an ITL gap above the class's stall budget) happened
+    /// (`ttft_stall_cause`, 1.2). Every stall gets exactly one;
+    /// docs/metrics.md has the rule and its precedence. [`StallCause::all`]
+    /// asks the library, so causes a newer library appends are included.
+    StallCause, ttft_stall_cause_name, {
+    /// No engine step ended inside the gap (the server does not call
+    /// [`Registry::engine_step`]).
+    UNKNOWN = 0,
+    /// A step in the gap carried prefill (another request's prompt) and
+    /// was longer than the stream's usual step.
+    PREFILL = 1,
+    /// The stream was marked [`Phase::PREEMPTED`] in the first half of the gap.
+    PREEMPTED = 2,
+    /// Steps ran, without this stream (batch width, priorities).
+    NOT_SCHEDULED = 3,
+    /// No step ran during most of the gap: a host stall, GC, a frozen process.
+    ENGINE_IDLE = 4,
 });
 
 c_enum!(
@@ -336,6 +404,33 @@ c_enum!(
     /// Calibrated invariant TSC on CLOCK_MONOTONIC's epoch and rate.
     TSC = 1,
 });
+
+/// Label names the exporters write themselves (`TTFT_RESERVED_LABELS`): a
+/// constant label ([`Config::label`]) may not use them, nor any name that
+/// starts with `__` (Prometheus reserves those). [`Config::check`] names
+/// the offending label.
+pub const RESERVED_LABELS: &[&str] = &[
+    "class",
+    "model",
+    "status",
+    "le",
+    "quantile",
+    "start_point",
+    "token_point",
+    "version",
+    "slo",
+    "prefix_cache",
+    "prompt_tokens",
+    "view",
+    "kind",
+    "window",
+];
+
+/// Whether `name` may not be a constant label's name: one of
+/// [`RESERVED_LABELS`] or a name starting with `__`.
+pub fn is_reserved_label(name: &str) -> bool {
+    name.starts_with("__") || RESERVED_LABELS.contains(&name)
+}
 
 /// A class of requests (from [`Registry::add_class`]); its id in the C API.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -478,6 +573,65 @@ fn prefix_arg(p: Option<bool>) -> c_int {
     }
 }
 
+// ------------------------------------------------------------- engine steps
+
+/// One engine iteration of a continuous-batching server (`ttft_step_info`,
+/// 1.2), recorded with [`Registry::engine_step`] so that stalls get a cause
+/// ([`StallCause`]) and the cost of prefill on decode is visible
+/// ([`Snapshot::engine_step_quantile`]). All fields default to 0.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct StepInfo {
+    /// Prompt tokens processed in this step, of any request (> 0: the step
+    /// carried prefill).
+    pub prefill_tokens: u32,
+    /// Sequences that decoded a token in this step.
+    pub decode_seqs: u32,
+    /// Sequences preempted in this step.
+    pub preempted_seqs: u32,
+    /// Free for the server (0 = unspecified).
+    pub kind: u32,
+}
+
+impl StepInfo {
+    /// A step with no prefill, nothing decoded or preempted, kind 0.
+    pub fn new() -> StepInfo {
+        StepInfo::default()
+    }
+    /// A decode-only step of `seqs` sequences.
+    pub fn decode(seqs: u32) -> StepInfo {
+        StepInfo { decode_seqs: seqs, ..StepInfo::default() }
+    }
+    /// Sets the prompt tokens processed in the step.
+    pub fn prefill_tokens(mut self, n: u32) -> StepInfo {
+        self.prefill_tokens = n;
+        self
+    }
+    /// Sets the sequences that decoded a token.
+    pub fn decode_seqs(mut self, n: u32) -> StepInfo {
+        self.decode_seqs = n;
+        self
+    }
+    /// Sets the sequences preempted in the step.
+    pub fn preempted_seqs(mut self, n: u32) -> StepInfo {
+        self.preempted_seqs = n;
+        self
+    }
+    /// Sets the server's own kind of step.
+    pub fn kind(mut self, k: u32) -> StepInfo {
+        self.kind = k;
+        self
+    }
+    fn to_c(self) -> ffi::ttft_step_info {
+        ffi::ttft_step_info {
+            struct_size: std::mem::size_of::<ffi::ttft_step_info>(),
+            prefill_tokens: self.prefill_tokens,
+            decode_seqs: self.decode_seqs,
+            preempted_seqs: self.preempted_seqs,
+            kind: self.kind,
+        }
+    }
+}
+
 // ------------------------------------------------------------- config
 
 /// Registry configuration; every field left unset takes the library's
@@ -502,6 +656,7 @@ pub struct Config {
     native_schema: Option<i32>,
     export_idle_classes: Option<bool>,
     memory_limit: Option<u64>,
+    prefix_hit_min_tokens: Option<u32>,
     classes: Vec<(String, Slo)>,
 }
 
@@ -555,7 +710,8 @@ impl Config {
         self.metric_namespace = Some(s.to_owned());
         self
     }
-    /// Adds a constant label to every exported series (at most 8).
+    /// Adds a constant label to every exported series (at most 8; not one
+    /// of [`RESERVED_LABELS`], not starting with `__`).
     pub fn label(mut self, name: &str, value: &str) -> Config {
         self.labels.push((name.to_owned(), value.to_owned()));
         self
@@ -596,10 +752,154 @@ impl Config {
         self.memory_limit = Some(bytes);
         self
     }
+    /// Fewer cached tokens than this is a prefix-cache MISS in
+    /// [`Stream::annotate_cached`] (default 16: every server reuses at
+    /// least a BOS token; at least 1).
+    pub fn prefix_hit_min_tokens(mut self, n: u32) -> Config {
+        self.prefix_hit_min_tokens = Some(n);
+        self
+    }
     /// Adds a class with its SLO budgets once the registry exists.
     pub fn class(mut self, name: &str, slo: Slo) -> Config {
         self.classes.push((name.to_owned(), slo));
         self
+    }
+}
+
+fn invalid_config(why: String) -> Error {
+    Error::InvalidConfig(why)
+}
+
+/// `ttft_config_check` on a complete C configuration.
+fn config_check(c: &ffi::ttft_config) -> Result<()> {
+    let mut why = [0 as c_char; 512];
+    // SAFETY: c is complete; why holds why.len() bytes and C writes at most
+    // that many, NUL-terminated.
+    let rc = unsafe { ffi::ttft_config_check(c, why.as_mut_ptr(), why.len()) };
+    if rc == 0 {
+        return Ok(());
+    }
+    // SAFETY: NUL-terminated by ttft_config_check (n > 0).
+    let reason = unsafe { CStr::from_ptr(why.as_ptr()) }.to_string_lossy().into_owned();
+    if reason.is_empty() {
+        return Err(Error::from_code(rc).unwrap_or(Error::InvalidArgument));
+    }
+    Err(invalid_config(reason))
+}
+
+fn nul_free(field: &str, s: &str) -> Result<CString> {
+    CString::new(s).map_err(|_| invalid_config(format!("{field} {s:?} contains a NUL byte")))
+}
+
+impl Config {
+    /// Whether the library would accept this configuration, without
+    /// creating a registry (`ttft_config_check`): `Ok(())`, or
+    /// [`Error::InvalidConfig`] with a one-line reason naming the field,
+    /// its value and the rule, e.g. `const_labels[0].name "view" is
+    /// reserved (the exporters write it; see TTFT_RESERVED_LABELS)`. Classes
+    /// added by [`Config::class`] are checked when the registry adds them.
+    pub fn check(&self) -> Result<()> {
+        self.with_c(config_check)
+    }
+
+    /// Builds the C configuration (strings and arrays owned here, alive
+    /// while `f` runs) and calls `f` with it.
+    fn with_c<R>(&self, f: impl FnOnce(&ffi::ttft_config) -> Result<R>) -> Result<R> {
+        let cfg = self;
+        // ttft_config_init_sized writes only our mirror's size, whatever
+        // the loaded library's ttft_config is (docs/ffi.md).
+        let mut c = std::mem::MaybeUninit::<ffi::ttft_config>::zeroed();
+        // SAFETY: a valid pointer to size_of::<ttft_config>() bytes.
+        unsafe { ffi::ttft_config_init_sized(c.as_mut_ptr(), std::mem::size_of::<ffi::ttft_config>()) };
+        // SAFETY: zeroed then initialised; every field is plain data or a pointer.
+        let mut c = unsafe { c.assume_init() };
+        if let Some(v) = cfg.max_inflight {
+            c.max_inflight = v;
+        }
+        if let Some(v) = cfg.max_threads {
+            c.max_threads = v;
+        }
+        if let Some(v) = cfg.max_classes {
+            c.max_classes = v;
+        }
+        if let Some(v) = cfg.stall_threshold_ns {
+            c.stall_threshold_ns = v;
+        }
+        if let Some(v) = cfg.clock {
+            c.clock = v.0;
+        }
+        // Strings and arrays stay alive until f has returned.
+        let start = cfg.start_point.as_deref().map(|s| nul_free("start_point", s)).transpose()?;
+        let token = cfg.token_point.as_deref().map(|s| nul_free("token_point", s)).transpose()?;
+        let model = cfg.model.as_deref().map(|s| nul_free("model", s)).transpose()?;
+        let ns_ = cfg.metric_namespace.as_deref().map(|s| nul_free("metric_namespace", s)).transpose()?;
+        if let Some(s) = &start {
+            c.start_point = s.as_ptr();
+        }
+        if let Some(s) = &token {
+            c.token_point = s.as_ptr();
+        }
+        if let Some(s) = &model {
+            c.model = s.as_ptr();
+        }
+        if let Some(s) = &ns_ {
+            c.metric_namespace = s.as_ptr();
+        }
+        let mut label_strings = Vec::with_capacity(cfg.labels.len());
+        for (i, (k, v)) in cfg.labels.iter().enumerate() {
+            label_strings.push((
+                nul_free(&format!("const_labels[{i}].name"), k)?,
+                nul_free(&format!("const_labels[{i}].value"), v)?,
+            ));
+        }
+        let labels: Vec<ffi::ttft_label> =
+            label_strings.iter().map(|(k, v)| ffi::ttft_label { name: k.as_ptr(), value: v.as_ptr() }).collect();
+        if !labels.is_empty() {
+            c.const_labels = labels.as_ptr();
+            // Saturating: a count past u32 is refused by the check with its reason.
+            c.n_const_labels = u32::try_from(labels.len()).unwrap_or(u32::MAX);
+        }
+        if let Some(edges) = &cfg.prompt_band_edges {
+            if edges.len() > c.prompt_band_edges.len() {
+                return Err(invalid_config(format!(
+                    "prompt_band_edges: {} edges, at most {} (TTFT_MAX_BANDS - 1)",
+                    edges.len(),
+                    c.prompt_band_edges.len()
+                )));
+            }
+            c.prompt_band_edges[..edges.len()].copy_from_slice(edges);
+            c.n_prompt_bands = edges.len() as u32;
+        }
+        for (m, bounds) in &cfg.prom_buckets {
+            let i = usize::try_from(m.0).ok().filter(|&i| i < ffi::TTFT_PROM_CONFIG_METRICS).ok_or_else(|| {
+                invalid_config(format!(
+                    "prom_buckets: metric {} has no configurable buckets (metrics 0..{})",
+                    m.0,
+                    ffi::TTFT_PROM_CONFIG_METRICS - 1
+                ))
+            })?;
+            c.prom_buckets[i] = bounds.as_ptr();
+            c.prom_n_buckets[i] = u32::try_from(bounds.len()).unwrap_or(u32::MAX);
+        }
+        if let Some(v) = cfg.prom_summaries {
+            c.prom_summaries = v as c_int;
+        }
+        if let Some(v) = cfg.native_histograms {
+            c.native_histograms = v as c_int;
+        }
+        if let Some(v) = cfg.native_schema {
+            c.native_schema = v;
+        }
+        if let Some(v) = cfg.export_idle_classes {
+            c.export_idle_classes = v as c_int;
+        }
+        if let Some(v) = cfg.memory_limit {
+            c.memory_limit = v;
+        }
+        if let Some(v) = cfg.prefix_hit_min_tokens {
+            c.prefix_hit_min_tokens = v;
+        }
+        f(&c)
     }
 }
 
@@ -662,94 +962,22 @@ impl Registry {
     }
 
     /// A registry configured by `cfg` (then its classes added). Errors:
-    /// [`Error::InvalidArgument`] for a configuration the library refuses
-    /// (out-of-range value, bad label name, bands not ascending, a string
-    /// with a NUL) or no memory; [`Error::NotSupported`] for a library of
+    /// [`Error::InvalidConfig`] with the library's one-line reason for a
+    /// configuration it refuses (out-of-range value, reserved or bad label
+    /// name, bands not ascending, a string with a NUL; see
+    /// [`Config::check`]); [`Error::NoMemory`] when the configuration is
+    /// valid and memory is short; [`Error::NotSupported`] for a library of
     /// another major version; class errors as [`Registry::add_class`].
     pub fn with_config(cfg: &Config) -> Result<Registry> {
         check_major()?;
-        // ttft_config_init_sized writes only our mirror's size, whatever
-        // the loaded library's ttft_config is (docs/ffi.md).
-        let mut c = std::mem::MaybeUninit::<ffi::ttft_config>::zeroed();
-        // SAFETY: a valid pointer to size_of::<ttft_config>() bytes.
-        unsafe { ffi::ttft_config_init_sized(c.as_mut_ptr(), std::mem::size_of::<ffi::ttft_config>()) };
-        // SAFETY: zeroed then initialised; every field is plain data or a pointer.
-        let mut c = unsafe { c.assume_init() };
-        if let Some(v) = cfg.max_inflight {
-            c.max_inflight = v;
-        }
-        if let Some(v) = cfg.max_threads {
-            c.max_threads = v;
-        }
-        if let Some(v) = cfg.max_classes {
-            c.max_classes = v;
-        }
-        if let Some(v) = cfg.stall_threshold_ns {
-            c.stall_threshold_ns = v;
-        }
-        if let Some(v) = cfg.clock {
-            c.clock = v.0;
-        }
-        // Strings and arrays stay alive until ttft_registry_new has copied them.
-        let start = cfg.start_point.as_deref().map(cstring).transpose()?;
-        let token = cfg.token_point.as_deref().map(cstring).transpose()?;
-        let model = cfg.model.as_deref().map(cstring).transpose()?;
-        let ns_ = cfg.metric_namespace.as_deref().map(cstring).transpose()?;
-        if let Some(s) = &start {
-            c.start_point = s.as_ptr();
-        }
-        if let Some(s) = &token {
-            c.token_point = s.as_ptr();
-        }
-        if let Some(s) = &model {
-            c.model = s.as_ptr();
-        }
-        if let Some(s) = &ns_ {
-            c.metric_namespace = s.as_ptr();
-        }
-        let mut label_strings = Vec::with_capacity(cfg.labels.len());
-        for (k, v) in &cfg.labels {
-            label_strings.push((cstring(k)?, cstring(v)?));
-        }
-        let labels: Vec<ffi::ttft_label> =
-            label_strings.iter().map(|(k, v)| ffi::ttft_label { name: k.as_ptr(), value: v.as_ptr() }).collect();
-        if !labels.is_empty() {
-            c.const_labels = labels.as_ptr();
-            c.n_const_labels = u32::try_from(labels.len()).map_err(|_| Error::InvalidArgument)?;
-        }
-        if let Some(edges) = &cfg.prompt_band_edges {
-            if edges.len() > c.prompt_band_edges.len() {
-                return Err(Error::InvalidArgument);
-            }
-            c.prompt_band_edges[..edges.len()].copy_from_slice(edges);
-            c.n_prompt_bands = edges.len() as u32;
-        }
-        for (m, bounds) in &cfg.prom_buckets {
-            let i = usize::try_from(m.0).map_err(|_| Error::InvalidArgument)?;
-            if i >= ffi::TTFT_PROM_CONFIG_METRICS {
-                return Err(Error::InvalidArgument);
-            }
-            c.prom_buckets[i] = bounds.as_ptr();
-            c.prom_n_buckets[i] = u32::try_from(bounds.len()).map_err(|_| Error::InvalidArgument)?;
-        }
-        if let Some(v) = cfg.prom_summaries {
-            c.prom_summaries = v as c_int;
-        }
-        if let Some(v) = cfg.native_histograms {
-            c.native_histograms = v as c_int;
-        }
-        if let Some(v) = cfg.native_schema {
-            c.native_schema = v;
-        }
-        if let Some(v) = cfg.export_idle_classes {
-            c.export_idle_classes = v as c_int;
-        }
-        if let Some(v) = cfg.memory_limit {
-            c.memory_limit = v;
-        }
-        // SAFETY: c is a complete ttft_config whose pointers are valid now.
-        let raw = unsafe { ffi::ttft_registry_new(&c) };
-        let raw = NonNull::new(raw).ok_or(Error::InvalidArgument)?;
+        let raw = cfg.with_c(|c| {
+            config_check(c)?;
+            // SAFETY: c is a complete ttft_config whose pointers are valid now.
+            let raw = unsafe { ffi::ttft_registry_new(c) };
+            // ttft_registry_new refuses exactly what ttft_config_check
+            // refuses; past it only memory can be short.
+            NonNull::new(raw).ok_or(Error::NoMemory)
+        })?;
         let reg = Registry { inner: Arc::new(Inner { raw, classes: AtomicI32::new(1) }) };
         for (name, slo) in &cfg.classes {
             reg.add_class(name, *slo)?;
@@ -867,6 +1095,34 @@ impl Registry {
         check_long(unsafe { ffi::ttft_step_emitted(self.raw(), seqs.as_ptr().cast(), n, seqs.len(), t) })
     }
 
+    /// One engine iteration ran from `t_start_ns` until now (1.2). Call it
+    /// once per iteration when it ends, BEFORE the tokens it produced are
+    /// recorded ([`Registry::step_emitted`], [`Stream::token`]), with the
+    /// same clock as the token hooks. `info` `None` = an iteration with no
+    /// prefill. Records the step's duration in the registry-wide
+    /// engine-step histogram (prefill when `info.prefill_tokens > 0`) and
+    /// keeps the step for stall causes ([`StallCause`]). A server that
+    /// never calls it loses nothing: its stalls are [`StallCause::UNKNOWN`].
+    /// Steps are registry-wide: one registry per engine loop. Lock-free,
+    /// no allocation in C. [`Error::InvalidArgument`] for `t_start_ns` 0.
+    pub fn engine_step(&self, info: Option<&StepInfo>, t_start_ns: u64) -> Result<()> {
+        self.engine_step_t(info, t_arg(t_start_ns)?, 0)
+    }
+
+    /// [`Registry::engine_step`] with both ends given (not 0; an end before
+    /// the start is clamped to the start), e.g. from CUDA events or a
+    /// replayed trace.
+    pub fn engine_step_at(&self, info: Option<&StepInfo>, t_start_ns: u64, t_end_ns: u64) -> Result<()> {
+        self.engine_step_t(info, t_arg(t_start_ns)?, t_arg(t_end_ns)?)
+    }
+
+    fn engine_step_t(&self, info: Option<&StepInfo>, t0: u64, t1: u64) -> Result<()> {
+        let c = info.map(|i| i.to_c());
+        let p = c.as_ref().map_or(ptr::null(), |c| c as *const ffi::ttft_step_info);
+        // SAFETY: valid registry; p is NULL or a complete, sized ttft_step_info.
+        check(unsafe { ffi::ttft_engine_step(self.raw(), p, t0, t1) })
+    }
+
     /// Records `n` tokens of the stream `h` now, for engines that keep raw
     /// handles ([`Stream::handle`]) instead of [`Stream`]s.
     pub fn token_emitted(&self, h: Handle, n: u32) -> Result<()> {
@@ -902,6 +1158,8 @@ impl Registry {
             itl_max_ns: info.itl_max_ns,
             stalls: info.stalls,
             preemptions: info.preemptions,
+            last_stall_cause: (info.stalls > 0 && info.last_stall_cause >= 0)
+                .then_some(StallCause(info.last_stall_cause)),
         })
     }
 
@@ -991,6 +1249,9 @@ pub struct SeqInfo {
     pub stalls: u32,
     /// PREEMPTED marks so far.
     pub preemptions: u32,
+    /// The cause of its latest stall (1.2), `None` while it has none: e.g.
+    /// to log it with the request.
+    pub last_stall_cause: Option<StallCause>,
 }
 
 // ------------------------------------------------------------- streams
@@ -1051,6 +1312,20 @@ impl Stream {
     pub fn annotate(&mut self, prompt_tokens: u32, prefix_hit: Option<bool>) -> Result<()> {
         // SAFETY: valid registry.
         check(unsafe { ffi::ttft_annotate(self.reg.raw(), self.seq, prompt_tokens, prefix_arg(prefix_hit)) })
+    }
+
+    /// Details learned after begin, with the prefix-cache reuse as counts
+    /// (1.2): `cached_tokens` of the `prompt_tokens` of the prompt were
+    /// served from the prefix cache. Sets the prompt band and the
+    /// [`PrefixBand`]: MISS below [`Config::prefix_hit_min_tokens`], PARTIAL
+    /// below half the prompt, HIT otherwise. Call it where the server
+    /// computes the reuse (when the prompt starts). Allowed until the first
+    /// token (a later call overrides an earlier one; [`Error::Range`] after
+    /// the first token); [`Error::InvalidArgument`] for `prompt_tokens` 0 or
+    /// `cached_tokens > prompt_tokens`; [`Error::Stale`] once ended.
+    pub fn annotate_cached(&mut self, prompt_tokens: u32, cached_tokens: u32) -> Result<()> {
+        // SAFETY: valid registry.
+        check(unsafe { ffi::ttft_annotate_cached(self.reg.raw(), self.seq, prompt_tokens, cached_tokens) })
     }
 
     /// What the stream looks like right now.
@@ -1156,6 +1431,24 @@ impl SharedStream {
         check(unsafe {
             ffi::ttft_annotate(self.inner.reg.raw(), self.inner.seq, prompt_tokens, prefix_arg(prefix_hit))
         })
+    }
+
+    /// Prefix-cache reuse as counts (see [`Stream::annotate_cached`]).
+    pub fn annotate_cached(&self, prompt_tokens: u32, cached_tokens: u32) -> Result<()> {
+        // SAFETY: valid registry.
+        check(unsafe { ffi::ttft_annotate_cached(self.inner.reg.raw(), self.inner.seq, prompt_tokens, cached_tokens) })
+    }
+
+    /// Marks a phase at `t_ns` (not 0).
+    pub fn mark_at(&self, phase: Phase, t_ns: u64) -> Result<()> {
+        let t = t_arg(t_ns)?;
+        // SAFETY: valid registry.
+        check(unsafe { ffi::ttft_mark(self.inner.reg.raw(), self.inner.seq, phase.0, t) })
+    }
+
+    /// What the stream looks like right now.
+    pub fn stats(&self) -> Result<SeqInfo> {
+        self.inner.reg.seq_stats(self.handle())
     }
 
     /// Ends the stream now. [`Error::Stale`] when a clone ended it first.
@@ -1296,16 +1589,59 @@ impl Snapshot {
         self.class(Class::ALL).attainment()
     }
 
-    /// TTFT observations under a split (index: 0 miss / 1 hit, or a band).
+    /// Observations under a split: TTFT by [`PrefixBand`] or prompt band,
+    /// PREFILL by [`PrefixBand`] ([`Split::PREFILL_BY_PREFIX`]).
     pub fn split_count(&self, split: Split, index: u32) -> u64 {
         // SAFETY: valid snapshot.
         unsafe { ffi::ttft_snapshot_split_count(self.p(), split.0, index) }
     }
 
-    /// TTFT quantile under a split.
+    /// Quantile `q` under a split (see [`Snapshot::split_count`]).
     pub fn split_quantile(&self, split: Split, index: u32, q: f64) -> u64 {
         // SAFETY: valid snapshot.
         unsafe { ffi::ttft_snapshot_split_quantile(self.p(), split.0, index, q) }
+    }
+
+    /// Stalls of every class attributed to `cause` (1.2); over the causes
+    /// they add up to [`Counter::STALLS`]. Snapshots decoded from a 1.0/1.1
+    /// encoding have every stall under [`StallCause::UNKNOWN`].
+    pub fn stalls_by_cause(&self, cause: StallCause) -> u64 {
+        self.class(Class::ALL).stalls_by_cause(cause)
+    }
+
+    /// The stalled time of those stalls, ns: the sum of their whole gaps
+    /// (`ttft_snapshot_stall_seconds_by_cause`, which despite its name
+    /// returns ns; the exported `llm_stall_seconds_total` is this / 1e9).
+    pub fn stalled_ns_by_cause(&self, cause: StallCause) -> u64 {
+        self.class(Class::ALL).stalled_ns_by_cause(cause)
+    }
+
+    /// Every cause the loaded library has, with its stall count and
+    /// stalled ns, over every class.
+    pub fn stall_causes(&self) -> Vec<(StallCause, u64, u64)> {
+        self.class(Class::ALL).stall_causes()
+    }
+
+    /// Engine steps recorded ([`Registry::engine_step`]) that carried
+    /// prefill (`prefill` true) or did not; registry-wide (1.2).
+    pub fn engine_step_count(&self, prefill: bool) -> u64 {
+        // SAFETY: valid snapshot.
+        unsafe { ffi::ttft_snapshot_engine_step_count(self.p(), prefill as c_int) }
+    }
+
+    /// Quantile `q` in [0, 1] of those steps' durations, ns (nearest rank,
+    /// within 0.5 %); 0 when there are none or q is outside [0, 1]. The p99
+    /// with prefill against without is what a prompt joining the batch
+    /// costs the decodes.
+    pub fn engine_step_quantile(&self, prefill: bool, q: f64) -> u64 {
+        // SAFETY: valid snapshot.
+        unsafe { ffi::ttft_snapshot_engine_step_quantile(self.p(), prefill as c_int, q) }
+    }
+
+    /// The sum of those steps' durations, ns.
+    pub fn engine_step_sum(&self, prefill: bool) -> u64 {
+        // SAFETY: valid snapshot.
+        unsafe { ffi::ttft_snapshot_engine_step_sum(self.p(), prefill as c_int) }
     }
 
     /// The prompt-length bands as `[lo, hi)` in tokens (the last `hi` is `u32::MAX`).
@@ -1499,6 +1835,21 @@ impl<'s> ClassView<'s> {
         let a = unsafe { ffi::ttft_snapshot_attainment(self.snap.p(), self.class.0) };
         (a >= 0.0).then_some(a)
     }
+    /// Stalls of the class attributed to `cause` (1.2).
+    pub fn stalls_by_cause(&self, cause: StallCause) -> u64 {
+        // SAFETY: valid snapshot.
+        unsafe { ffi::ttft_snapshot_stalls_by_cause(self.snap.p(), self.class.0, cause.0) }
+    }
+    /// The stalled time of those stalls, ns (the whole gap of each).
+    #[doc(alias = "ttft_snapshot_stall_seconds_by_cause")]
+    pub fn stalled_ns_by_cause(&self, cause: StallCause) -> u64 {
+        // SAFETY: valid snapshot.
+        unsafe { ffi::ttft_snapshot_stall_seconds_by_cause(self.snap.p(), self.class.0, cause.0) }
+    }
+    /// Every cause the loaded library has, with its stall count and stalled ns.
+    pub fn stall_causes(&self) -> Vec<(StallCause, u64, u64)> {
+        StallCause::all().into_iter().map(|c| (c, self.stalls_by_cause(c), self.stalled_ns_by_cause(c))).collect()
+    }
     /// The streams of this class that ended with `st`.
     pub fn status(&self, st: Status) -> StatusView<'s> {
         StatusView { snap: self.snap, class: self.class, status: st }
@@ -1524,6 +1875,21 @@ impl StatusView<'_> {
     pub fn quantile(&self, m: Metric, q: f64) -> u64 {
         // SAFETY: valid snapshot.
         unsafe { ffi::ttft_snapshot_status_quantile(self.snap.p(), self.class.0, self.status.0, m.0, q) }
+    }
+    /// Sum of `m` (ns; tokens for OUTPUT_TOKENS), exact below 2^64 and
+    /// `u64::MAX` above (the library keeps it 128 bits wide); 0 for other
+    /// metrics or an empty view (1.2).
+    pub fn sum(&self, m: Metric) -> u64 {
+        // SAFETY: valid snapshot.
+        unsafe { ffi::ttft_snapshot_status_sum(self.snap.p(), self.class.0, self.status.0, m.0) }
+    }
+    /// Mean of `m`: the whole sum over the count (exact to double
+    /// rounding); with [`Status::COMPLETED`] and [`Metric::TTFT`] the
+    /// "mean TTFT" of completed requests that client benchmarks print.
+    /// 0.0 for other metrics or an empty view (1.2).
+    pub fn mean(&self, m: Metric) -> f64 {
+        // SAFETY: valid snapshot.
+        unsafe { ffi::ttft_snapshot_status_mean(self.snap.p(), self.class.0, self.status.0, m.0) }
     }
 }
 

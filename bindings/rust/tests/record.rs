@@ -157,12 +157,16 @@ fn errors_mirror_the_c_codes() {
     // an unknown class is an invalid request, not a full table (no drop counted)
     assert_eq!(r.begin_with(&Request::new().class(Class(7))).unwrap_err(), Error::InvalidArgument);
     assert_eq!(r.snapshot().unwrap().counter(Counter::DROPPED), 0);
-    assert_eq!(Registry::with_config(&Config::new().max_inflight(0)).unwrap_err(), Error::InvalidArgument);
-    assert_eq!(Registry::with_config(&Config::new().label("bad name", "x")).unwrap_err(), Error::InvalidArgument);
-    assert_eq!(
-        Registry::with_config(&Config::new().prompt_band_edges(&[500, 100])).unwrap_err(),
-        Error::InvalidArgument
-    );
+    // a refused configuration is EINVAL with the library's reason (tests/v12.rs has the reasons)
+    for bad in [
+        Config::new().max_inflight(0),
+        Config::new().label("bad name", "x"),
+        Config::new().prompt_band_edges(&[500, 100]),
+    ] {
+        let e = Registry::with_config(&bad).unwrap_err();
+        assert!(matches!(e, Error::InvalidConfig(ref why) if !why.is_empty()), "{e:?}");
+        assert_eq!(e.code(), Error::InvalidArgument.code());
+    }
     assert_eq!(Snapshot::decode(b"not a snapshot").unwrap_err(), Error::Corrupt);
     assert_eq!(Snapshot::decode_base64("!!!!").unwrap_err(), Error::Corrupt);
     let full = Registry::with_config(&Config::new().max_classes(2)).unwrap();
