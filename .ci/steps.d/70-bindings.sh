@@ -31,7 +31,7 @@ echo "-- Rust: $(cargo --version), cargo test against $BUILD/libttft.so"
  fi
  grep -E "^test result" "$tmp/cargo-test.log"
  out="$(TTFT_LIB_DIR="$BUILD" cargo run --offline --locked --quiet --example server)"
- echo "$out" | grep -E "^(scraped|chat:)"
+ echo "$out" | grep -E "^(scraped|chat:|engine:)"
  echo "$out" | grep -E "^scraped :[0-9]+/metrics: [0-9]+ bytes, [0-9]+ series$" >/dev/null
  echo "$out" | grep -E "^chat: TTFT p99 [0-9]+ ns over 201 streams \(160 completed\)" >/dev/null
  echo "$out" | grep -E "^engine: 32 steps \(1 with prefill\)" >/dev/null
@@ -74,7 +74,8 @@ echo "-- Go: $(go version), go vet + go test against $BUILD/libttft.so"
  PKG_CONFIG_PATH="$pcdir" CGO_LDFLAGS="-Wl,-rpath,$(dirname "$pcdir")" go build -o "$tmp/go-server" ./examples/server
  "$tmp/go-server" > "$tmp/go-server.out"
  ldd "$tmp/go-server" | grep -F "$prefix/" >/dev/null || { echo "the Go example did not link the installed libttft" >&2; exit 1; }
- grep -E "^(scraped|chat:)" "$tmp/go-server.out"
+ grep -E "^(scraped|chat:|engine:)" "$tmp/go-server.out"
  grep -E "^scraped :[0-9]+/metrics: [0-9]+ bytes, [0-9]+ series$" "$tmp/go-server.out" >/dev/null
- grep -E "^chat: TTFT p99 [0-9]+ ns over 200 streams \(160 completed\)" "$tmp/go-server.out" >/dev/null)
+ grep -E "^chat: TTFT p99 [0-9]+ ns over 200 streams \(160 completed\)" "$tmp/go-server.out" >/dev/null
+ grep -E "^engine: 32 steps \(1 with prefill\)" "$tmp/go-server.out" >/dev/null)
 echo "-- Go: ok"

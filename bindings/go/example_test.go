@@ -1,6 +1,7 @@
 package ttft_test
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -90,4 +91,48 @@ func ExampleErrno() {
 	// Output:
 	// true TTFT_ESTALE
 	// stale or unknown sequence handle (stream already ended?)
+}
+
+// An engine loop reports each iteration when it ends, before the tokens it
+// produced: a stall then says why it happened. Here a 300 ms step that
+// carried another request's prompt delays a decoding stream.
+func ExampleRegistry_EngineStep() {
+	reg, _ := ttft.New(&ttft.Config{StallThreshold: 100 * time.Millisecond})
+	defer reg.Close()
+	const ms = uint64(time.Millisecond)
+	t := uint64(1_000_000_000)
+	s, _ := reg.BeginAt(t)
+	for i := 0; i < 5; i++ { // 20 ms decode steps, a token after each
+		reg.EngineStepAt(&ttft.StepInfo{DecodeSeqs: 1}, t, t+20*ms)
+		t += 20 * ms
+		s.TokenAt(1, t)
+	}
+	reg.EngineStepAt(&ttft.StepInfo{DecodeSeqs: 1, PrefillTokens: 8192}, t, t+300*ms)
+	t += 300 * ms
+	s.TokenAt(1, t)
+	info, _ := s.Stats()
+	fmt.Println("latest stall:", info.LastStallCause.Name())
+	s.EndAt(ttft.Completed, t)
+	snap, _ := reg.Snapshot()
+	defer snap.Close()
+	for _, c := range snap.StallCauses() {
+		if c.Stalls > 0 {
+			fmt.Printf("%s: %d stall, %d ms stalled\n", c.Cause.Name(), c.Stalls, c.StalledNs/ms)
+		}
+	}
+	fmt.Println("steps with prefill:", snap.EngineStepCount(true), "without:", snap.EngineStepCount(false))
+	// Output:
+	// latest stall: prefill
+	// prefill: 1 stall, 300 ms stalled
+	// steps with prefill: 1 without: 5
+}
+
+// A configuration the library refuses says why.
+func ExampleCheckConfig() {
+	err := ttft.CheckConfig(&ttft.Config{Labels: []ttft.Label{{Name: "view", Value: "user"}}})
+	fmt.Println(errors.Is(err, ttft.ErrInvalid))
+	fmt.Println(err)
+	// Output:
+	// true
+	// ttft: invalid configuration: const_labels[0].name "view" is reserved (the exporters write it; see TTFT_RESERVED_LABELS)
 }

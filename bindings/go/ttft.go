@@ -34,7 +34,9 @@ import "C"
 
 import (
 	"errors"
+	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -144,6 +146,10 @@ const (
 	CounterPreemptions  Counter = 11 // PREEMPTED marks
 	CounterNoTPOT       Counter = 12 // ended streams with fewer than two tokens
 	CounterStale        Counter = 13 // hook calls rejected with ErrStale
+	// CounterSLOJudged counts the ended streams the SLO judges: every
+	// completed and failed stream, and a cancelled one only when it had
+	// already missed a budget. Attainment = CounterSLOMet / CounterSLOJudged.
+	CounterSLOJudged Counter = 14
 )
 
 // Name is the library's lower-case name ("begun", ...), "" if unknown to it.
@@ -201,7 +207,8 @@ type Phase int32
 // Phases.
 const (
 	PhaseScheduled Phase = 0 // first admission by the scheduler: prefill starts
-	PhasePreempted Phase = 1 // evicted from the batch (counted)
+	PhasePreempted Phase = 1 // evicted from the batch (counted); a stall it opens is StallPreempted
+	PhaseResumed   Phase = 2 // back in the batch after PhasePreempted (1.2; not counted)
 )
 
 // Gauge is a value read at snapshot time (ttft_gauge).
@@ -215,14 +222,93 @@ const (
 	GaugeCoarse     Gauge = 3 // observations binned by power of two only (memory limit)
 )
 
-// Split is a TTFT split (ttft_split).
+// Split is a split of TTFT (or PREFILL) by a key known at the request
+// (ttft_split).
 type Split int32
 
 // Splits.
 const (
-	SplitPrefixCache Split = 0 // index 0 = prefix-cache miss, 1 = hit
-	SplitPromptBand  Split = 1 // index = prompt-length band
+	SplitPrefixCache Split = 0 // TTFT by prefix-cache band: index = PrefixBand
+	SplitPromptBand  Split = 1 // TTFT by prompt-length band: index = band
+	// SplitPrefillByPrefix is PREFILL (first token - SCHEDULED mark) by
+	// prefix-cache band (1.2), index = PrefixBand: "a hit prefills faster
+	// but queues longer" is visible.
+	SplitPrefillByPrefix Split = 2
 )
+
+// PrefixBand is how much of a prompt the prefix cache served
+// (ttft_prefix_band, 1.2), the index of SplitPrefixCache and
+// SplitPrefillByPrefix. Stream.AnnotateCached sets it: PrefixBandMiss when
+// fewer than Config.PrefixHitMinTokens (default 16) tokens were cached,
+// PrefixBandPartial when fewer than half the prompt, PrefixBandHit
+// otherwise; Annotate's PrefixHit / PrefixMiss are PrefixBandHit / Miss.
+type PrefixBand uint32
+
+// Prefix-cache bands.
+const (
+	PrefixBandMiss    PrefixBand = 0 // fewer cached tokens than PrefixHitMinTokens
+	PrefixBandHit     PrefixBand = 1 // at least half the prompt cached
+	PrefixBandPartial PrefixBand = 2 // cached, but less than half the prompt
+)
+
+// StallCause is why a stall (an ITL gap above the class's stall budget)
+// happened (ttft_stall_cause, 1.2). Every stall gets exactly one;
+// docs/metrics.md has the rule and its precedence.
+type StallCause int32
+
+// Stall causes.
+const (
+	// NoStallCause is SeqInfo.LastStallCause of a stream without a stall.
+	NoStallCause StallCause = -1
+	// StallUnknown: no engine step ended inside the gap (the server does
+	// not call Registry.EngineStep).
+	StallUnknown StallCause = 0
+	// StallPrefill: a step in the gap carried prefill (another request's
+	// prompt) and was longer than the stream's usual step.
+	StallPrefill StallCause = 1
+	// StallPreempted: the stream was marked PhasePreempted in the first
+	// half of the gap.
+	StallPreempted StallCause = 2
+	// StallNotScheduled: steps ran, without this stream.
+	StallNotScheduled StallCause = 3
+	// StallEngineIdle: no step ran during most of the gap (a host stall,
+	// GC, a frozen process).
+	StallEngineIdle StallCause = 4
+)
+
+// Name is the library's name ("unknown", "prefill", "preempted",
+// "not_scheduled", "engine_idle": the cause label of llm_stalls_total),
+// "" for a value the loaded library does not know.
+func (c StallCause) Name() string { return goString(C.ttft_stall_cause_name(C.ttft_stall_cause(c))) }
+
+// AllStallCauses lists every cause the loaded library has (asked from it).
+func AllStallCauses() []StallCause {
+	var out []StallCause
+	for c := StallCause(0); c.Name() != ""; c++ {
+		out = append(out, c)
+	}
+	return out
+}
+
+// ReservedLabels are the label names the exporters write themselves
+// (TTFT_RESERVED_LABELS): a constant label (Config.Labels) may not use
+// them, nor any name starting with "__" (Prometheus reserves those).
+// CheckConfig names the offending label.
+var ReservedLabels = []string{"class", "model", "status", "le", "quantile", "start_point", "token_point",
+	"version", "slo", "prefix_cache", "prompt_tokens", "view", "kind", "window"}
+
+// IsReservedLabel reports whether name may not be a constant label's name.
+func IsReservedLabel(name string) bool {
+	if strings.HasPrefix(name, "__") {
+		return true
+	}
+	for _, r := range ReservedLabels {
+		if r == name {
+			return true
+		}
+	}
+	return false
+}
 
 // Clock is the clock behind "now" (ttft_clock).
 type Clock int32
@@ -330,7 +416,10 @@ type Config struct {
 	NativeSchema      *int                // native bucket schema -4..8 (nil = 7)
 	ExportIdleClasses bool                // export classes that never saw a begin
 	MemoryLimit       uint64              // bytes of histogram buckets (default 256 MiB)
-	Classes           []ClassConfig       // added in order: the first gets id 1
+	// PrefixHitMinTokens: fewer cached tokens than this is a prefix-cache
+	// miss in Stream.AnnotateCached (1.2; 0 = the default, 16).
+	PrefixHitMinTokens uint32
+	Classes            []ClassConfig // added in order: the first gets id 1
 }
 
 // ---------------------------------------------------------------- registry
@@ -344,15 +433,47 @@ type Registry struct {
 	classes atomic.Int32 // ids 0 .. classes-1 exist
 }
 
-// New creates a registry (nil cfg = defaults) and adds cfg.Classes.
-// ErrInvalid when the library refuses the configuration.
-func New(cfg *Config) (*Registry, error) {
-	if VersionNumber()/10000 != ABIMajor {
-		return nil, ErrNotSupported
-	}
+// ConfigError is a configuration the library refuses, with the one-line
+// reason ttft_config_check gives (naming the field, its value and the
+// rule), e.g. `const_labels[0].name "view" is reserved (the exporters write
+// it; see TTFT_RESERVED_LABELS)`. It wraps ErrInvalid, so
+// errors.Is(err, ErrInvalid) holds; errors.As gives the reason.
+type ConfigError struct {
+	Reason string // the library's one-line reason
+}
+
+// Error is "ttft: invalid configuration: " and the reason.
+func (e *ConfigError) Error() string { return "ttft: invalid configuration: " + e.Reason }
+
+// Unwrap is ErrInvalid (TTFT_EINVAL), the code the library returns.
+func (e *ConfigError) Unwrap() error { return ErrInvalid }
+
+// CheckConfig reports whether the library would accept cfg (nil = the
+// defaults), without creating a registry (ttft_config_check): nil, or a
+// *ConfigError with the reason. cfg.Classes are checked when New adds them.
+func CheckConfig(cfg *Config) error {
 	if cfg == nil {
 		cfg = &Config{}
 	}
+	return withCConfig(cfg, checkC)
+}
+
+func checkC(c *C.ttft_config) error {
+	var why [512]C.char
+	// Go memory without Go pointers, written during the call only: allowed.
+	rc := C.ttft_config_check(c, &why[0], C.size_t(len(why)))
+	if rc == 0 {
+		return nil
+	}
+	if reason := C.GoString(&why[0]); reason != "" {
+		return &ConfigError{reason}
+	}
+	return Errno(rc)
+}
+
+// withCConfig builds the C configuration of cfg (its strings and arrays in
+// C memory, freed when f returns) and calls f with it.
+func withCConfig(cfg *Config, f func(c *C.ttft_config) error) error {
 	var c C.ttft_config
 	// cgo compiles against the real header: init fills exactly this struct.
 	C.ttft_config_init(&c)
@@ -362,7 +483,11 @@ func New(cfg *Config) (*Registry, error) {
 			C.free(p)
 		}
 	}()
-	cstr := func(s string) *C.char {
+	var nul error
+	cstr := func(field, s string) *C.char {
+		if strings.IndexByte(s, 0) >= 0 && nul == nil {
+			nul = &ConfigError{fmt.Sprintf("%s %q contains a NUL byte", field, s)}
+		}
 		p := C.CString(s)
 		frees = append(frees, unsafe.Pointer(p))
 		return p
@@ -381,16 +506,16 @@ func New(cfg *Config) (*Registry, error) {
 	}
 	c.clock = C.ttft_clock(cfg.Clock)
 	if cfg.StartPoint != "" {
-		c.start_point = cstr(cfg.StartPoint)
+		c.start_point = cstr("start_point", cfg.StartPoint)
 	}
 	if cfg.TokenPoint != "" {
-		c.token_point = cstr(cfg.TokenPoint)
+		c.token_point = cstr("token_point", cfg.TokenPoint)
 	}
 	if cfg.Model != "" {
-		c.model = cstr(cfg.Model)
+		c.model = cstr("model", cfg.Model)
 	}
 	if cfg.Namespace != "" {
-		c.metric_namespace = cstr(cfg.Namespace)
+		c.metric_namespace = cstr("metric_namespace", cfg.Namespace)
 	}
 	if n := len(cfg.Labels); n > 0 {
 		// C memory: a struct handed to C must not hold Go pointers.
@@ -398,15 +523,16 @@ func New(cfg *Config) (*Registry, error) {
 		frees = append(frees, p)
 		labels := unsafe.Slice((*C.ttft_label)(p), n)
 		for i, l := range cfg.Labels {
-			labels[i].name = cstr(l.Name)
-			labels[i].value = cstr(l.Value)
+			labels[i].name = cstr(fmt.Sprintf("const_labels[%d].name", i), l.Name)
+			labels[i].value = cstr(fmt.Sprintf("const_labels[%d].value", i), l.Value)
 		}
 		c.const_labels = (*C.ttft_label)(p)
 		c.n_const_labels = C.uint32_t(n)
 	}
 	if cfg.PromptBandEdges != nil {
 		if len(cfg.PromptBandEdges) > len(c.prompt_band_edges) {
-			return nil, ErrInvalid
+			return &ConfigError{fmt.Sprintf("prompt_band_edges: %d edges, at most %d (TTFT_MAX_BANDS - 1)",
+				len(cfg.PromptBandEdges), len(c.prompt_band_edges))}
 		}
 		for i, e := range cfg.PromptBandEdges {
 			c.prompt_band_edges[i] = C.uint32_t(e)
@@ -415,7 +541,8 @@ func New(cfg *Config) (*Registry, error) {
 	}
 	for m, bounds := range cfg.PromBuckets {
 		if m < 0 || int(m) >= len(c.prom_buckets) {
-			return nil, ErrInvalid
+			return &ConfigError{fmt.Sprintf("prom_buckets: metric %d has no configurable buckets (metrics 0..%d)",
+				m, len(c.prom_buckets)-1)}
 		}
 		if len(bounds) == 0 {
 			continue
@@ -444,9 +571,40 @@ func New(cfg *Config) (*Registry, error) {
 	if cfg.MemoryLimit != 0 {
 		c.memory_limit = C.uint64_t(cfg.MemoryLimit)
 	}
-	r := C.ttft_registry_new(&c)
-	if r == nil {
-		return nil, ErrInvalid
+	if cfg.PrefixHitMinTokens != 0 {
+		c.prefix_hit_min_tokens = C.uint32_t(cfg.PrefixHitMinTokens)
+	}
+	if nul != nil {
+		return nul
+	}
+	return f(&c)
+}
+
+// New creates a registry (nil cfg = defaults) and adds cfg.Classes. A
+// configuration the library refuses is a *ConfigError with the library's
+// reason (errors.Is(err, ErrInvalid) holds); ErrNoMem when it is valid and
+// memory is short; class errors as AddClass.
+func New(cfg *Config) (*Registry, error) {
+	if VersionNumber()/10000 != ABIMajor {
+		return nil, ErrNotSupported
+	}
+	if cfg == nil {
+		cfg = &Config{}
+	}
+	var r *C.ttft_registry
+	err := withCConfig(cfg, func(c *C.ttft_config) error {
+		if err := checkC(c); err != nil {
+			return err
+		}
+		// ttft_registry_new refuses exactly what ttft_config_check refuses;
+		// past it only memory can be short.
+		if r = C.ttft_registry_new(c); r == nil {
+			return ErrNoMem
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	reg := &Registry{r: r}
 	reg.classes.Store(1)
@@ -636,6 +794,67 @@ func (r *Registry) step(handles []Handle, nTokens []uint32, t C.uint64_t) (int, 
 	return checkLong(rc)
 }
 
+// StepInfo describes one engine iteration of a continuous-batching server
+// (ttft_step_info, 1.2) for Registry.EngineStep. The zero value is a step
+// with no prefill.
+type StepInfo struct {
+	PrefillTokens uint32 // prompt tokens processed in the step, any request (> 0: it carried prefill)
+	DecodeSeqs    uint32 // sequences that decoded a token in the step
+	PreemptedSeqs uint32 // sequences preempted in the step
+	Kind          uint32 // free for the server (0 = unspecified)
+}
+
+// EngineStep records one engine iteration that ran from tStartNs until now
+// (1.2). Call it once per iteration when it ends, BEFORE the tokens it
+// produced are recorded (StepEmitted, Token), with the same clock as the
+// token hooks; info nil = an iteration with no prefill. It records the
+// step's duration in the registry-wide engine-step histogram and keeps the
+// step so that stalls get a cause (StallCause); a server that never calls
+// it loses nothing (its stalls are StallUnknown). Steps are registry-wide:
+// one registry per engine loop. ErrInvalid for tStartNs 0.
+func (r *Registry) EngineStep(info *StepInfo, tStartNs uint64) error {
+	defer runtime.KeepAlive(r) // no finalizer may close r during the call
+	t0, err := tArg(tStartNs)
+	if err != nil {
+		return err
+	}
+	return r.engineStep(info, t0, 0)
+}
+
+// EngineStepAt is EngineStep with both ends given (not 0; an end before the
+// start is clamped to it), e.g. from CUDA events or a replayed trace.
+func (r *Registry) EngineStepAt(info *StepInfo, tStartNs, tEndNs uint64) error {
+	defer runtime.KeepAlive(r) // no finalizer may close r during the call
+	t0, err := tArg(tStartNs)
+	if err != nil {
+		return err
+	}
+	t1, err := tArg(tEndNs)
+	if err != nil {
+		return err
+	}
+	return r.engineStep(info, t0, t1)
+}
+
+func (r *Registry) engineStep(info *StepInfo, t0, t1 C.uint64_t) error {
+	defer runtime.KeepAlive(r) // no finalizer may close r during the call
+	if err := r.live(); err != nil {
+		return err
+	}
+	if info == nil {
+		return check(C.ttft_engine_step(r.r, nil, t0, t1))
+	}
+	// Filled here, not by ttft_step_info_init: struct_size is the size
+	// this package was compiled with, which the library accepts.
+	var c C.ttft_step_info
+	c.struct_size = C.size_t(unsafe.Sizeof(c))
+	c.prefill_tokens = C.uint32_t(info.PrefillTokens)
+	c.decode_seqs = C.uint32_t(info.DecodeSeqs)
+	c.preempted_seqs = C.uint32_t(info.PreemptedSeqs)
+	c.kind = C.uint32_t(info.Kind)
+	return check(C.ttft_engine_step(r.r, &c, t0, t1))
+}
+
 // TokenEmitted records n tokens of the stream with handle h now (for
 // engines that keep handles rather than *Stream values).
 func (r *Registry) TokenEmitted(h Handle, n uint32) error {
@@ -669,6 +888,9 @@ type SeqInfo struct {
 	ITLMaxNs    uint64 // its worst gap (exact)
 	Stalls      uint32 // stall gaps so far
 	Preemptions uint32 // PREEMPTED marks so far
+	// LastStallCause is the cause of its latest stall (1.2), NoStallCause
+	// while it has none: e.g. to log it with the request.
+	LastStallCause StallCause
 }
 
 // SeqStats describes the live stream h; ErrStale once it ended.
@@ -684,7 +906,14 @@ func (r *Registry) SeqStats(h Handle) (SeqInfo, error) {
 	}
 	return SeqInfo{Class(i.class_id), uint32(i.emissions), uint64(i.tokens), uint64(i.t_begin_ns),
 		uint64(i.t_last_ns), uint64(i.ttft_ns), uint64(i.itl_p50_ns), uint64(i.itl_p95_ns),
-		uint64(i.itl_max_ns), uint32(i.stalls), uint32(i.preemptions)}, nil
+		uint64(i.itl_max_ns), uint32(i.stalls), uint32(i.preemptions), lastCause(i)}, nil
+}
+
+func lastCause(i C.ttft_seq_info) StallCause {
+	if i.stalls == 0 || i.last_stall_cause < 0 {
+		return NoStallCause
+	}
+	return StallCause(i.last_stall_cause)
 }
 
 // Snapshot copies everything recorded so far (never stops the hooks).
@@ -832,6 +1061,21 @@ func (s *Stream) Annotate(promptTokens uint32, prefix Prefix) error {
 	return s.rc(C.ttft_annotate(s.reg.r, s.seq, C.uint32_t(promptTokens), prefix.c()))
 }
 
+// AnnotateCached records the prefix-cache reuse as counts (1.2):
+// cachedTokens of the promptTokens of the prompt were served from the
+// prefix cache. It sets the prompt band and the PrefixBand (miss below
+// Config.PrefixHitMinTokens, partial below half the prompt, hit
+// otherwise). Call it where the server computes the reuse (when the prompt
+// starts). Allowed until the first token (a later call overrides an
+// earlier one; ErrRange after the first token); ErrInvalid for promptTokens
+// 0 or cachedTokens > promptTokens; ErrStale once ended.
+func (s *Stream) AnnotateCached(promptTokens, cachedTokens uint32) error {
+	if err := s.reg.live(); err != nil {
+		return err
+	}
+	return s.rc(C.ttft_annotate_cached(s.reg.r, s.seq, C.uint32_t(promptTokens), C.uint32_t(cachedTokens)))
+}
+
 // Stats describes the stream right now.
 func (s *Stream) Stats() (SeqInfo, error) {
 	i, err := s.reg.SeqStats(s.Handle())
@@ -968,13 +1212,68 @@ func (s *Snapshot) Status(st Status) StatusView { return StatusView{s, ClassAll,
 // nothing ended.
 func (s *Snapshot) Attainment() (a float64, ok bool) { return s.Class(ClassAll).Attainment() }
 
-// SplitCount is the number of TTFT observations under a split index.
+// StallsByCause is the number of stalls of every class attributed to
+// cause (1.2); over the causes they add up to CounterStalls. Snapshots
+// decoded from a 1.0/1.1 encoding have every stall under StallUnknown.
+func (s *Snapshot) StallsByCause(cause StallCause) uint64 {
+	return s.Class(ClassAll).StallsByCause(cause)
+}
+
+// StalledNsByCause is the stalled time of those stalls in ns, the sum of
+// their whole gaps (ttft_snapshot_stall_seconds_by_cause, which despite
+// its name returns ns; llm_stall_seconds_total is this / 1e9).
+func (s *Snapshot) StalledNsByCause(cause StallCause) uint64 {
+	return s.Class(ClassAll).StalledNsByCause(cause)
+}
+
+// StallCauses lists every cause the loaded library has with its stall
+// count and stalled ns, over every class.
+func (s *Snapshot) StallCauses() []CauseStat { return s.Class(ClassAll).StallCauses() }
+
+// CauseStat is the stalls of one cause and their stalled time.
+type CauseStat struct {
+	Cause     StallCause
+	Stalls    uint64 // stalls attributed to Cause
+	StalledNs uint64 // the sum of their gaps, ns
+}
+
+func cbool(b bool) C.int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// EngineStepCount is the number of engine steps recorded (Registry.EngineStep)
+// that carried prefill (prefill true) or did not; registry-wide (1.2).
+func (s *Snapshot) EngineStepCount(prefill bool) uint64 {
+	defer runtime.KeepAlive(s)
+	return uint64(C.ttft_snapshot_engine_step_count(s.p, cbool(prefill)))
+}
+
+// EngineStepQuantile is quantile q in [0, 1] of those steps' durations, ns
+// (nearest rank, within 0.5 %); 0 when there are none or q is out of range.
+// With prefill against without, it is what a prompt joining the batch
+// costs the decodes.
+func (s *Snapshot) EngineStepQuantile(prefill bool, q float64) uint64 {
+	defer runtime.KeepAlive(s)
+	return uint64(C.ttft_snapshot_engine_step_quantile(s.p, cbool(prefill), C.double(q)))
+}
+
+// EngineStepSum is the sum of those steps' durations, ns.
+func (s *Snapshot) EngineStepSum(prefill bool) uint64 {
+	defer runtime.KeepAlive(s)
+	return uint64(C.ttft_snapshot_engine_step_sum(s.p, cbool(prefill)))
+}
+
+// SplitCount is the number of observations under a split index: TTFT by
+// PrefixBand or prompt band, PREFILL by PrefixBand (SplitPrefillByPrefix).
 func (s *Snapshot) SplitCount(sp Split, index uint32) uint64 {
 	defer runtime.KeepAlive(s)
 	return uint64(C.ttft_snapshot_split_count(s.p, C.ttft_split(sp), C.uint(index)))
 }
 
-// SplitQuantile is a TTFT quantile under a split index.
+// SplitQuantile is quantile q under a split index (see SplitCount).
 func (s *Snapshot) SplitQuantile(sp Split, index uint32, q float64) uint64 {
 	defer runtime.KeepAlive(s)
 	return uint64(C.ttft_snapshot_split_quantile(s.p, C.ttft_split(sp), C.uint(index), C.double(q)))
@@ -1199,6 +1498,29 @@ func (v ClassView) Attainment() (a float64, ok bool) {
 	return x, x >= 0
 }
 
+// StallsByCause is the number of the class's stalls attributed to cause (1.2).
+func (v ClassView) StallsByCause(cause StallCause) uint64 {
+	defer runtime.KeepAlive(v.s)
+	return uint64(C.ttft_snapshot_stalls_by_cause(v.s.p, C.int(v.c), C.ttft_stall_cause(cause)))
+}
+
+// StalledNsByCause is the stalled time of those stalls, ns (the whole gap
+// of each; ttft_snapshot_stall_seconds_by_cause).
+func (v ClassView) StalledNsByCause(cause StallCause) uint64 {
+	defer runtime.KeepAlive(v.s)
+	return uint64(C.ttft_snapshot_stall_seconds_by_cause(v.s.p, C.int(v.c), C.ttft_stall_cause(cause)))
+}
+
+// StallCauses lists every cause the loaded library has with the class's
+// stall count and stalled ns.
+func (v ClassView) StallCauses() []CauseStat {
+	var out []CauseStat
+	for _, c := range AllStallCauses() {
+		out = append(out, CauseStat{c, v.StallsByCause(c), v.StalledNsByCause(c)})
+	}
+	return out
+}
+
 // Status is the view of the class's streams that ended with st.
 func (v ClassView) Status(st Status) StatusView { return StatusView{v.s, v.c, st} }
 
@@ -1220,6 +1542,22 @@ func (v StatusView) Count(m Metric) uint64 {
 func (v StatusView) Quantile(m Metric, q float64) uint64 {
 	defer runtime.KeepAlive(v.s)
 	return uint64(C.ttft_snapshot_status_quantile(v.s.p, C.int(v.c), C.ttft_status(v.st), C.ttft_metric(m), C.double(q)))
+}
+
+// Sum of m (ns; tokens for OutputTokens), exact below 2^64 and 2^64-1
+// above (the library keeps it 128 bits wide); 0 for other metrics or an
+// empty view (1.2).
+func (v StatusView) Sum(m Metric) uint64 {
+	defer runtime.KeepAlive(v.s)
+	return uint64(C.ttft_snapshot_status_sum(v.s.p, C.int(v.c), C.ttft_status(v.st), C.ttft_metric(m)))
+}
+
+// Mean of m: the whole sum over the count (exact to double rounding); with
+// Completed and MetricTTFT it is the "mean TTFT" of completed requests that
+// client benchmarks print. 0 for other metrics or an empty view (1.2).
+func (v StatusView) Mean(m Metric) float64 {
+	defer runtime.KeepAlive(v.s)
+	return float64(C.ttft_snapshot_status_mean(v.s.p, C.int(v.c), C.ttft_status(v.st), C.ttft_metric(m)))
 }
 
 // ---------------------------------------------------------------- http

@@ -279,7 +279,8 @@ func TestStallsPhasesAnnotateBands(t *testing.T) {
 	ok(t, s.MarkAt(PhasePreempted, t0+46*ms))
 	i := must[SeqInfo](t)(s.Stats())
 	eq(t, "info", SeqInfo{Class: 0, Emissions: 3, Tokens: 3, TBeginNs: t0, TLastNs: t0 + 45*ms,
-		TTFTNs: 10 * ms, ITLP50Ns: i.ITLP50Ns, ITLP95Ns: i.ITLP95Ns, ITLMaxNs: 30 * ms, Stalls: 1, Preemptions: 1}, i)
+		TTFTNs: 10 * ms, ITLP50Ns: i.ITLP50Ns, ITLP95Ns: i.ITLP95Ns, ITLMaxNs: 30 * ms, Stalls: 1, Preemptions: 1,
+		LastStallCause: StallUnknown}, i) // no engine steps: the cause is unknown
 	eq(t, "stalled at +50", 0, must[int](t)(r.StalledAt(t0+50*ms)))
 	eq(t, "stalled at +70", 1, must[int](t)(r.StalledAt(t0+70*ms)))
 	ok(t, s.EndAt(Completed, t0+50*ms))
@@ -522,7 +523,14 @@ func TestConstantsMatchTheHeader(t *testing.T) {
 		"TTFT_COUNTER_ABANDONED": int64(CounterAbandoned), "TTFT_COUNTER_SLO_MET": int64(CounterSLOMet),
 		"TTFT_COUNTER_CLOCK_CLAMPED": int64(CounterClockClamped), "TTFT_COUNTER_PREEMPTIONS": int64(CounterPreemptions),
 		"TTFT_COUNTER_NO_TPOT": int64(CounterNoTPOT), "TTFT_COUNTER_STALE": int64(CounterStale),
-		"TTFT_COMPLETED": int64(Completed), "TTFT_CANCELLED": int64(Cancelled), "TTFT_ERROR": int64(Failed),
+		"TTFT_COUNTER_SLO_JUDGED": int64(CounterSLOJudged), "TTFT_PHASE_RESUMED": int64(PhaseResumed),
+		"TTFT_SPLIT_PREFILL_BY_PREFIX": int64(SplitPrefillByPrefix),
+		"TTFT_PREFIX_MISS":             int64(PrefixBandMiss), "TTFT_PREFIX_HIT": int64(PrefixBandHit),
+		"TTFT_PREFIX_PARTIAL": int64(PrefixBandPartial),
+		"TTFT_STALL_UNKNOWN":  int64(StallUnknown), "TTFT_STALL_PREFILL": int64(StallPrefill),
+		"TTFT_STALL_PREEMPTED": int64(StallPreempted), "TTFT_STALL_NOT_SCHEDULED": int64(StallNotScheduled),
+		"TTFT_STALL_ENGINE_IDLE": int64(StallEngineIdle),
+		"TTFT_COMPLETED":         int64(Completed), "TTFT_CANCELLED": int64(Cancelled), "TTFT_ERROR": int64(Failed),
 		"TTFT_FORMAT_TEXT": int64(FormatText), "TTFT_FORMAT_JSON": int64(FormatJSON),
 		"TTFT_FORMAT_PROMETHEUS": int64(FormatPrometheus), "TTFT_FORMAT_OPENMETRICS": int64(FormatOpenMetrics),
 		"TTFT_FORMAT_PROMETHEUS_PROTOBUF": int64(FormatPrometheusProtobuf),
@@ -540,6 +548,21 @@ func TestConstantsMatchTheHeader(t *testing.T) {
 			t.Errorf("%s: header %v (present %v), Go %d", k, hv, has, v)
 		}
 	}
+	// every value of the enums this package mirrors has a constant here: a
+	// value the header appends (a counter, a phase, a cause...) must be added
+	for k := range header {
+		for _, p := range []string{"TTFT_METRIC_", "TTFT_COUNTER_", "TTFT_PHASE_", "TTFT_FORMAT_", "TTFT_GAUGE_",
+			"TTFT_SPLIT_", "TTFT_CLOCK_", "TTFT_PREFIX_", "TTFT_STALL_"} {
+			if strings.HasPrefix(k, p) && !strings.HasSuffix(k, "COUNT_") && !strings.HasSuffix(k, "_COUNT") {
+				if _, has := ours[k]; !has {
+					t.Errorf("%s is in include/ttft.h but has no constant in package ttft", k)
+				}
+			}
+		}
+	}
+	eq(t, "metrics", header["TTFT_METRIC_COUNT_"], int64(len(AllMetrics())))
+	eq(t, "counters", header["TTFT_COUNTER_COUNT_"], int64(len(AllCounters())))
+	eq(t, "causes", header["TTFT_STALL_CAUSE_COUNT"], int64(len(AllStallCauses())))
 	// every error code in the header has a sentinel here
 	for k, v := range header {
 		if strings.HasPrefix(k, "TTFT_E") && k != "TTFT_E__LAST" && v < 0 {

@@ -1,8 +1,9 @@
 // Command server instruments a small inference server end to end: classes
 // with SLO budgets, request handlers on goroutines (every fifth client goes
 // away early and its stream ends as cancelled), a continuous-batching
-// decode loop that records one call per step, the /metrics endpoint
-// scraped once, and a report.
+// engine loop that reports each iteration (EngineStep: stall causes,
+// prefill's cost on decode) and records its tokens in one call, the
+// /metrics endpoint scraped once, and a report.
 //
 //	go run ./examples/server
 package main
@@ -31,9 +32,9 @@ func handle(reg *ttft.Registry, req ttft.Request, fail bool) (err error) {
 			s.End(ttft.Cancelled)
 		}
 	}()
-	s.Mark(ttft.PhaseScheduled) // admitted: queue time ends
-	s.Annotate(0, ttft.PrefixHit)
-	if err := s.Token(1); err != nil { // the first chunk is on the wire: TTFT
+	s.Mark(ttft.PhaseScheduled)             // admitted: queue time ends
+	s.AnnotateCached(req.PromptTokens, 128) // 128 prompt tokens came from the prefix cache
+	if err := s.Token(1); err != nil {      // the first chunk is on the wire: TTFT
 		return err
 	}
 	if fail {
@@ -86,7 +87,19 @@ func main() {
 		streams = append(streams, s)
 		handles = append(handles, s.Handle())
 	}
+	// Each iteration reports itself when it ends (EngineStep, BEFORE its
+	// tokens are recorded), then one call records the token of every
+	// sequence. The first iteration carries the 16 prompts (prefill).
 	for step := 0; step < 32; step++ {
+		tStart := reg.NowNs()
+		// ... the model's forward pass runs here ...
+		info := ttft.StepInfo{DecodeSeqs: 16}
+		if step == 0 {
+			info.PrefillTokens = 16 * 512
+		}
+		if err := reg.EngineStep(&info, tStart); err != nil {
+			panic(err)
+		}
 		if n, _ := reg.StepEmitted(handles, nil); n != len(handles) {
 			panic("step")
 		}
@@ -128,4 +141,11 @@ func main() {
 	fmt.Printf("chat: TTFT p99 %d ns over %d streams (%d completed); attainment %.3f\n",
 		cv.Quantile(ttft.MetricTTFT, 0.99), cv.Count(ttft.MetricTTFT),
 		cv.Status(ttft.Completed).Count(ttft.MetricTTFT), a)
+	var causes []string
+	for _, c := range snap.StallCauses() {
+		causes = append(causes, fmt.Sprintf("%s=%d", c.Cause.Name(), c.Stalls))
+	}
+	fmt.Printf("engine: %d steps (%d with prefill), p99 %d ns without prefill; stalls by cause: %s; prefill stalled %d ns\n",
+		snap.EngineStepCount(false)+snap.EngineStepCount(true), snap.EngineStepCount(true),
+		snap.EngineStepQuantile(false, 0.99), strings.Join(causes, " "), snap.StalledNsByCause(ttft.StallPrefill))
 }

@@ -1,0 +1,114 @@
+package ttft
+
+// #include "ttft.h"
+import "C"
+
+import "unsafe"
+
+// cgoLayout is cgo's view of the structs and scalar types this package
+// hands to C, in the words of tests/abi/layout.c ("size T", "align T",
+// "offset T F", "sizeof T"). TestStructLayoutMatchesTheHeader compiles and
+// runs layout.c with the C compiler and compares every line with this: cgo
+// and the C compiler must see one header (the -I this package was built
+// with is the library's), and a struct layout.c prints that is not listed
+// here fails the test. (cgo cannot be used in _test.go files, hence here.)
+func cgoLayout() map[string]uintptr {
+	m := map[string]uintptr{}
+	sz := func(t string, size, align uintptr) {
+		m["size "+t] = size
+		m["align "+t] = align
+	}
+	off := func(t, f string, o uintptr) { m["offset "+t+" "+f] = o }
+
+	var l C.ttft_label
+	sz("ttft_label", unsafe.Sizeof(l), unsafe.Alignof(l))
+	off("ttft_label", "name", unsafe.Offsetof(l.name))
+	off("ttft_label", "value", unsafe.Offsetof(l.value))
+
+	var c C.ttft_config
+	sz("ttft_config", unsafe.Sizeof(c), unsafe.Alignof(c))
+	off("ttft_config", "struct_size", unsafe.Offsetof(c.struct_size))
+	off("ttft_config", "max_inflight", unsafe.Offsetof(c.max_inflight))
+	off("ttft_config", "max_threads", unsafe.Offsetof(c.max_threads))
+	off("ttft_config", "max_classes", unsafe.Offsetof(c.max_classes))
+	off("ttft_config", "stall_threshold_ns", unsafe.Offsetof(c.stall_threshold_ns))
+	off("ttft_config", "clock", unsafe.Offsetof(c.clock))
+	off("ttft_config", "start_point", unsafe.Offsetof(c.start_point))
+	off("ttft_config", "token_point", unsafe.Offsetof(c.token_point))
+	off("ttft_config", "model", unsafe.Offsetof(c.model))
+	off("ttft_config", "metric_namespace", unsafe.Offsetof(c.metric_namespace))
+	off("ttft_config", "const_labels", unsafe.Offsetof(c.const_labels))
+	off("ttft_config", "n_const_labels", unsafe.Offsetof(c.n_const_labels))
+	off("ttft_config", "n_prompt_bands", unsafe.Offsetof(c.n_prompt_bands))
+	off("ttft_config", "prompt_band_edges", unsafe.Offsetof(c.prompt_band_edges))
+	off("ttft_config", "prom_buckets", unsafe.Offsetof(c.prom_buckets))
+	off("ttft_config", "prom_n_buckets", unsafe.Offsetof(c.prom_n_buckets))
+	off("ttft_config", "prom_summaries", unsafe.Offsetof(c.prom_summaries))
+	off("ttft_config", "native_histograms", unsafe.Offsetof(c.native_histograms))
+	off("ttft_config", "native_schema", unsafe.Offsetof(c.native_schema))
+	off("ttft_config", "export_idle_classes", unsafe.Offsetof(c.export_idle_classes))
+	off("ttft_config", "memory_limit", unsafe.Offsetof(c.memory_limit))
+	off("ttft_config", "prefix_hit_min_tokens", unsafe.Offsetof(c.prefix_hit_min_tokens))
+
+	var s C.ttft_slo
+	sz("ttft_slo", unsafe.Sizeof(s), unsafe.Alignof(s))
+	off("ttft_slo", "struct_size", unsafe.Offsetof(s.struct_size))
+	off("ttft_slo", "ttft_ns", unsafe.Offsetof(s.ttft_ns))
+	off("ttft_slo", "tpot_ns", unsafe.Offsetof(s.tpot_ns))
+	off("ttft_slo", "e2e_ns", unsafe.Offsetof(s.e2e_ns))
+	off("ttft_slo", "stall_threshold_ns", unsafe.Offsetof(s.stall_threshold_ns))
+
+	var q C.ttft_request
+	sz("ttft_request", unsafe.Sizeof(q), unsafe.Alignof(q))
+	off("ttft_request", "struct_size", unsafe.Offsetof(q.struct_size))
+	off("ttft_request", "class_id", unsafe.Offsetof(q.class_id))
+	off("ttft_request", "prompt_tokens", unsafe.Offsetof(q.prompt_tokens))
+	off("ttft_request", "prefix_hit", unsafe.Offsetof(q.prefix_hit))
+
+	var i C.ttft_seq_info
+	sz("ttft_seq_info", unsafe.Sizeof(i), unsafe.Alignof(i))
+	off("ttft_seq_info", "struct_size", unsafe.Offsetof(i.struct_size))
+	off("ttft_seq_info", "class_id", unsafe.Offsetof(i.class_id))
+	off("ttft_seq_info", "emissions", unsafe.Offsetof(i.emissions))
+	off("ttft_seq_info", "tokens", unsafe.Offsetof(i.tokens))
+	off("ttft_seq_info", "t_begin_ns", unsafe.Offsetof(i.t_begin_ns))
+	off("ttft_seq_info", "t_last_ns", unsafe.Offsetof(i.t_last_ns))
+	off("ttft_seq_info", "ttft_ns", unsafe.Offsetof(i.ttft_ns))
+	off("ttft_seq_info", "itl_p50_ns", unsafe.Offsetof(i.itl_p50_ns))
+	off("ttft_seq_info", "itl_p95_ns", unsafe.Offsetof(i.itl_p95_ns))
+	off("ttft_seq_info", "itl_max_ns", unsafe.Offsetof(i.itl_max_ns))
+	off("ttft_seq_info", "stalls", unsafe.Offsetof(i.stalls))
+	off("ttft_seq_info", "preemptions", unsafe.Offsetof(i.preemptions))
+	off("ttft_seq_info", "last_stall_cause", unsafe.Offsetof(i.last_stall_cause))
+
+	var st C.ttft_step_info
+	sz("ttft_step_info", unsafe.Sizeof(st), unsafe.Alignof(st))
+	off("ttft_step_info", "struct_size", unsafe.Offsetof(st.struct_size))
+	off("ttft_step_info", "prefill_tokens", unsafe.Offsetof(st.prefill_tokens))
+	off("ttft_step_info", "decode_seqs", unsafe.Offsetof(st.decode_seqs))
+	off("ttft_step_info", "preempted_seqs", unsafe.Offsetof(st.preempted_seqs))
+	off("ttft_step_info", "kind", unsafe.Offsetof(st.kind))
+
+	m["sizeof ttft_seq"] = unsafe.Sizeof(C.ttft_seq(0))
+	m["sizeof ttft_metric"] = unsafe.Sizeof(C.ttft_metric(0))
+	m["sizeof ttft_status"] = unsafe.Sizeof(C.ttft_status(0))
+	m["sizeof ttft_phase"] = unsafe.Sizeof(C.ttft_phase(0))
+	m["sizeof ttft_counter"] = unsafe.Sizeof(C.ttft_counter(0))
+	m["sizeof ttft_format"] = unsafe.Sizeof(C.ttft_format(0))
+	m["sizeof ttft_gauge"] = unsafe.Sizeof(C.ttft_gauge(0))
+	m["sizeof ttft_split"] = unsafe.Sizeof(C.ttft_split(0))
+	m["sizeof ttft_clock"] = unsafe.Sizeof(C.ttft_clock(0))
+	m["sizeof ttft_stall_cause"] = unsafe.Sizeof(C.ttft_stall_cause(0))
+	m["sizeof ttft_prefix_band"] = unsafe.Sizeof(C.ttft_prefix_band(0))
+	return m
+}
+
+// stepInfoInit is ttft_step_info_init on cgo's struct, for the ABI test:
+// struct_size and the zeroed fields as the library writes them.
+func stepInfoInit() (size uintptr, fields [4]uint32) {
+	var st C.ttft_step_info
+	st.prefill_tokens, st.decode_seqs, st.preempted_seqs, st.kind = 7, 7, 7, 7
+	C.ttft_step_info_init(&st)
+	return uintptr(st.struct_size), [4]uint32{uint32(st.prefill_tokens), uint32(st.decode_seqs),
+		uint32(st.preempted_seqs), uint32(st.kind)}
+}
