@@ -4,7 +4,9 @@
  * the Python snippet in bindings.sh run, written against the C API. 64
  * streams round-robin, one ttft_token_emitted per token with an explicit,
  * increasing timestamp; then one ttft_step_emitted per decode step of the
- * 64 streams. Prints "token NS" and "step64 NS" (ns per token, median).
+ * 64 streams; then one ttft_engine_step (1.2) per decode step, with both
+ * timestamps. Prints "token NS", "step64 NS" (ns per token) and "engine NS"
+ * (ns per engine_step call), medians.
  *
  *   cc -O2 -Iinclude bench/bindings_cost.c -Lbuild -lttft -o bindings_cost
  *   ./bindings_cost [tokens per run] [runs]
@@ -36,7 +38,10 @@ int main(int argc, char **argv) {
   cfg.max_inflight = 128;
   ttft_registry *r = ttft_registry_new(&cfg);
   if (!r) return 1;
-  double token[99], step[99];
+  double token[99], step[99], engine[99];
+  ttft_step_info info;
+  ttft_step_info_init(&info);
+  info.decode_seqs = 64;
   uint64_t t0 = ttft_now_ns();
   int bad = 0;
   for (int k = 0; k < runs; k++) {
@@ -56,6 +61,12 @@ int main(int argc, char **argv) {
       bad |= ttft_step_emitted(r, s, NULL, 64, t) != 64;
     }
     step[k] = (now_s() - a) * 1e9 / (double)(steps * 64);
+    a = now_s();
+    for (long i = 0; i < steps; i++) {
+      t += 1000;
+      bad |= ttft_engine_step(r, &info, t, t + 500);
+    }
+    engine[k] = (now_s() - a) * 1e9 / (double)steps;
     for (int i = 0; i < 64; i++) bad |= ttft_stream_end(r, s[i], TTFT_COMPLETED, t + 1000);
   }
   ttft_registry_free(r);
@@ -65,6 +76,7 @@ int main(int argc, char **argv) {
   }
   qsort(token, (size_t)runs, sizeof token[0], cmp);
   qsort(step, (size_t)runs, sizeof step[0], cmp);
-  printf("token %.2f\nstep64 %.2f\n", token[runs / 2], step[runs / 2]);
+  qsort(engine, (size_t)runs, sizeof engine[0], cmp);
+  printf("token %.2f\nstep64 %.2f\nengine %.2f\n", token[runs / 2], step[runs / 2], engine[runs / 2]);
   return 0;
 }

@@ -2,7 +2,9 @@
 // bench/bindings.sh (which runs the same loop in C, Python and Rust): 64
 // streams round-robin, one Stream.TokenAt per token with an explicit,
 // increasing timestamp; then one Registry.StepEmittedAt per decode step of
-// the 64 streams. Prints "token NS" and "step64 NS" (ns per token, median).
+// the 64 streams; then one Registry.EngineStepAt (1.2) per decode step.
+// Prints "token NS", "step64 NS" (ns per token) and "engine NS" (ns per
+// EngineStepAt call), medians.
 //
 //	go run ./examples/tokencost [tokens per run] [runs]
 package main
@@ -38,7 +40,8 @@ func main() {
 	}
 	defer reg.Close()
 	t0 := ttft.NowNs()
-	var token, step []float64
+	var token, step, engine []float64
+	info := ttft.StepInfo{DecodeSeqs: 64}
 	for r := 0; r < runs; r++ {
 		streams := make([]*ttft.Stream, 64)
 		handles := make([]ttft.Handle, 64)
@@ -67,9 +70,17 @@ func main() {
 			}
 		}
 		step = append(step, float64(time.Since(start).Nanoseconds())/float64(n/64*64))
+		start = time.Now()
+		for i := 0; i < n/64; i++ {
+			t += 1000
+			if err := reg.EngineStepAt(&info, t, t+500); err != nil {
+				panic(err)
+			}
+		}
+		engine = append(engine, float64(time.Since(start).Nanoseconds())/float64(n/64))
 		for _, s := range streams {
 			s.EndAt(ttft.Completed, t+1000)
 		}
 	}
-	fmt.Printf("token %.2f\nstep64 %.2f\n", median(token), median(step))
+	fmt.Printf("token %.2f\nstep64 %.2f\nengine %.2f\n", median(token), median(step), median(engine))
 }
