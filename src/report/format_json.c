@@ -286,26 +286,26 @@ static void json_header(ttft__sb *sb, const ttft_snapshot *s, int *first) {
   ttft__sb_puts(sb, "}");
 }
 
+/* {"miss":{..},"partial":{..},"hit":{..}}: one histogram per prefix band */
+static void json_prefix_bands(ttft__sb *sb, ttft__shist *const h[TTFT_PREFIX_BAND_COUNT_]) {
+  static const char *const key[TTFT_PREFIX_BAND_COUNT_] = {
+      [TTFT_PREFIX_MISS] = "{\"miss\":", [TTFT_PREFIX_PARTIAL] = ",\"partial\":",
+      [TTFT_PREFIX_HIT] = ",\"hit\":"};
+  for (int b = 0; b < TTFT_PREFIX_BAND_COUNT_; b++) {
+    ttft__sb_puts(sb, key[b]);
+    json_hist(sb, h[b], "ns");
+  }
+  ttft__sb_puts(sb, "}");
+}
+
 static void json_splits(ttft__sb *sb, const ttft_snapshot *s, int *first) {
   int f = 1;
   json_key(sb, "splits", first);
   ttft__sb_puts(sb, "{");
   json_key(sb, "prefix_cache", &f);
-  ttft__sb_puts(sb, "{\"miss\":");
-  json_hist(sb, s->split_cache[TTFT_PREFIX_MISS], "ns");
-  ttft__sb_puts(sb, ",\"partial\":");
-  json_hist(sb, s->split_cache[TTFT_PREFIX_PARTIAL], "ns");
-  ttft__sb_puts(sb, ",\"hit\":");
-  json_hist(sb, s->split_cache[TTFT_PREFIX_HIT], "ns");
-  ttft__sb_puts(sb, "}");
+  json_prefix_bands(sb, s->split_cache);
   json_key(sb, "prefill_by_prefix_cache", &f);
-  ttft__sb_puts(sb, "{\"miss\":");
-  json_hist(sb, s->split_prefill[TTFT_PREFIX_MISS], "ns");
-  ttft__sb_puts(sb, ",\"partial\":");
-  json_hist(sb, s->split_prefill[TTFT_PREFIX_PARTIAL], "ns");
-  ttft__sb_puts(sb, ",\"hit\":");
-  json_hist(sb, s->split_prefill[TTFT_PREFIX_HIT], "ns");
-  ttft__sb_puts(sb, "}");
+  json_prefix_bands(sb, s->split_prefill);
   json_key(sb, "prompt_bands", &f);
   ttft__sb_puts(sb, "[");
   uint32_t nb = s->n_band_edges + 1;

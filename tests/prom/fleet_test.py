@@ -261,6 +261,21 @@ def read_values(path):
         slo[cls] = [int.from_bytes(data[pos + 8 * k:pos + 8 * k + 8], "little") for k in range(3)]
         pos += 24
     out.append(slo)  # per class: ended, judged, good
+    if data[pos:pos + 4] != b"CNTS":
+        raise RuntimeError("%s: no counters" % path)
+    pos += 4
+
+    def u64():
+        nonlocal pos
+        pos += 8
+        return int.from_bytes(data[pos - 8:pos], "little")
+    cnts = {}
+    for _ in range(u64()):
+        n = u64()
+        name = data[pos:pos + n].decode()
+        pos += n
+        cnts[name] = [u64() for _ in range(u64())]
+    out.append(cnts)  # per class name: the registry's counters by ttft_counter
     return out
 
 
@@ -335,6 +350,191 @@ def has_number(result):
             return True
     return False
 
+
+
+# ------------------------------------------------ dashboard vs exact values
+# counter families the panels read: ttft_counter indices (CNTS in the dump)
+COUNTER_FAMS = {"llm_stalls_total": [6], "llm_stalled_requests_total": [7],
+                "llm_requests_ended_total": [1, 2, 3],
+                "llm_requests_abandoned_before_first_token_total": [8],
+                "llm_requests_slo_met_total": [9], "llm_requests_slo_judged_total": [14],
+                "llm_requests_dropped_total": [4], "llm_output_tokens_total": [5],
+                "llm_stale_hook_calls_total": [13]}
+STATUS_CTR = {"completed": 1, "cancelled": 2, "error": 3}
+RATE = r"rate\((\w+)\{([^}]*)\}\[(\w+)\]\)"
+
+
+def counter_factor(times, values, start, end):
+    """extrapolation_factor for a float counter: PromQL also stops the
+    extrapolation towards the window's start where the counter would
+    reach zero (promql extrapolatedRate, durationToZero)."""
+    sampled = times[-1] - times[0]
+    avg = sampled / (len(times) - 1)
+    inc, prev = 0.0, values[0]
+    for v in values[1:]:
+        inc += v - prev if v >= prev else v
+        prev = v
+    to_start, to_end = times[0] - start, end - times[-1]
+    ext = sampled
+    if inc > 0 and values[0] >= 0:
+        to_start = min(to_start, sampled * values[0] / inc) if to_start < 1.1 * avg \
+            else min(avg / 2, sampled * values[0] / inc)
+        ext += to_start
+    else:
+        ext += to_start if to_start < 1.1 * avg else avg / 2
+    ext += to_end if to_end < 1.1 * avg else avg / 2
+    return ext / sampled
+
+
+_scrape_factors = {}
+_pairs = {}
+
+
+def class_pairs(final, initial, m, cls, weights):
+    """(value, weight) of metric m's observations of class cls since the
+    first scrape, sorted by value, each weighted by its replica's weight:
+    cached, as several quantiles and rules ask the same (1.4 M ITL values)"""
+    key = (m, cls, tuple(weights))
+    if key not in _pairs:
+        want = BATCH_BIT if cls == "batch" else 0
+        _pairs[key] = sorted((v & ~BATCH_BIT, weights[i]) for i, rep in enumerate(final)
+                             for v in rep[m][len(initial[i][m]):] if v & BATCH_BIT == want)
+    return _pairs[key]
+
+
+def scrape_factors(addr, t_end, w_s):
+    """instance -> the extrapolation factor rate() applies over the window
+    [t_end - w_s, t_end] to a series scraped at every scrape of that
+    instance (the histograms: each exists from the first scrape). Read from
+    up{job="llm"}, which has a sample at each scrape's timestamp: a small
+    answer where the histograms' raw samples are megabytes."""
+    key = (addr, t_end, w_s)
+    if key not in _scrape_factors:
+        raw = query(addr, 'up{job="llm"}[%ds]' % w_s, t_end)["result"]
+        _scrape_factors[key] = {
+            x["metric"].get("instance"): extrapolation_factor(
+                [float(v[0]) for v in x["values"]], t_end - w_s, t_end)
+            for x in raw if len(x.get("values", [])) >= 2}
+    return _scrape_factors[key]
+
+
+def dashboard_vs_exact(addr, exprs, replicas, initial, final, at):
+    """Evaluates each dashboard expression over a window covering the run
+    since the first scrape and compares every series it returns with the
+    value computed from the replicas' own records (values and counters
+    dumped at the first scrape and at the end), weighted per series by
+    PromQL's extrapolation. Returns (series compared, worst relative
+    error, expressions not compared with why)."""
+    vals = {"model": ".*", "class": ".*", "viewpoint": "engine", "__rate_interval": "5m",
+            "__interval": "15s", "__range": "5m"}
+    inst = {r.target: i for i, r in enumerate(replicas)}
+    ncmp, worst, skipped = 0, 0.0, []
+
+    def window_s(w):
+        return {"5m": 300.0, "1h": 3600.0}[w]
+
+    def factors(fam, sel, w):
+        """(instance, class, status, cause) -> extrapolation factor of that
+        counter series"""
+        out = {}
+        for x in query(addr, "%s{%s}[%s]" % (fam, sel, w), at)["result"]:
+            lab = x["metric"]
+            key = (lab.get("instance"), lab.get("class"), lab.get("status"), lab.get("cause"))
+            pts = x.get("values", [])
+            if len(pts) >= 2:
+                out[key] = counter_factor([float(p[0]) for p in pts],
+                                          [float(p[1]) for p in pts], at - window_s(w), at)
+        return out
+
+    def counter_rates(fam, sel, w, group):
+        """group-tuple -> exact rate of the counter family over the window"""
+        idx = COUNTER_FAMS[fam]
+        out = {}
+        for (ins, cls, status, cause), f in factors(fam, sel, w).items():
+            i = inst.get(ins)
+            if i is None:
+                raise RuntimeError("%s: series of an unknown instance %s" % (fam, ins))
+            ks = [STATUS_CTR[status]] if status else idx
+            c = cls if cls else "*"
+            d = sum(final[i][5][c][k] - initial[i][5][c][k] for k in ks)
+            if cause not in (None, "unknown"):
+                d = 0  # the replicas run no engine loop: every cause is unknown
+            g = tuple({"class": cls, "status": status, "instance": ins,
+                       "model": "fleet-test-8b", "cause": cause}[k] for k in group)
+            out[g] = out.get(g, 0.0) + f * d / window_s(w)
+        return out
+
+    def quantiles(fam, w, q):
+        m = [f for _, f in METRICS].index(fam)
+        fs = scrape_factors(addr, at, int(window_s(w)))
+        out = {}
+        if any(r.target not in fs for r in replicas):
+            raise RuntimeError("no scrape of some replica in the window: %s" % fs)
+        for cls in ("chat", "batch"):
+            pairs = class_pairs(final, initial, m, cls, [fs[r.target] for r in replicas])
+            out[(cls,)] = weighted_rank(pairs, q) / 1e9 if pairs else float("nan")
+        out[("default",)] = float("nan")  # a dropped begin's class: no observation
+        return out
+
+    def compare(title, e, exact):
+        nonlocal ncmp, worst
+        got = [(x["metric"], float(x["value"][1])) for x in query(addr, e, at)["result"]]
+        if not got:
+            fail("dashboard panel %r: no series for %s" % (title, e))
+        for lab, v in got:
+            key = tuple(lab.get(k) for k in exact["group"])
+            want = exact["values"].get(key)
+            if want is None:
+                fail("dashboard panel %r: series %s has no exact value" % (title, lab))
+                continue
+            if math.isnan(want):
+                if not math.isnan(v):
+                    fail("dashboard panel %r %s: %s where no observation exists" % (title, lab, v))
+                continue
+            err = abs(v - want) / abs(want) if want else abs(v)
+            ncmp += 1
+            worst = max(worst, err)
+            if math.isnan(v) or err >= 0.01:
+                fail("dashboard panel %r %s: %s, exact %s (%s)" % (title, lab, v, want, e))
+
+    for title, expr in exprs:
+        e = substitute(expr, vals)
+        m = re.fullmatch(r"histogram_quantile\(([\d.]+), sum by \(class\) \(" + RATE + r"\)\)", e)
+        if m and m.group(2) in [f for _, f in METRICS]:
+            compare(title, e, {"group": ("class",),
+                               "values": quantiles(m.group(2), m.group(4), m.group(1))})
+            continue
+        m = re.fullmatch(r"sum by \(([\w, ]+)\) \(" + RATE + r"\)", e)
+        if m and m.group(2) in COUNTER_FAMS:
+            g = tuple(x.strip() for x in m.group(1).split(","))
+            compare(title, e, {"group": g, "values": counter_rates(m.group(2), m.group(3),
+                                                                  m.group(4), g)})
+            continue
+        m = re.fullmatch(r"sum by \(([\w, ]+)\) \(" + RATE + r"\) / sum by \(\1\) \(" + RATE + r"\)", e)
+        if m and m.group(2) in COUNTER_FAMS and m.group(5) in COUNTER_FAMS:
+            g = tuple(x.strip() for x in m.group(1).split(","))
+            a = counter_rates(m.group(2), m.group(3), m.group(4), g)
+            b = counter_rates(m.group(5), m.group(6), m.group(7), g)
+            compare(title, e, {"group": g, "values": {k: (a.get(k, 0.0) / b[k] if b.get(k)
+                                                         else float("nan")) for k in b}})
+            continue
+        m = re.fullmatch(r'max by \(class\) \(llm_slo_budget_seconds\{[^}]*slo="(\w+)"\}\)', e)
+        if m:
+            budgets = {"ttft": {("chat",): 0.5, ("batch",): 5.0}, "tpot": {("chat",): 0.06}}
+            compare(title, e, {"group": ("class",), "values": budgets[m.group(1)]})
+            continue
+        m = re.fullmatch(r"sum by \(instance\) \(llm_(live_stalls|requests_in_flight)\{[^}]*\}\)", e)
+        if m:  # replica 0 leaves two streams stalled in flight (replica.c), nothing else is
+            compare(title, e, {"group": ("instance",), "values": {
+                (r.target,): 2.0 if i == 0 else 0.0 for i, r in enumerate(replicas)}})
+            continue
+        if re.fullmatch(r"sum by \(instance\) \(rate\(llm_coarse_observations\{[^}]*\}\[5m\]\)\)", e):
+            # no replica reaches memory_limit: no observation is coarse
+            compare(title, e, {"group": ("instance",),
+                               "values": {(r.target,): 0.0 for r in replicas}})
+            continue
+        skipped.append("%s: %s" % (title, e))
+    return ncmp, worst, skipped
 
 # ------------------------------------------------------------------ main
 def main():
@@ -613,6 +813,20 @@ def main():
             print("ok   dashboard %r: %d expressions x %d variable sets, %d variables: %d answers"
                   % (dash.get("title"), len(exprs), len(sets), len(variables), nok))
 
+            # every panel compared with the exact value it claims, over a
+            # window that covers the run since the first scrape (5m, as the
+            # rules; the 1h attainment over 1h)
+            t_d = time.monotonic()
+            ncmp, worst_d, skipped = dashboard_vs_exact(
+                native.addr, exprs, replicas, initial, final, at)
+            for what in skipped:
+                print("     not compared: %s" % what)
+            if ncmp < 60:
+                fail("dashboard: only %d panel series compared with exact values" % ncmp)
+            print("ok   dashboard panels: %d series vs the exact values, worst %.3f %%, %d "
+                  "expressions without an independent exact value (listed) (%.1f s)"
+                  % (ncmp, 100 * worst_d, len(skipped), time.monotonic() - t_d), flush=True)
+
         # ------------------------------------------------------- the rules
         if rules:
             groups = api(native.addr, "/api/v1/rules")["groups"]
@@ -717,24 +931,13 @@ def main():
                             # differs by up to ~1 % at p90 under load)
                             t_eval = scalar(native.addr, 'timestamp(%s{class="%s"})'
                                             % (r["name"], cls), at)
-                            raw = query(native.addr, '%s{class="%s"}[300s]'
-                                        % (METRICS[m][1], cls), t_eval)["result"] \
-                                if t_eval else []
-                            wr = {}
-                            for x in raw:
-                                ts = [float(h[0]) for h in x.get("histograms", [])]
-                                if len(ts) >= 2:
-                                    wr[x["metric"].get("instance")] = \
-                                        extrapolation_factor(ts, t_eval - 300, t_eval)
+                            wr = scrape_factors(native.addr, t_eval, 300) if t_eval else {}
                             if any(rep.target not in wr for rep in replicas):
                                 fail("rule %s{class=%s}: no samples of some replica in its "
                                      "window: %s" % (r["name"], cls, wr))
                                 continue
-                            want = BATCH_BIT if cls == "batch" else 0
-                            pairs = sorted((v & ~BATCH_BIT, wr[replicas[i].target])
-                                           for i, rep in enumerate(final)
-                                           for v in rep[m][len(initial[i][m]):]
-                                           if v & BATCH_BIT == want)
+                            pairs = class_pairs(final, initial, m, cls,
+                                                [wr[rep.target] for rep in replicas])
                             exact = weighted_rank(pairs, q) / 1e9
                             e = float(series["value"][1]) / exact - 1
                             if math.isnan(e):  # NaN compares false with any bound

@@ -33,6 +33,9 @@
  *              values in the order recorded, bit 63 set for class batch;
  *              then "SLOC" and per class (chat, batch) three uint64: the
  *              ended streams, those the SLO judges, the good ones;
+ *              then "CNTS": the registry's counters, totals ("*") then
+ *              per class (a uint64 entry count; per entry its name as a uint64 length and
+ *              bytes, a uint64 K and K uint64 counters by ttft_counter);
  *              prints "dumped <n_ttft> <n_tpot> <n_itl> <n_e2e>"
  *   quit, EOF  stops and exits 0
  * Exits by itself after 240 s (SIGALRM) so a killed driver leaves nothing.
@@ -220,6 +223,12 @@ static void one_round(void) {
   g_rounds++;
 }
 
+static int put_u64(FILE *f, uint64_t v) { /* little-endian; 1 on error */
+  unsigned char b[8];
+  for (int i = 0; i < 8; i++) b[i] = (unsigned char)(v >> (8 * i));
+  return fwrite(b, 1, 8, f) != 8;
+}
+
 static int dump(const char *path) {
   FILE *f = fopen(path, "wb");
   if (!f) return -1;
@@ -245,6 +254,28 @@ static int dump(const char *path) {
       bad |= fwrite(b, 1, 8, f) != 8;
     }
   }
+  /* then "CNTS": the registry's own counters per class, for the
+   * dashboard's counter panels: a uint64 class count, then per class its
+   * name (uint64 length, bytes), a uint64 K and K counters by ttft_counter */
+  ttft_snapshot *s = ttft_snapshot_take(g_r);
+  if (!s) {
+    fclose(f);
+    return -1;
+  }
+  int nc = ttft_snapshot_classes(s);
+  bad |= fwrite("CNTS", 1, 4, f) != 4;
+  bad |= put_u64(f, (uint64_t)nc + 1);
+  for (int c = -1; c < nc; c++) { /* first "*": the registry's totals */
+    const char *name = c < 0 ? "*" : ttft_snapshot_class_name(s, c);
+    size_t len = name ? strlen(name) : 0;
+    bad |= put_u64(f, len);
+    if (len) bad |= fwrite(name, 1, len, f) != len;
+    bad |= put_u64(f, TTFT_COUNTER_COUNT_);
+    for (int k = 0; k < TTFT_COUNTER_COUNT_; k++)
+      bad |= put_u64(f, c < 0 ? ttft_snapshot_counter(s, (ttft_counter)k)
+                              : ttft_snapshot_class_counter(s, c, (ttft_counter)k));
+  }
+  ttft_snapshot_free(s);
   bad |= fclose(f) != 0;
   return bad ? -1 : 0;
 }
