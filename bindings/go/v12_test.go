@@ -15,6 +15,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -381,4 +382,61 @@ func TestStructLayoutMatchesTheHeader(t *testing.T) {
 	size, fields := stepInfoInit()
 	eq(t, "step_info_init size", c["size ttft_step_info"], size)
 	eq(t, "step_info_init fields", [4]uint32{}, fields)
+}
+
+// Engine steps reported from several goroutines while others record tokens
+// and a third takes snapshots (go test -race runs this): every step is
+// counted exactly once, with its exact duration.
+func TestConcurrentEngineSteps(t *testing.T) {
+	r := newReg(t, &Config{MaxInflight: 64, MaxThreads: 16})
+	const G, N = 4, 500
+	var wg sync.WaitGroup
+	for g := 0; g < G; g++ {
+		wg.Add(2)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < N; i++ {
+				info := StepInfo{DecodeSeqs: 8, PrefillTokens: uint32(i % 2)}
+				start := t0 + uint64(i)*ms
+				if err := r.EngineStepAt(&info, start, start+uint64(g+1)*ms); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}(g)
+		go func() {
+			defer wg.Done()
+			s, err := r.Begin()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			for i := 0; i < N; i++ {
+				s.Token(1)
+			}
+			s.End(Completed)
+		}()
+	}
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			default:
+				if sn, err := r.Snapshot(); err == nil {
+					sn.StallCauses()
+					sn.Close()
+				}
+			}
+		}
+	}()
+	wg.Wait()
+	close(done)
+	sn := snap(t, r)
+	eq(t, "prefill steps", uint64(G*N/2), sn.EngineStepCount(true))
+	eq(t, "decode steps", uint64(G*N/2), sn.EngineStepCount(false))
+	// goroutine g's steps last g+1 ms: (1+2+3+4) ms * N
+	eq(t, "step time", uint64(10*N)*ms, sn.EngineStepSum(true)+sn.EngineStepSum(false))
+	eq(t, "tokens", uint64(G*N), sn.Counter(CounterTokens))
 }

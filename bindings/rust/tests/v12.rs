@@ -194,15 +194,20 @@ fn annotate_cached_bands() {
     s.token_at(1, T0 + 3 * MS).unwrap();
     s.end_at(Status::COMPLETED, T0 + 4 * MS).unwrap();
     let shared = r.begin_shared(&Request::new()).unwrap();
+    let t = r.now_ns(); // a shared stream begins now
+    shared.mark_at(Phase::SCHEDULED, t + MS).unwrap();
     shared.annotate_cached(100, 64).unwrap(); // exactly the threshold and more than half: HIT
-    shared.token_at(1, T0 + 2 * MS).unwrap();
-    shared.end(Status::COMPLETED).unwrap();
+    shared.token_at(1, t + 2 * MS).unwrap();
+    assert_eq!(shared.stats().unwrap().tokens, 1);
+    shared.end_at(Status::COMPLETED, t + 3 * MS).unwrap();
     assert_eq!(shared.annotate_cached(100, 64), Err(Error::Stale));
     let snap = r.snapshot().unwrap();
     assert_eq!(snap.split_count(Split::PREFIX_CACHE, PrefixBand::MISS.index()), 1);
     assert_eq!(snap.split_count(Split::PREFIX_CACHE, PrefixBand::HIT.index()), 1);
     assert_eq!(snap.split_count(Split::PREFIX_CACHE, PrefixBand::PARTIAL.index()), 0);
     assert_eq!(snap.counter(Counter::STALE), 1);
+    assert_eq!(snap.counter(Counter::CLOCK_CLAMPED), 0);
+    assert_eq!(snap.split_count(Split::PREFILL_BY_PREFIX, PrefixBand::HIT.index()), 1);
 }
 
 /// Status sums and means reproduce "mean TTFT of completed requests".
@@ -306,4 +311,53 @@ fn config_check_says_what_is_wrong() {
     // Reserved names, as the bindings list them.
     assert!(is_reserved_label("view") && is_reserved_label("__name__") && !is_reserved_label("region"));
     assert_eq!(RESERVED_LABELS.len(), 14);
+}
+
+/// Engine steps reported from several threads while others record tokens
+/// and one takes snapshots: every step is counted once, with its duration.
+#[test]
+fn concurrent_engine_steps() {
+    let r = Registry::with_config(&Config::new().max_inflight(64).max_threads(16)).unwrap();
+    const G: u64 = 4;
+    const N: u64 = 500;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let reader = {
+        let (r, stop) = (r.clone(), stop.clone());
+        std::thread::spawn(move || {
+            // Relaxed: a stop flag, no data published through it.
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let _ = r.snapshot().unwrap().stall_causes();
+            }
+        })
+    };
+    let mut threads = Vec::new();
+    for g in 0..G {
+        let r2 = r.clone();
+        threads.push(std::thread::spawn(move || {
+            for i in 0..N {
+                let info = StepInfo::decode(8).prefill_tokens((i % 2) as u32);
+                let start = T0 + i * MS;
+                r2.engine_step_at(Some(&info), start, start + (g + 1) * MS).unwrap();
+            }
+        }));
+        let r3 = r.clone();
+        threads.push(std::thread::spawn(move || {
+            let mut s = r3.begin().unwrap();
+            for _ in 0..N {
+                s.token(1).unwrap();
+            }
+            s.end(Status::COMPLETED).unwrap();
+        }));
+    }
+    for t in threads {
+        t.join().unwrap();
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    reader.join().unwrap();
+    let snap = r.snapshot().unwrap();
+    assert_eq!(snap.engine_step_count(true), G * N / 2);
+    assert_eq!(snap.engine_step_count(false), G * N / 2);
+    // thread g's steps last g + 1 ms: (1 + 2 + 3 + 4) ms * N
+    assert_eq!(snap.engine_step_sum(true) + snap.engine_step_sum(false), 10 * N * MS);
+    assert_eq!(snap.counter(Counter::TOKENS), G * N);
 }
