@@ -194,7 +194,9 @@ typedef enum ttft_counter {
                                      missed a budget (a client that leaves
                                      early does not judge the server).
                                      Attainment = SLO_MET / SLO_JUDGED      */
-  TTFT_COUNTER_COUNT_ = 15
+  TTFT_COUNTER_TRACE_ID_INVALID = 15, /* begins whose trace_id was ignored
+                                     (not 32 lowercase hex, or all zero)   */
+  TTFT_COUNTER_COUNT_ = 16
 } ttft_counter;
 
 typedef enum ttft_format {
@@ -588,6 +590,61 @@ TTFT_API int ttft_snapshot_interval(const ttft_snapshot *s, uint64_t *start_ns, 
  * "token_point", "model" or "namespace"; NULL for anything else or NULL s. */
 TTFT_API const char *ttft_snapshot_label(const ttft_snapshot *s, const char *key);
 
+/* ------------------------------------------------------- slowest requests */
+
+/* Which slowest list: requests ranked by their TTFT (streams that got a
+ * first token) or by their longest inter-token gap (streams with at least
+ * two emissions). */
+typedef enum ttft_slowest_by {
+  TTFT_SLOWEST_TTFT = 0,
+  TTFT_SLOWEST_GAP = 1,
+  TTFT_SLOWEST_COUNT_ = 2
+} ttft_slowest_by;
+
+#define TTFT_MAX_REQUEST_ID 63 /* longest ttft_request.request_id kept, bytes */
+
+/* One of the slowest requests, as ttft_snapshot_slowest fills it. Every
+ * time is ns on the monotonic clock of the registry that measured it. */
+typedef struct ttft_slow_request {
+  size_t struct_size;      /* set by the caller: sizeof(ttft_slow_request)  */
+  uint64_t value_ns;       /* what it is ranked by: ttft_ns or max_gap_ns   */
+  uint64_t ttft_ns;        /* its TTFT; 0 when no token came                */
+  uint64_t max_gap_ns;     /* its longest inter-token gap; 0 with < 2
+                              emissions                                     */
+  uint64_t t_begin_ns;     /* ttft_begin's time                             */
+  uint64_t t_end_ns;       /* ttft_stream_end's time (it was recorded then) */
+  uint64_t t_end_unix_ns;  /* t_end on the wall clock (ns since 1970), from
+                              the snapshot's clock pair; 0 when unknown     */
+  uint64_t tokens;         /* output tokens                                 */
+  int class_id;            /* its class in this snapshot                    */
+  ttft_status status;      /* how the stream ended                          */
+  ttft_stall_cause cause;  /* the cause of its longest gap when that gap was
+                              a stall; TTFT_STALL_UNKNOWN otherwise or when
+                              no cause was recorded                         */
+  char request_id[TTFT_MAX_REQUEST_ID + 1]; /* "" when none was given       */
+  char trace_id[33];       /* 32 lowercase hex digits, "" when none        */
+} ttft_slow_request;
+
+/* The k slowest requests of class class_id (TTFT_CLASS_ALL: over every
+ * class) by ranking `by`, recorded when each stream ended: how many the
+ * snapshot holds (0 .. ttft_config.slowest_k), and the one at rank
+ * `index` (0 = the slowest; of equal values the earlier end ranks first). A snapshot's lists
+ * cover its interval (ttft_snapshot_interval): since registry creation for
+ * ttft_snapshot_take; a merge keeps the k slowest of the union; a delta
+ * keeps the requests of newer's lists that ended after older was taken
+ * (the window's slowest among the registry's k slowest so far: every one
+ * listed ended in the window, but the list can hold fewer than k — see
+ * docs/metrics.md "Which requests"). Streams still in flight are not
+ * listed. ttft_snapshot_slowest fills *out up to out->struct_size (an
+ * older, smaller struct is filled up to its size) and returns TTFT_OK,
+ * TTFT_ERANGE (index past the count) or TTFT_EINVAL (NULL s/out, bad
+ * struct_size, unknown class or ranking). Thread-safe (snapshots are
+ * immutable). */
+TTFT_API unsigned ttft_snapshot_slowest_count(const ttft_snapshot *s, int class_id,
+                                              ttft_slowest_by by);
+TTFT_API int ttft_snapshot_slowest(const ttft_snapshot *s, int class_id, ttft_slowest_by by,
+                                   unsigned index, ttft_slow_request *out);
+
 /* ------------------------------------------------------------- live state */
 
 /* What a live sequence looks like right now. */
@@ -765,7 +822,15 @@ struct ttft_config {
                                   tokens than this is a prefix-cache MISS
                                   (every server reuses at least a BOS
                                   token); default 16, at least 1          */
+  uint32_t slowest_k;          /* requests kept per class in each slowest
+                                  list (ttft_snapshot_slowest); default 8,
+                                  0 .. TTFT_MAX_SLOWEST_K; 0 = no lists, no
+                                  ids kept, no exemplars. Costs 2 x k x 136
+                                  bytes per (thread shard, class) plus 88
+                                  bytes per slot (docs/performance.md)      */
 };
+
+#define TTFT_MAX_SLOWEST_K 64     /* largest ttft_config.slowest_k            */
 
 /* Fill cfg with the defaults documented above and set struct_size to the
  * library's sizeof(ttft_config). NULL is a no-op. A program compiled
@@ -833,11 +898,27 @@ typedef struct ttft_request {
   uint32_t prompt_tokens; /* prompt length; 0 = unknown (no band split)     */
   int prefix_hit;         /* 1 prefix-cache hit, 0 miss, -1 unknown (the
                              counts, with a PARTIAL band: ttft_annotate_cached) */
+  /* ---- since 1.2 (an older caller's smaller struct leaves them NULL) */
+  const char *request_id; /* the server's id of the request, NULL = none.
+                             Copied at begin (the caller may free it right
+                             after): at most TTFT_MAX_REQUEST_ID bytes are
+                             kept, a longer id is cut at the last whole
+                             UTF-8 character that fits; bytes that are not
+                             well-formed UTF-8 and control characters
+                             (< 0x20, 0x7F) are stored as '?'. Shown with the
+                             slowest requests (ttft_snapshot_slowest).     */
+  const char *trace_id;   /* W3C trace-context trace-id, NULL = none:
+                             exactly 32 lowercase hex digits, not all zero
+                             (the second field of a traceparent header).
+                             Anything else is ignored — the request is still
+                             measured — and counted in
+                             TTFT_COUNTER_TRACE_ID_INVALID. Exported as the
+                             exemplar label trace_id (OpenMetrics, protobuf). */
 } ttft_request;
 
-/* class 0, prompt unknown, prefix unknown; struct_size = the library's
- * sizeof(ttft_request). NULL is a no-op. ttft_request_init_sized writes
- * only the first size bytes (see ttft_config_init_sized). */
+/* class 0, prompt unknown, prefix unknown, no ids; struct_size = the
+ * library's sizeof(ttft_request). NULL is a no-op. ttft_request_init_sized
+ * writes only the first size bytes (see ttft_config_init_sized). */
 TTFT_API void ttft_request_init(ttft_request *req);
 TTFT_API void ttft_request_init_sized(ttft_request *req, size_t size);
 

@@ -698,6 +698,29 @@ static size_t hb_build(hb *h, int v, int version) {
     hb_var(h, 0);
     for (int i = 2; i < (v == V_STEPS_MANY ? 9 : 2); i++) hb_var(h, 0);
   }
+  if (version >= 3) { /* the slowest lists (docs/encoding.md, version 3) */
+    hb_var(h, 2); /* slowest_k */
+    hb_var(h, 2); /* rankings: ttft, gap */
+    for (uint64_t c = 0; c < 2; c++)
+      for (int by = 0; by < 2; by++) {
+        int one = (c == 0 && by == 0) || (c == 1 && by == 1);
+        hb_var(h, (uint64_t)one);
+        if (!one) continue;
+        hb_var(h, by ? 4 : 20);    /* ttft_ns */
+        hb_var(h, by ? 90 : 0);    /* max_gap_ns (none: one emission) */
+        hb_var(h, 1000);           /* t_begin_ns */
+        hb_var(h, 150);            /* span */
+        hb_var(h, by ? 3 : 1);     /* tokens */
+        hb_var(h, by ? UINT64_C(1764770000123000000) : 0); /* t_end_unix_ns */
+        hb_byte(h, by ? 1 : 0);    /* status: cancelled / completed */
+        hb_byte(h, by ? 4 : 0);    /* cause: engine_idle / unknown */
+        hb_byte(h, by);            /* has_trace */
+        if (by)
+          for (unsigned b = 0; b < 16; b++) hb_byte(h, 0xA0u + b);
+        hb_var(h, by ? 5 : 0);
+        if (by) hb_mem(h, "req-7", 5);
+      }
+  }
   if (v == V_TRAILING) hb_byte(h, 0);
   hb_mem(h, "\0\0\0\0", 4);
   put_le32(h->b + 8, (uint32_t)h->n);
@@ -841,6 +864,25 @@ TEST(hand_built_v3) {
     EXPECT_EQ_U64(0, ttft_snapshot_engine_step_count(s, 0));
     EXPECT_EQ_U64(1, ttft_snapshot_engine_step_count(s, 1));
     EXPECT_EQ_U64(7, ttft_snapshot_engine_step_sum(s, 1));
+    /* the slowest lists it spells */
+    EXPECT_EQ_U64(1, ttft_snapshot_slowest_count(s, 0, TTFT_SLOWEST_TTFT));
+    EXPECT_EQ_U64(0, ttft_snapshot_slowest_count(s, 0, TTFT_SLOWEST_GAP));
+    EXPECT_EQ_U64(1, ttft_snapshot_slowest_count(s, TTFT_CLASS_ALL, TTFT_SLOWEST_GAP));
+    ttft_slow_request o;
+    o.struct_size = sizeof o;
+    EXPECT_ERR(TTFT_OK, ttft_snapshot_slowest(s, 1, TTFT_SLOWEST_GAP, 0, &o));
+    EXPECT_EQ_U64(90, o.value_ns);
+    EXPECT_EQ_U64(4, o.ttft_ns);
+    EXPECT_EQ_U64(1150, o.t_end_ns);
+    EXPECT_EQ_U64(UINT64_C(1764770000123000000), o.t_end_unix_ns);
+    EXPECT_EQ_INT(TTFT_CANCELLED, o.status);
+    EXPECT_EQ_INT(TTFT_STALL_ENGINE_IDLE, o.cause);
+    EXPECT_STREQ("req-7", o.request_id);
+    EXPECT_STREQ("a0a1a2a3a4a5a6a7a8a9aaabacadaeaf", o.trace_id);
+    EXPECT_EQ_INT(1, o.class_id);
+    EXPECT_ERR(TTFT_OK, ttft_snapshot_slowest(s, 0, TTFT_SLOWEST_TTFT, 0, &o));
+    EXPECT_STREQ("", o.request_id);
+    EXPECT_STREQ("", o.trace_id);
     long n2 = ttft_snapshot_encode(s, re, sizeof re);
     EXPECT_EQ_INT((long)n, n2);
     EXPECT_TRUE(n2 == (long)n && memcmp(re, h.b, n) == 0);

@@ -49,6 +49,7 @@ func cgoLayout() map[string]uintptr {
 	off("ttft_config", "export_idle_classes", unsafe.Offsetof(c.export_idle_classes))
 	off("ttft_config", "memory_limit", unsafe.Offsetof(c.memory_limit))
 	off("ttft_config", "prefix_hit_min_tokens", unsafe.Offsetof(c.prefix_hit_min_tokens))
+	off("ttft_config", "slowest_k", unsafe.Offsetof(c.slowest_k))
 
 	var s C.ttft_slo
 	sz("ttft_slo", unsafe.Sizeof(s), unsafe.Alignof(s))
@@ -64,6 +65,8 @@ func cgoLayout() map[string]uintptr {
 	off("ttft_request", "class_id", unsafe.Offsetof(q.class_id))
 	off("ttft_request", "prompt_tokens", unsafe.Offsetof(q.prompt_tokens))
 	off("ttft_request", "prefix_hit", unsafe.Offsetof(q.prefix_hit))
+	off("ttft_request", "request_id", unsafe.Offsetof(q.request_id))
+	off("ttft_request", "trace_id", unsafe.Offsetof(q.trace_id))
 
 	var i C.ttft_seq_info
 	sz("ttft_seq_info", unsafe.Sizeof(i), unsafe.Alignof(i))

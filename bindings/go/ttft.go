@@ -150,6 +150,9 @@ const (
 	// completed and failed stream, and a cancelled one only when it had
 	// already missed a budget. Attainment = CounterSLOMet / CounterSLOJudged.
 	CounterSLOJudged Counter = 14
+	// CounterTraceIDInvalid counts the begins whose trace id was ignored (not
+	// 32 lowercase hex digits, or all zero); the request is measured as usual.
+	CounterTraceIDInvalid Counter = 15
 )
 
 // Name is the library's lower-case name ("begun", ...), "" if unknown to it.

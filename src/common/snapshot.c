@@ -128,6 +128,7 @@ void ttft__snapshot_copy_meta(ttft_snapshot *dst, const ttft_snapshot *src) {
   dst->native_histograms = src->native_histograms;
   dst->native_schema = src->native_schema;
   dst->export_idle_classes = src->export_idle_classes;
+  dst->slowest_k = src->slowest_k;
 }
 
 /* s->all's histogram at offset off of a class: the sum over the classes.
@@ -173,6 +174,7 @@ int ttft__snapshot_finish(ttft_snapshot *s, ttft__hacc *acc) {
     for (int v = 0; v < TTFT__STATUS_VIEWS && rc == TTFT_OK; v++)
       rc = sum_classes(s, acc, offsetof(ttft__sclass, sv[st][v]), &s->all.sv[st][v]);
   ttft_slo_init(&s->all.slo);
+  if (rc == TTFT_OK) rc = ttft__slow_finish(s);
   return rc;
 }
 

@@ -30,6 +30,17 @@ static inline int ttft__status_view(ttft_metric m) { /* view index, or -1 */
  * has at most 1024; merge refuses a union above this with TTFT_ERANGE). */
 #define TTFT__MAX_CLASSES 4096u
 
+/* One of the slowest requests (ttft_snapshot_slowest), as a snapshot
+ * holds it. trace[] holds the 16 bytes of the trace id when has_trace. */
+typedef struct ttft__slow {
+  uint64_t value, ttft, max_gap, t_begin, t_end, tokens;
+  uint64_t unix_end;                 /* t_end on the wall clock, 0 unknown  */
+  uint32_t cls;                      /* class id in the snapshot            */
+  uint8_t status, cause, has_trace, id_len;
+  uint8_t trace[16];
+  char id[TTFT_MAX_REQUEST_ID + 1];  /* NUL-terminated, id_len bytes        */
+} ttft__slow;
+
 /* Every histogram pointer of a snapshot points at its own histogram in
  * the snapshot's storage, or at the snapshot's one empty histogram
  * (s->empty): never NULL. Histograms are built with ttft__snapshot_hist. */
@@ -42,6 +53,10 @@ typedef struct ttft__sclass {
   uint64_t stall_n[TTFT_STALL_CAUSE_COUNT], stall_ns[TTFT_STALL_CAUSE_COUNT];
   ttft__shist *h[TTFT_METRIC_COUNT_];
   ttft__shist *sv[TTFT_STATUS_COUNT_][TTFT__STATUS_VIEWS]; /* status views     */
+  /* the slowest requests by ranking, value descending (ttft__slow_sort);
+   * NULL when nslow is 0; storage from the snapshot */
+  ttft__slow *slow[TTFT_SLOWEST_COUNT_];
+  uint32_t nslow[TTFT_SLOWEST_COUNT_];
 } ttft__sclass;
 
 typedef struct ttft__sblock ttft__sblock; /* a block of snapshot storage (snapshot.c) */
@@ -67,6 +82,7 @@ struct ttft_snapshot {
   int native_schema;          /* -4 .. 8                                    */
   int export_idle_classes;    /* 0: classes that never saw a begin are left
                                  out of the expositions and reports        */
+  uint32_t slowest_k;         /* the lists' length bound (config slowest_k)  */
   uint32_t nclasses;          /* >= 1; class 0 is "default"                 */
   ttft__sclass *cls;          /* nclasses entries                           */
   ttft__sclass all;           /* sum over classes (ttft__snapshot_finish)   */
@@ -114,6 +130,20 @@ TTFT_HIDDEN int ttft__snapshot_finish(ttft_snapshot *s, ttft__hacc *acc);
 TTFT_HIDDEN double ttft__attainment(const ttft__sclass *c, uint64_t *met_out, uint64_t *judged_out);
 /* Class by id, TTFT_CLASS_ALL -> &s->all, NULL when out of range. */
 TTFT_HIDDEN const ttft__sclass *ttft__snapshot_class(const ttft_snapshot *s, int class_id);
+
+/* slowest.c: sort n entries by value descending (ties: earlier t_end
+ * first, then request id, then trace id) and keep at most k; returns how
+ * many are kept. */
+TTFT_HIDDEN uint32_t ttft__slow_sort(ttft__slow *v, uint32_t n, uint32_t k);
+/* Set class c's list `by` of s to the first n of v (copied into s's
+ * storage; cls of each entry set to c). TTFT_OK or TTFT_ENOMEM. */
+TTFT_HIDDEN int ttft__slow_set(ttft_snapshot *s, uint32_t c, int by, const ttft__slow *v,
+                               uint32_t n);
+/* s->all's lists: the k slowest over every class. TTFT_OK, TTFT_ENOMEM. */
+TTFT_HIDDEN int ttft__slow_finish(ttft_snapshot *s);
+/* The trace id of e as 32 lowercase hex digits and a NUL (dst[33]);
+ * "" when it has none. */
+TTFT_HIDDEN void ttft__slow_trace_hex(const ttft__slow *e, char *dst);
 
 /* The default Prometheus bucket bounds for metric m (ns; tokens for
  * OUTPUT_TOKENS); *n receives their number. */

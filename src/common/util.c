@@ -47,7 +47,8 @@ static const char *const metric_names[] = {
     "seq_itl_p95", "seq_itl_max", "abandoned_wait", "itl_per_token"};
 static const char *const counter_names[] = {
     "begun", "completed", "cancelled", "errors", "dropped", "tokens", "stalls",
-    "stalled_seqs", "abandoned", "slo_met", "clock_clamped", "preemptions", "no_tpot", "stale", "slo_judged"};
+    "stalled_seqs", "abandoned", "slo_met", "clock_clamped", "preemptions", "no_tpot", "stale", "slo_judged",
+    "trace_id_invalid"};
 static const char *const status_names[] = {"completed", "cancelled", "error"};
 static const char *const format_names[] = {"text", "json", "prometheus",
                                                              "openmetrics", "prometheus_protobuf"};

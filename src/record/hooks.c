@@ -170,8 +170,77 @@ static int32_t band_of(const ttft_registry *r, uint32_t prompt_tokens) {
   return b;
 }
 
+/* The W3C trace-id in s as two big-endian halves: exactly 32 lowercase
+ * hex digits, not all zero. Returns 1, or 0 for anything else. */
+static int trace_parse(const char *s, uint64_t out[2]) {
+  uint64_t v[2] = {0, 0};
+  for (int i = 0; i < 32; i++) {
+    unsigned c = (unsigned char)s[i], d;
+    if (c >= '0' && c <= '9') d = c - '0';
+    else if (c >= 'a' && c <= 'f') d = c - 'a' + 10;
+    else return 0; /* also the NUL of a shorter string: nothing past it is read */
+    v[i >> 4] = (v[i >> 4] << 4) | d;
+  }
+  if (s[32] != '\0' || (v[0] | v[1]) == 0) return 0;
+  out[0] = v[0];
+  out[1] = v[1];
+  return 1;
+}
+
+/* The request id in s copied into the slot's id words: at most
+ * TTFT_MAX_REQUEST_ID bytes, cut at a whole UTF-8 character; malformed
+ * UTF-8 and control characters stored as '?'. Returns its length. */
+static uint32_t reqid_copy(ttft__reqid *dst, const char *s) {
+  char buf[TTFT_MAX_REQUEST_ID + 1] = {0};
+  const unsigned char *p = (const unsigned char *)s;
+  size_t n = 0;
+  while (*p && n < TTFT_MAX_REQUEST_ID) {
+    if (*p >= 0x20 && *p < 0x7F) { /* printable ASCII, the usual id */
+      buf[n++] = (char)*p++;
+      continue;
+    }
+    size_t bad = 1, k = ttft__utf8_seq(p, SIZE_MAX, NULL, &bad);
+    if (!k) { /* a malformed sequence: one '?' for its maximal invalid part */
+      buf[n++] = '?';
+      p += bad;
+      continue;
+    }
+    if (n + k > TTFT_MAX_REQUEST_ID) break; /* a whole character only */
+    if (k == 1 && (*p < 0x20 || *p == 0x7F)) buf[n] = '?';
+    else memcpy(buf + n, p, k);
+    n += k;
+    p += k;
+  }
+  for (uint32_t w = 0; w < sizeof dst->w / sizeof dst->w[0]; w++) {
+    uint64_t x;
+    memcpy(&x, buf + 8 * w, 8);
+    TTFT__ST(&dst->w[w], x);
+  }
+  return (uint32_t)n;
+}
+
+/* The ids of a request, into slot idx for generation gen (cold: only
+ * begins that carry one). */
+__attribute__((noinline, cold)) static void ids_store(ttft_registry *r, ttft__shard *sh,
+                                                     ttft__crec *cr, uint32_t idx, uint32_t gen,
+                                                     const char *rid, const char *tid) {
+  uint32_t ids = 0;
+  if (tid) {
+    uint64_t v[2];
+    if (!trace_parse(tid, v)) {
+      ctr_add(sh->shared, &cr->ctr[TTFT_COUNTER_TRACE_ID_INVALID], 1);
+    } else if (r->reqid) {
+      TTFT__ST(&r->reqid[idx].trace[0], v[0]);
+      TTFT__ST(&r->reqid[idx].trace[1], v[1]);
+      ids = TTFT__IDS_TRACE;
+    }
+  }
+  if (rid && r->reqid) ids |= reqid_copy(&r->reqid[idx], rid) << 8;
+  if (r->reqid) TTFT__ST(&r->reqid[idx].tag, (uint64_t)gen << 32 | ids);
+}
+
 static ttft_seq begin_common(ttft_registry *r, uint32_t cls, uint32_t prompt_tokens,
-                             int prefix_hit, uint64_t t) {
+                             int prefix_hit, uint64_t t, const char *rid, const char *tid) {
   ttft__shard *sh = ttft__shard_get(r);
   ttft__crec *cr = crec_of(sh, cls);
   uint32_t s1 = ttft__slot_acquire(r, sh);
@@ -207,6 +276,8 @@ static ttft_seq begin_common(ttft_registry *r, uint32_t cls, uint32_t prompt_tok
   /* a new generation: handles of the slot's earlier sequences stop
    * matching here (the slot kept its old ENDING state until now) */
   uint32_t gen = ttft__gen_next(TTFT__SLOT_GEN(TTFT__LD(&sl->state)));
+  /* without ids the slot's tag stays another generation's: ids 0, cause unknown */
+  if (TTFT_UNLIKELY(rid || tid)) ids_store(r, sh, cr, s1 - 1, gen, rid, tid);
   /* release: publishes the fields above to whoever acquires the live state */
   atomic_store_explicit(&sl->state, TTFT__SLOT_STATE(gen, TTFT__SLOT_LIVE), memory_order_release);
   return ((uint64_t)gen << 32) | s1;
@@ -214,7 +285,7 @@ static ttft_seq begin_common(ttft_registry *r, uint32_t cls, uint32_t prompt_tok
 
 ttft_seq ttft_begin(ttft_registry *r, uint64_t t_ns) {
   if (!r) return 0;
-  return begin_common(r, 0, 0, -1, t_ns);
+  return begin_common(r, 0, 0, -1, t_ns, NULL, NULL);
 }
 
 ttft_seq ttft_begin_ex(ttft_registry *r, const ttft_request *req, uint64_t t_ns) {
@@ -228,7 +299,8 @@ ttft_seq ttft_begin_ex(ttft_registry *r, const ttft_request *req, uint64_t t_ns)
   /* acquire: the class entry and its shard records are published (class_add) */
   uint32_t n = atomic_load_explicit(&r->nclasses, memory_order_acquire);
   if (q.class_id < 0 || (uint32_t)q.class_id >= n) return 0;
-  return begin_common(r, (uint32_t)q.class_id, q.prompt_tokens, q.prefix_hit, t_ns);
+  return begin_common(r, (uint32_t)q.class_id, q.prompt_tokens, q.prefix_hit, t_ns, q.request_id,
+                      q.trace_id);
 }
 
 /* ------------------------------------------------------------------- mark */
@@ -452,6 +524,14 @@ __attribute__((noinline, cold)) static void stall_seen(ttft_registry *r, ttft__s
   ctr_add(sh->shared, &cr->ctr[TTFT_COUNTER_STALLS], 1);
   uint32_t f = (TTFT__LD(&sl->flags) & ~SF_CAUSE_MASK) | ((uint32_t)c << SF_CAUSE_SHIFT);
   TTFT__ST(&sl->flags, f);
+  /* the sequence's longest gap so far (record_gap raises max_gap after
+   * this): its cause goes with the stream into the slowest lists */
+  if (r->reqid && b - a > TTFT__LD(&sl->max_gap)) {
+    uint32_t idx = (uint32_t)(sl - r->slots), gen = TTFT__SLOT_GEN(TTFT__LD(&sl->state));
+    uint32_t ids = ttft__ids_of(TTFT__LD(&r->reqid[idx].tag), gen);
+    ids = (ids & ~TTFT__IDS_CAUSE_MASK) | (uint32_t)c << TTFT__IDS_CAUSE_SHIFT;
+    TTFT__ST(&r->reqid[idx].tag, (uint64_t)gen << 32 | ids);
+  }
   if (!(f & SF_STALLED)) {
     TTFT__ST(&sl->flags, f | SF_STALLED);
     ctr_add(sh->shared, &cr->ctr[TTFT_COUNTER_STALLED_SEQS], 1);
@@ -716,6 +796,68 @@ static void seq_gaps_clear(ttft__slot *sl, uint32_t em) {
   TTFT__ST(&sl->gh_clean, em);
 }
 
+/* ------------------------------------------------------- slowest lists */
+/* What a stream end offers its class's slowest lists. */
+typedef struct slow_offer_t {
+  uint64_t ttft, max_gap, t_begin, t_end, tokens;
+  uint32_t status, ids; /* ids: the stream's ids word (TTFT__IDS_*) */
+} slow_offer_t;
+
+/* Offer the ended sequence of slot idx to list `by` of cr with value v
+ * (above the list's floor): it replaces the list's smallest entry when v
+ * is larger. The entry is taken with a CAS on its sequence counter; a
+ * writer that finds it taken (another thread of the shared shard, or a
+ * signal handler ending a stream inside a stream end) leaves the offer
+ * out rather than wait. Cold: after the first k ends, only a value that
+ * beats the list's floor gets here. */
+__attribute__((noinline, cold)) static void slow_offer(ttft_registry *r, ttft__crec *cr, int by,
+                                                      uint32_t idx, uint64_t v,
+                                                      const slow_offer_t *o) {
+  uint32_t k = r->slowest_k;
+  ttft__slow_live *L = cr->slow + (size_t)by * k;
+  uint32_t mi = 0;
+  uint64_t mv = UINT64_MAX, second = UINT64_MAX; /* the smallest two values */
+  for (uint32_t i = 0; i < k; i++) {
+    uint64_t x = TTFT__LD(&L[i].value);
+    if (x < mv) second = mv, mv = x, mi = i;
+    else if (x < second) second = x;
+  }
+  uint64_t floor = mv;
+  if (v > mv) {
+    ttft__slow_live *e = &L[mi];
+    uint32_t q = TTFT__LD(&e->seq);
+    /* relaxed: the counter is only a claim here; the release fence below
+     * orders the odd value before the entry's new fields */
+    if (!(q & 1u) && atomic_compare_exchange_strong_explicit(&e->seq, &q, q + 1, memory_order_relaxed,
+                                                              memory_order_relaxed)) {
+      /* release fence: a snapshot that reads any field written below also
+       * sees the odd counter on its second look (seqlock writer) */
+      atomic_thread_fence(memory_order_release);
+      if (v > TTFT__LD(&e->value)) { /* still the smallest's place to take */
+        uint32_t ids = o->ids, idlen = TTFT__IDS_LEN(ids), tr = ids & TTFT__IDS_TRACE;
+        const ttft__reqid *ri = &r->reqid[idx];
+        TTFT__ST(&e->value, v);
+        TTFT__ST(&e->ttft, o->ttft);
+        TTFT__ST(&e->max_gap, o->max_gap);
+        TTFT__ST(&e->t_begin, o->t_begin);
+        TTFT__ST(&e->t_end, o->t_end);
+        TTFT__ST(&e->tokens, o->tokens);
+        TTFT__ST(&e->meta, o->status | TTFT__IDS_CAUSE(ids) << 8 | tr << 16 | idlen << 24);
+        TTFT__ST(&e->trace[0], tr ? TTFT__LD(&ri->trace[0]) : 0);
+        TTFT__ST(&e->trace[1], tr ? TTFT__LD(&ri->trace[1]) : 0);
+        for (uint32_t w = 0; w < sizeof e->id / sizeof e->id[0]; w++)
+          TTFT__ST(&e->id[w], idlen ? TTFT__LD(&ri->w[w]) : 0);
+      }
+      /* release: the fields above before the even counter a reader checks */
+      atomic_store_explicit(&e->seq, q + 2, memory_order_release);
+      floor = v < second ? v : second;
+    }
+  }
+  /* the new floor: the smallest value after our replacement, from values
+   * read before it; values only grow, so it is never above the true one */
+  TTFT__ST(&cr->slow_floor[by], floor);
+}
+
 int ttft_stream_end(ttft_registry *r, ttft_seq s, ttft_status status, uint64_t t_ns) {
   if (!r || (unsigned)status >= TTFT_STATUS_COUNT_) return TTFT_EINVAL;
   uint32_t idx = (uint32_t)s - 1;
@@ -783,6 +925,17 @@ int ttft_stream_end(ttft_registry *r, ttft_seq s, ttft_status status, uint64_t t
   if (em && n >= 2) hist_rec(r, sh->shared, &sv[1], tpot);
   hist_rec(r, sh->shared, &sv[2], e2e);
   hist_rec(r, sh->shared, &sv[3], n);
+  if (em && r->slowest_k) {
+    uint64_t gap = em >= 2 ? TTFT__LD(&sl->max_gap) : 0;
+    int by_ttft = ttft > TTFT__LD(&cr->slow_floor[TTFT_SLOWEST_TTFT]);
+    int by_gap = gap > TTFT__LD(&cr->slow_floor[TTFT_SLOWEST_GAP]);
+    if (TTFT_UNLIKELY(by_ttft || by_gap)) {
+      slow_offer_t o = {ttft, gap, t_begin, t, n, (uint32_t)status,
+                        ttft__ids_of(TTFT__LD(&r->reqid[idx].tag), (uint32_t)(s >> 32))};
+      if (by_ttft) slow_offer(r, cr, TTFT_SLOWEST_TTFT, idx, ttft, &o);
+      if (by_gap) slow_offer(r, cr, TTFT_SLOWEST_GAP, idx, gap, &o);
+    }
+  }
   seq_gaps_clear(sl, em);
   ttft__slot_retire(r, sh, idx);
   return TTFT_OK;

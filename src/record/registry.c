@@ -34,6 +34,7 @@ void ttft_config_init(ttft_config *cfg) {
   cfg->export_idle_classes = 0;
   cfg->memory_limit = TTFT_DEFAULT_MEMORY_LIMIT;
   cfg->prefix_hit_min_tokens = 16;
+  cfg->slowest_k = 8;
 }
 
 void ttft_slo_init(ttft_slo *slo) {
@@ -170,6 +171,8 @@ static int config_problem(const ttft_config *c, char *why, size_t n) {
       REFUSE("prompt_band_edges[%u] = %u is not above prompt_band_edges[%u] = %u (edges ascend)", i,
              c->prompt_band_edges[i], i - 1, c->prompt_band_edges[i - 1]);
   }
+  if (c->slowest_k > TTFT_MAX_SLOWEST_K)
+    REFUSE("slowest_k %u is above TTFT_MAX_SLOWEST_K (%d)", c->slowest_k, TTFT_MAX_SLOWEST_K);
   for (int m = 0; m < TTFT_PROM_CONFIG_METRICS; m++) {
     if (!c->prom_buckets[m]) continue;
     uint32_t k = c->prom_n_buckets[m];
@@ -491,10 +494,16 @@ static void slots_seed(ttft_registry *r) {
  * one slab and a failed one adds none */
 #define CLASS_RESERVE_CHUNKS TTFT__SLAB_CHUNKS
 
+/* a class record and, behind it, its slowest lists */
+static size_t crec_bytes(const ttft_registry *r) {
+  return sizeof(ttft__crec) + (size_t)TTFT_SLOWEST_COUNT_ * r->slowest_k * sizeof(ttft__slow_live);
+}
+
 static int class_records_new(ttft_registry *r, uint32_t c) {
   for (uint32_t i = 0; i < r->nshards; i++) {
-    ttft__crec *cr = ttft__block_new(r, sizeof *cr);
+    ttft__crec *cr = ttft__block_new(r, crec_bytes(r));
     if (!cr) return TTFT_ENOMEM;
+    cr->slow = r->slowest_k ? (ttft__slow_live *)(cr + 1) : NULL;
     /* release: the zeroed record is visible before its pointer */
     atomic_store_explicit(&r->shards[i].cls[c], cr, memory_order_release);
   }
@@ -506,7 +515,7 @@ static void class_records_free(ttft_registry *r, uint32_t c) {
     if (!r->shards[i].cls) continue; /* a registry_new that failed part-way */
     ttft__crec *cr = TTFT__LD(&r->shards[i].cls[c]);
     if (cr) {
-      ttft__block_free(r, cr, sizeof *cr);
+      ttft__block_free(r, cr, crec_bytes(r));
       TTFT__ST(&r->shards[i].cls[c], NULL);
     }
   }
@@ -582,6 +591,7 @@ static void registry_release(ttft_registry *r) {
   ttft__block_free(r, r->shards, (size_t)r->nshards * sizeof(ttft__shard));
   ttft__block_free(r, r->slots, (size_t)r->nslots * sizeof(ttft__slot));
   ttft__block_free(r, r->steps, TTFT_STEP_RING * sizeof(ttft__step_ent));
+  ttft__block_free(r, r->reqid, (size_t)r->nslots * sizeof(ttft__reqid));
   ttft__free(&r->alloc, r->classes);
   ttft__free(&r->alloc, r->limbo_epoch);
   ttft__free(&r->alloc, r->limbo_wait);
@@ -618,6 +628,7 @@ static void registry_meta(ttft_registry *r, const ttft_config *c) {
   m->native_histograms = c->native_histograms;
   m->native_schema = c->native_schema;
   m->export_idle_classes = c->export_idle_classes;
+  m->slowest_k = c->slowest_k;
   m->stall_threshold_ns = c->stall_threshold_ns;
   m->registry_id = r->id;
 }
@@ -647,6 +658,7 @@ ttft_registry *ttft_registry_new(const ttft_config *cfg) {
   r->prefix_min = c.prefix_hit_min_tokens;
   r->n_band_edges = c.n_prompt_bands;
   memcpy(r->band_edges, c.prompt_band_edges, sizeof r->band_edges);
+  r->slowest_k = c.slowest_k;
 
   r->slots = ttft__block_new(r, (size_t)r->nslots * sizeof(ttft__slot));
   r->shards = ttft__block_new(r, (size_t)r->nshards * sizeof(ttft__shard));
@@ -656,8 +668,9 @@ ttft_registry *ttft_registry_new(const ttft_config *cfg) {
   r->limbo_wait = ttft__alloc(&a, r->nshards);
   r->limbo_first = ttft__alloc(&a, (size_t)r->nshards * sizeof(uint32_t));
   r->limbo_last = ttft__alloc(&a, (size_t)r->nshards * sizeof(uint32_t));
+  if (r->slowest_k) r->reqid = ttft__block_new(r, (size_t)r->nslots * sizeof(ttft__reqid));
   if (!r->slots || !r->shards || !r->steps || !r->classes || !r->limbo_epoch || !r->limbo_wait ||
-      !r->limbo_first || !r->limbo_last)
+      !r->limbo_first || !r->limbo_last || (r->slowest_k && !r->reqid))
     goto fail;
   ttft__memory_add(r, (size_t)r->max_classes * sizeof(ttft__class) + r->nshards * LIMBO_BYTES_PER_SHARD);
   for (uint32_t i = 0; i < r->nshards; i++) {

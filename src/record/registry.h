@@ -147,12 +147,35 @@ enum {
   TTFT__LH_COUNT = TTFT__LH_STATUS + TTFT_STATUS_COUNT_ * TTFT__STATUS_VIEWS
 };
 
+/* One entry of a live slowest list (ttft_snapshot_slowest), written at
+ * stream end under its own sequence counter: seq is odd while a writer
+ * fills it (the writer took it with a CAS, so a second writer — another
+ * thread of the shared shard, or a signal handler that ends a stream —
+ * skips instead of waiting); snapshot_take copies it and keeps the copy
+ * when seq was even and unchanged around the copy (a seqlock reader).
+ * value 0 = empty. meta = status | cause << 8 | has_trace << 16 |
+ * id_len << 24. id[] holds the request id, NUL-padded. */
+typedef struct ttft__slow_live {
+  _Atomic uint32_t seq;
+  _Atomic uint32_t meta;
+  _Atomic uint64_t value, ttft, max_gap, t_begin, t_end, tokens;
+  _Atomic uint64_t trace[2];
+  _Atomic uint64_t id[(TTFT_MAX_REQUEST_ID + 1) / 8];
+} ttft__slow_live;
+TTFT_STATIC_ASSERT((TTFT_MAX_REQUEST_ID + 1) % 8 == 0, "request ids fill whole words");
+
 /* per class, per shard */
 typedef struct ttft__crec {
   _Atomic uint64_t ctr[TTFT_COUNTER_COUNT_];
   /* stalls and their summed gaps (ns) by cause: the rare stall path */
   _Atomic uint64_t cause_n[TTFT_STALL_CAUSE_COUNT], cause_ns[TTFT_STALL_CAUSE_COUNT];
   ttft__hist h[TTFT__LH_COUNT];
+  /* the slowest lists: slow[by * k .. by * k + k - 1] (k = the registry's
+   * slowest_k; NULL when 0), and per list a lower bound of its smallest
+   * value (0 while the list has an empty entry): a stream end whose value
+   * is not above it touches nothing else */
+  _Atomic uint64_t slow_floor[TTFT_SLOWEST_COUNT_];
+  ttft__slow_live *slow;
 } ttft__crec;
 
 typedef struct ttft__shard {
@@ -246,6 +269,35 @@ typedef struct ttft__slot {
   _Atomic uint64_t gh[TTFT__SG_WORDS];
 } ttft__slot;
 
+/* A slot's ids word (ttft__reqid.tag's low half): bit 0 a trace id was
+ * given; bits 8..15 the request id's length; bits 16..23 the
+ * ttft_stall_cause of the longest gap when that gap was a stall
+ * (TTFT_STALL_UNKNOWN until a cause is recorded) */
+#define TTFT__IDS_TRACE 1u
+#define TTFT__IDS_LEN(ids) (((ids) >> 8) & 0xFFu)
+#define TTFT__IDS_CAUSE_SHIFT 16
+#define TTFT__IDS_CAUSE_MASK (0xFFu << TTFT__IDS_CAUSE_SHIFT)
+#define TTFT__IDS_CAUSE(ids) (((ids) >> TTFT__IDS_CAUSE_SHIFT) & 0xFFu)
+
+/* A slot's ids, beside the slot (r->reqid[index]; allocated when
+ * slowest_k > 0), so the slot keeps its 960 bytes and a begin without ids
+ * writes nothing here: tag = generation << 32 | ids word, and the word
+ * belongs to the slot's current sequence only while the generation is its
+ * own (anything else reads as 0: no ids, cause unknown). Written by a
+ * begin that carries ids and by the stall path; read at stream end when
+ * the stream enters a slowest list. A stale tag matches again only after
+ * 2^24 reuses of the slot without ids, and then shows an old id. */
+typedef struct ttft__reqid {
+  _Atomic uint64_t tag;
+  _Atomic uint64_t trace[2];      /* the W3C trace id, big-endian halves  */
+  _Atomic uint64_t w[(TTFT_MAX_REQUEST_ID + 1) / 8]; /* the request id, NUL-padded */
+} ttft__reqid;
+
+/* the ids word of generation gen in t (0 when t is another's) */
+static inline uint32_t ttft__ids_of(uint64_t t, uint32_t gen) {
+  return (uint32_t)(t >> 32) == gen ? (uint32_t)t : 0u;
+}
+
 /* The facts the layout above relies on, checked by the compiler. */
 TTFT_STATIC_ASSERT(TTFT__HIST_BUCKETS == 4864, "38 powers of two of 128 buckets (docs/design.md)");
 TTFT_STATIC_ASSERT(((TTFT__HIST_BUCKETS - 1) >> 3) >= TTFT__SG_OFFSET + TTFT__SG_BUCKETS - 1,
@@ -293,6 +345,8 @@ struct ttft_registry {
   struct ttft_registry *live_next, *live_prev; /* registry.c's live list   */
   uint32_t nslots;
   ttft__slot *slots;
+  ttft__reqid *reqid;             /* [nslots] when slowest_k > 0, else NULL */
+  uint32_t slowest_k;             /* entries per slowest list (config)     */
   uint32_t nshards;               /* max_threads exclusive + 1 shared      */
   ttft__shard *shards;
   uint32_t max_classes;

@@ -3,6 +3,9 @@
  * the recording side that writes a struct ttft_snapshot.
  * Layer: record (src/README.md). */
 #include <string.h>
+#ifdef TTFT_HAVE_PTHREADS
+#include <sched.h>
+#endif
 
 #include "record/registry.h"
 
@@ -101,6 +104,77 @@ static int class_take(ttft_registry *r, ttft_snapshot *s, ttft__hacc *acc, uint3
   return TTFT_OK;
 }
 
+/* Copy live entry e into *d, as a seqlock reader: only a copy that saw an
+ * even counter, unchanged around it, is kept. A writer holds an entry for
+ * a few stores; an entry still odd after the retries (its writer was
+ * descheduled, or died inside a stream end) is left out of this snapshot.
+ * Returns 1 for a kept, non-empty entry. */
+static int slow_copy(const ttft_registry *r, const ttft__slow_live *e, ttft__slow *d,
+                     uint64_t mono_now, uint64_t unix_now) {
+  for (int tries = 0; tries < 1000; tries++) {
+    /* acquire: the fields read below are at least as new as this count */
+    uint32_t q = atomic_load_explicit(&e->seq, memory_order_acquire);
+    if (q & 1u) {
+#ifdef TTFT_HAVE_PTHREADS
+      if (tries > 16) sched_yield();
+#endif
+      continue;
+    }
+    d->value = TTFT__LD(&e->value);
+    d->ttft = TTFT__LD(&e->ttft);
+    d->max_gap = TTFT__LD(&e->max_gap);
+    d->t_begin = TTFT__LD(&e->t_begin);
+    d->t_end = TTFT__LD(&e->t_end);
+    d->tokens = TTFT__LD(&e->tokens);
+    uint32_t meta = TTFT__LD(&e->meta);
+    uint64_t tr[2] = {TTFT__LD(&e->trace[0]), TTFT__LD(&e->trace[1])};
+    uint64_t id[sizeof e->id / sizeof e->id[0]];
+    for (size_t w = 0; w < sizeof id / sizeof id[0]; w++) id[w] = TTFT__LD(&e->id[w]);
+    /* acquire fence: the loads above happen before the second look at the
+     * counter, so a writer that changed any of them has made it differ */
+    atomic_thread_fence(memory_order_acquire);
+    if (TTFT__LD(&e->seq) != q) continue;
+    if (!d->value) return 0;
+    d->status = (uint8_t)(meta & 0xFFu);
+    d->cause = (uint8_t)((meta >> 8) & 0xFFu);
+    d->has_trace = (uint8_t)((meta >> 16) & 1u);
+    if (d->status >= TTFT_STATUS_COUNT_) d->status = TTFT_COMPLETED;
+    if (d->cause >= TTFT_STALL_CAUSE_COUNT) d->cause = TTFT_STALL_UNKNOWN;
+    for (int i = 0; i < 8; i++) {
+      d->trace[i] = (uint8_t)(tr[0] >> (56 - 8 * i));
+      d->trace[8 + i] = (uint8_t)(tr[1] >> (56 - 8 * i));
+    }
+    memcpy(d->id, id, sizeof d->id);
+    d->id[TTFT_MAX_REQUEST_ID] = '\0';
+    d->id_len = (uint8_t)strlen(d->id);
+    d->unix_end = unix_now ? unix_now - (mono_now - (d->t_end < mono_now ? d->t_end : mono_now)) : 0;
+    (void)r;
+    return 1;
+  }
+  return 0;
+}
+
+/* Class c's slowest lists: every used shard's entries, the k largest. */
+static int slow_take(ttft_registry *r, ttft_snapshot *s, uint32_t c, ttft__slow *scratch,
+                     uint64_t mono_now, uint64_t unix_now) {
+  uint32_t k = r->slowest_k;
+  for (int by = 0; by < TTFT_SLOWEST_COUNT_; by++) {
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < r->nshards; i++) {
+      const ttft__shard *sh = &r->shards[i];
+      if (!TTFT__LD(&sh->used)) continue;
+      /* acquire: see class_add */
+      const ttft__crec *cr = atomic_load_explicit(&sh->cls[c], memory_order_acquire);
+      if (!cr || !cr->slow) continue;
+      for (uint32_t j = 0; j < k; j++)
+        n += (uint32_t)slow_copy(r, &cr->slow[(size_t)by * k + j], &scratch[n], mono_now, unix_now);
+    }
+    int rc = ttft__slow_set(s, c, by, scratch, ttft__slow_sort(scratch, n, k));
+    if (rc != TTFT_OK) return rc;
+  }
+  return TTFT_OK;
+}
+
 /* A TTFT split: histogram at byte offset off of every used shard. */
 static int split_take(ttft_registry *r, ttft_snapshot *s, ttft__hacc *acc, const ttft__hist *first,
                       ttft__shist **slot, uint64_t *coarse) {
@@ -118,6 +192,17 @@ static int take_all(ttft_registry *r, ttft_snapshot *s, uint32_t nc, uint64_t *c
   const ttft__crec **recs = ttft__alloc(&s->alloc, r->nshards * sizeof *recs);
   int rc = (acc && recs) ? TTFT_OK : TTFT_ENOMEM;
   for (uint32_t c = 0; c < nc && rc == TTFT_OK; c++) rc = class_take(r, s, acc, c, recs, coarse);
+  if (rc == TTFT_OK && r->slowest_k) {
+    ttft__slow *scratch = ttft__alloc(&s->alloc, (size_t)r->nshards * r->slowest_k * sizeof *scratch);
+    struct timespec ts;
+    uint64_t unix_now = 0, mono_now = ttft__now(r);
+    if (clock_gettime(CLOCK_REALTIME, &ts) == 0)
+      unix_now = (uint64_t)ts.tv_sec * UINT64_C(1000000000) + (uint64_t)ts.tv_nsec;
+    rc = scratch ? TTFT_OK : TTFT_ENOMEM;
+    for (uint32_t c = 0; c < nc && rc == TTFT_OK; c++)
+      rc = slow_take(r, s, c, scratch, mono_now, unix_now);
+    ttft__free(&s->alloc, scratch);
+  }
   const ttft__shard *sh0 = &r->shards[0];
   for (int k = 0; k < TTFT_PREFIX_BAND_COUNT_ && rc == TTFT_OK; k++)
     rc = split_take(r, s, acc, &sh0->split_cache[k], &s->split_cache[k], coarse);

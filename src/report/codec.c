@@ -25,6 +25,7 @@
 #define CODEC_FLAGS_V3 CODEC_FLAGS_V2
 #define CODEC_MAX_CLASSES TTFT__MAX_CLASSES
 #define CODEC_MAX_LIST 64u      /* gauges, counters, metrics per list */
+#define CODEC_MAX_RANKINGS 8u   /* slowest lists per class (version 3)   */
 #define CODEC_MAX_STATUS 8u     /* status-view lists per class         */
 #define CODEC_MAX_STEP 8u       /* engine-step histograms (version 3)  */
 #define CODEC_SCHEMA_BIAS 4     /* native_schema + 4 on the wire: 0..12 */
@@ -172,6 +173,32 @@ static void put_ascending(wr *w, const uint64_t *v, uint32_t n) {
   for (uint32_t i = 0; i < n; i++) put_var(w, i ? v[i] - v[i - 1] : v[0]);
 }
 
+/* version 3: the slowest lists of every class (docs/encoding.md) */
+static void put_slowest(wr *w, const ttft_snapshot *s) {
+  uint32_t k = s->slowest_k > TTFT_MAX_SLOWEST_K ? TTFT_MAX_SLOWEST_K : s->slowest_k;
+  put_var(w, k);
+  put_var(w, TTFT_SLOWEST_COUNT_);
+  for (uint32_t c = 0; c < s->nclasses; c++)
+    for (unsigned by = 0; by < TTFT_SLOWEST_COUNT_; by++) {
+      uint32_t n = s->cls[c].nslow[by] < k ? s->cls[c].nslow[by] : k;
+      put_var(w, n);
+      for (uint32_t i = 0; i < n; i++) {
+        const ttft__slow *e = &s->cls[c].slow[by][i];
+        put_var(w, e->ttft);
+        put_var(w, e->max_gap);
+        put_var(w, e->t_begin);
+        put_var(w, e->t_end >= e->t_begin ? e->t_end - e->t_begin : 0);
+        put_var(w, e->tokens);
+        put_var(w, e->unix_end);
+        put_byte(w, e->status);
+        put_byte(w, e->cause);
+        put_byte(w, e->has_trace ? 1u : 0u);
+        if (e->has_trace) put_bytes(w, e->trace, sizeof e->trace);
+        put_str(w, e->id, sizeof e->id);
+      }
+    }
+}
+
 static void encode_body(const ttft_snapshot *s, wr *w) {
   put_var(w, s->registry_id);
   put_var(w, s->t_start_ns);
@@ -242,6 +269,7 @@ static void encode_body(const ttft_snapshot *s, wr *w) {
   /* version 3: engine-step durations, without / with prefill */
   put_var(w, 2);
   for (unsigned i = 0; i < 2; i++) put_hist(w, s->step[i]);
+  put_slowest(w, s);
 }
 
 long ttft_snapshot_encode(const ttft_snapshot *s, void *buf, size_t cap) {
@@ -313,7 +341,7 @@ static int utf8_ok(const unsigned char *s, size_t n) {
   return 1;
 }
 
-enum { STR_UTF8, STR_CLASS, STR_LABEL_NAME, STR_NAMESPACE };
+enum { STR_UTF8, STR_CLASS, STR_LABEL_NAME, STR_NAMESPACE, STR_REQUEST_ID };
 
 static int char_ok(int kind, unsigned c, int first) {
   int alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
@@ -336,8 +364,10 @@ static void get_str(rd *r, char *dst, size_t field, size_t min_len, int kind) {
     return;
   }
   const unsigned char *s = r->p + r->pos;
-  if (kind == STR_UTF8) {
+  if (kind == STR_UTF8 || kind == STR_REQUEST_ID) {
     if (!utf8_ok(s, (size_t)n)) r->bad = 1;
+    for (size_t i = 0; kind == STR_REQUEST_ID && i < n; i++)
+      if (s[i] < 0x20 || s[i] == 0x7F) r->bad = 1; /* what ttft_begin_ex stores as '?' */
   } else {
     for (size_t i = 0; i < n; i++)
       if (!char_ok(kind, s[i], i == 0)) r->bad = 1;
@@ -414,6 +444,61 @@ static void get_hist(rd *r, ttft__shist **slot, uint64_t *total) {
     r->nomem = rc == TTFT_ENOMEM;
     r->bad = 1;
   }
+}
+
+static uint8_t get_u8(rd *r) {
+  if (r->bad || r->pos >= r->end) {
+    r->bad = 1;
+    return 0;
+  }
+  return r->p[r->pos++];
+}
+
+/* Version 3: the slowest lists of nclasses classes into s (NULL:
+ * validate only). Every list is at most k long (k <= TTFT_MAX_SLOWEST_K),
+ * every entry's value (its TTFT, or its longest gap) is non-zero, a trace
+ * id is not all zero, a request id is what ttft_begin_ex would store. */
+static void get_slowest(rd *r, ttft_snapshot *s, uint32_t nclasses) {
+  ttft__slow v[TTFT_MAX_SLOWEST_K];
+  uint32_t k = (uint32_t)get_bounded(r, TTFT_MAX_SLOWEST_K);
+  uint32_t nby = (uint32_t)get_bounded(r, CODEC_MAX_RANKINGS);
+  if (s) s->slowest_k = k;
+  for (uint32_t c = 0; c < nclasses && !r->bad; c++)
+    for (uint32_t by = 0; by < nby && !r->bad; by++) {
+      uint32_t n = (uint32_t)get_bounded(r, k);
+      for (uint32_t i = 0; i < n && !r->bad; i++) {
+        ttft__slow *e = &v[i];
+        memset(e, 0, sizeof *e);
+        e->ttft = get_var(r);
+        e->max_gap = get_var(r);
+        e->t_begin = get_var(r);
+        uint64_t span = get_var(r);
+        if (span > UINT64_MAX - e->t_begin) r->bad = 1;
+        e->t_end = e->t_begin + span;
+        e->tokens = get_var(r);
+        e->unix_end = get_var(r);
+        e->status = get_u8(r);
+        e->cause = get_u8(r);
+        e->has_trace = get_u8(r);
+        if (e->status >= TTFT_STATUS_COUNT_ || e->has_trace > 1) r->bad = 1;
+        if (e->cause >= TTFT_STALL_CAUSE_COUNT) e->cause = TTFT_STALL_UNKNOWN; /* as stalls_by_cause */
+        if (e->has_trace && !r->bad) {
+          if (r->end - r->pos < sizeof e->trace) r->bad = 1;
+          else memcpy(e->trace, r->p + r->pos, sizeof e->trace), r->pos += sizeof e->trace;
+          unsigned char any = 0;
+          for (size_t j = 0; j < sizeof e->trace; j++) any |= e->trace[j];
+          if (!any) r->bad = 1;
+        }
+        get_str(r, e->id, sizeof e->id, 0, STR_REQUEST_ID);
+        e->id_len = (uint8_t)strlen(e->id);
+        e->value = by == TTFT_SLOWEST_TTFT ? e->ttft : e->max_gap;
+        if (by < TTFT_SLOWEST_COUNT_ && !e->value) r->bad = 1;
+      }
+      if (s && !r->bad && by < TTFT_SLOWEST_COUNT_) {
+        n = ttft__slow_sort(v, n, k);
+        if (ttft__slow_set(s, c, (int)by, v, n) != TTFT_OK) r->nomem = r->bad = 1;
+      }
+    }
 }
 
 /* The body after the header. s NULL: validate only, return nclasses. */
@@ -545,6 +630,7 @@ static uint32_t decode_body(rd *r, ttft_snapshot *s) {
     n = (uint32_t)get_bounded(r, CODEC_MAX_STEP);
     for (uint32_t i = 0; i < n && !r->bad; i++) get_hist(r, s && i < 2 ? &s->step[i] : NULL, NULL);
   }
+  if (r->version >= 3) get_slowest(r, s, nclasses);
   return r->bad ? 0 : nclasses;
 }
 

@@ -64,6 +64,25 @@ TTFT_HIDDEN extern const ttft__prom_gauge_def ttft__prom_gauges[TTFT_GAUGE_COUNT
 TTFT_HIDDEN int ttft__format_text(const ttft_snapshot *s, ttft__sb *sb);
 TTFT_HIDDEN int ttft__format_json(const ttft_snapshot *s, ttft__sb *sb);
 TTFT_HIDDEN int ttft__format_prometheus(const ttft_snapshot *s, ttft__sb *sb, int openmetrics);
+
+/* Exemplars (OpenMetrics and protobuf): the slowest request with a trace
+ * id whose value of metric m lies in the bucket (lo, hi] (hi UINT64_MAX:
+ * +Inf) of class k, from the slowest lists — TTFT from the TTFT list; ITL
+ * and SEQ_ITL_MAX from the longest-gap list (a request's longest gap is
+ * one of its ITL observations and its SEQ_ITL_MAX observation). NULL when
+ * none, and for every other metric. */
+static inline const ttft__slow *ttft__exemplar(const ttft__sclass *k, ttft_metric m, uint64_t lo,
+                                               uint64_t hi) {
+  int by = m == TTFT_METRIC_TTFT ? TTFT_SLOWEST_TTFT
+           : (m == TTFT_METRIC_ITL || m == TTFT_METRIC_SEQ_ITL_MAX) ? TTFT_SLOWEST_GAP : -1;
+  if (!k || by < 0) return NULL;
+  for (uint32_t i = 0; i < k->nslow[by]; i++) { /* slowest first */
+    const ttft__slow *e = &k->slow[by][i];
+    if (e->value <= lo) break;
+    if (e->value <= hi && e->has_trace) return e;
+  }
+  return NULL;
+}
 /* Length-delimited io.prometheus.client.MetricFamily messages (binary; the
  * builder's NUL terminator is not part of the output). */
 TTFT_HIDDEN int ttft__format_protobuf(const ttft_snapshot *s, ttft__sb *sb);

@@ -180,7 +180,56 @@ static void json_causes(ttft__sb *sb, const ttft__sclass *c) {
   ttft__sb_puts(sb, "}");
 }
 
-static void json_class(ttft__sb *sb, const ttft__sclass *c, int id) {
+/* {"ttft": [..], "gap": [..]}: the slowest requests (ttft_snapshot_slowest),
+ * slowest first */
+static void json_slowest(ttft__sb *sb, const ttft_snapshot *s, const ttft__sclass *c) {
+  static const char *const by_name[TTFT_SLOWEST_COUNT_] = {"ttft", "gap"};
+  int first = 1;
+  ttft__sb_puts(sb, "{");
+  for (int by = 0; by < TTFT_SLOWEST_COUNT_; by++) {
+    json_key(sb, by_name[by], &first);
+    ttft__sb_puts(sb, "[");
+    for (uint32_t i = 0; i < c->nslow[by]; i++) {
+      const ttft__slow *e = &c->slow[by][i];
+      char trace[33];
+      int f = 1;
+      ttft__sb_puts(sb, i ? ",{" : "{");
+      json_key(sb, "request_id", &f);
+      if (e->id[0]) json_str(sb, e->id);
+      else ttft__sb_puts(sb, "null");
+      json_key(sb, "trace_id", &f);
+      ttft__slow_trace_hex(e, trace);
+      if (trace[0]) json_str(sb, trace);
+      else ttft__sb_puts(sb, "null");
+      json_key(sb, "class", &f);
+      json_str(sb, e->cls < s->nclasses ? s->cls[e->cls].name : "");
+      json_key(sb, "value_ns", &f);
+      json_u64(sb, e->value);
+      json_key(sb, "ttft_ns", &f);
+      json_u64(sb, e->ttft);
+      json_key(sb, "max_gap_ns", &f);
+      json_u64(sb, e->max_gap);
+      json_key(sb, "t_begin_ns", &f);
+      json_u64(sb, e->t_begin);
+      json_key(sb, "t_end_ns", &f);
+      json_u64(sb, e->t_end);
+      json_key(sb, "t_end_unix_ns", &f);
+      if (e->unix_end) json_u64(sb, e->unix_end);
+      else ttft__sb_puts(sb, "null");
+      json_key(sb, "tokens", &f);
+      json_u64(sb, e->tokens);
+      json_key(sb, "status", &f);
+      json_str(sb, ttft_status_name((ttft_status)e->status));
+      json_key(sb, "stall_cause", &f);
+      json_str(sb, ttft_stall_cause_name((ttft_stall_cause)e->cause));
+      ttft__sb_puts(sb, "}");
+    }
+    ttft__sb_puts(sb, "]");
+  }
+  ttft__sb_puts(sb, "}");
+}
+
+static void json_class(ttft__sb *sb, const ttft_snapshot *s, const ttft__sclass *c, int id) {
   int first = 1, f2 = 1;
   ttft__sb_puts(sb, "{");
   json_key(sb, "id", &first);
@@ -205,6 +254,8 @@ static void json_class(ttft__sb *sb, const ttft__sclass *c, int id) {
   json_metrics(sb, c);
   json_key(sb, "by_status", &first);
   json_by_status(sb, c);
+  json_key(sb, "slowest", &first);
+  json_slowest(sb, s, c);
   ttft__sb_puts(sb, "}");
 }
 
@@ -355,6 +406,8 @@ int ttft__format_json(const ttft_snapshot *s, ttft__sb *sb) {
   json_metrics(sb, &s->all);
   json_key(sb, "by_status", &first);
   json_by_status(sb, &s->all);
+  json_key(sb, "slowest", &first);
+  json_slowest(sb, s, &s->all);
 
   /* the exported classes (ttft__class_exported), each with its id */
   json_key(sb, "classes", &first);
@@ -364,7 +417,7 @@ int ttft__format_json(const ttft_snapshot *s, ttft__sb *sb) {
     if (!ttft__class_exported(s, i)) continue;
     if (!fc) ttft__sb_puts(sb, ",");
     fc = 0;
-    json_class(sb, &s->cls[i], (int)i);
+    json_class(sb, s, &s->cls[i], (int)i);
   }
   ttft__sb_puts(sb, "]");
 

@@ -357,11 +357,40 @@ static void put_sample_end(ttft__sb *sb, uint64_t v) {
   ttft__sb_puts(sb, "\n");
 }
 
+/* OpenMetrics: the exemplar of a bucket line, before its newline:
+ * ` # {trace_id="..."} value timestamp` (value in the metric's unit,
+ * timestamp in seconds since 1970 with millisecond precision, left out
+ * when unknown). */
+static void put_exemplar(ttft__sb *sb, const ttft__slow *e, int seconds) {
+  char trace[33];
+  ttft__slow_trace_hex(e, trace);
+  ttft__sb_puts(sb, " # {trace_id=\"");
+  ttft__sb_puts(sb, trace);
+  ttft__sb_puts(sb, "\"} ");
+  if (seconds) put_seconds(sb, e->value);
+  else put_u64(sb, e->value);
+  if (e->unix_end) {
+    ttft__sb_puts(sb, " ");
+    put_u64(sb, e->unix_end / 1000000000u);
+    ttft__sb_printf(sb, ".%03u", (unsigned)(e->unix_end / 1000000u % 1000u));
+  }
+}
+
 /* One histogram series set (buckets, +Inf, sum, count) for one label set.
  * cls / xname+xval: the class and one extra label (split key), either may
- * be NULL. */
+ * be NULL. exk: the class whose slowest requests give OpenMetrics
+ * exemplars to the buckets (NULL: none). */
+static void put_hist_series_ex(const prom_ctx *c, const prom_hist_def *d, const ttft__shist *h,
+                               const char *cls, const char *xname, const char *xval,
+                               const ttft__sclass *exk);
 static void put_hist_series(const prom_ctx *c, const prom_hist_def *d, const ttft__shist *h,
                             const char *cls, const char *xname, const char *xval) {
+  put_hist_series_ex(c, d, h, cls, xname, xval, NULL);
+}
+
+static void put_hist_series_ex(const prom_ctx *c, const prom_hist_def *d, const ttft__shist *h,
+                               const char *cls, const char *xname, const char *xval,
+                               const ttft__sclass *exk) {
   uint32_t n;
   const uint64_t *b = bounds_of(c->s, d->m, &n);
   uint64_t cum[TTFT_MAX_PROM_BUCKETS];
@@ -380,7 +409,16 @@ static void put_hist_series(const prom_ctx *c, const prom_hist_def *d, const ttf
     if (j < k) put_bound(c->sb, bb[j], d->seconds);
     else ttft__sb_puts(c->sb, "+Inf");
     ttft__sb_puts(c->sb, "\"}");
-    put_sample_end(c->sb, j < k ? cum[j] : count);
+    const ttft__slow *ex = c->om ? ttft__exemplar(exk, d->m, j ? bb[j - 1] : 0, j < k ? bb[j] : UINT64_MAX)
+                                 : NULL;
+    if (ex && (j < k ? cum[j] : count) > (j ? cum[j - 1] : 0)) {
+      ttft__sb_puts(c->sb, " ");
+      put_u64(c->sb, j < k ? cum[j] : count);
+      put_exemplar(c->sb, ex, d->seconds);
+      ttft__sb_puts(c->sb, "\n");
+    } else {
+      put_sample_end(c->sb, j < k ? cum[j] : count);
+    }
   }
   int first = 1;
   put_name(c, d->otel, d->name, "_sum");
@@ -405,7 +443,8 @@ static void put_histograms(const prom_ctx *c) {
     put_header(c, def->otel, def->name, "histogram", def->seconds ? "seconds" : NULL, def->help);
     for (uint32_t i = 0; i < s->nclasses; i++) {
       if (!class_shown(s, i)) continue;
-      put_hist_series(c, def, class_hist(&s->cls[i], def->m), class_name(s, i), NULL, NULL);
+      put_hist_series_ex(c, def, class_hist(&s->cls[i], def->m), class_name(s, i), NULL, NULL,
+                         &s->cls[i]);
     }
   }
 }

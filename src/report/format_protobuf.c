@@ -311,6 +311,8 @@ typedef struct series {
   const ttft__shist *h;            /* histogram / summary             */
   const pb_hist_def *d;
   const struct hist_data *hd;      /* histogram: prepared buckets     */
+  const ttft__sclass *exk;         /* histogram: exemplars from this
+                                      class's slowest requests, or NULL */
 } series;
 
 static void put_label(pb_out *o, const char *name, const char *v, size_t cap) {
@@ -405,15 +407,45 @@ static void classic_finish(const ttft__shist *h, const uint64_t *b, uint32_t n, 
   }
 }
 
+/* ------------------------------------------------------------ exemplars */
+typedef struct exemplar_arg {
+  const ttft__slow *e;
+  int seconds;
+} exemplar_arg;
+
+static void timestamp_body(pb_out *o, const void *arg) {
+  uint64_t ns = *(const uint64_t *)arg;
+  pb_uint(o, 1, ns / 1000000000u);                    /* int64 seconds */
+  if (ns % 1000000000u) pb_uint(o, 2, ns % 1000000000u); /* int32 nanos */
+}
+
+/* io.prometheus.client.Exemplar: label trace_id, value, timestamp (left
+ * out when the wall-clock time is unknown) */
+static void exemplar_body(pb_out *o, const void *arg) {
+  const exemplar_arg *x = arg;
+  char trace[33];
+  ttft__slow_trace_hex(x->e, trace);
+  label_arg l = {"trace_id", trace, sizeof trace};
+  pb_message(o, 1, label_body, &l);
+  pb_double(o, 2, x->seconds ? as_seconds(x->e->value) : (double)x->e->value);
+  if (x->e->unix_end) pb_message(o, 3, timestamp_body, &x->e->unix_end);
+}
+
 typedef struct bucket_arg {
   uint64_t cum;
   double le;
+  const ttft__slow *ex; /* the bucket's exemplar, or NULL */
+  int seconds;
 } bucket_arg;
 
 static void bucket_body(pb_out *o, const void *arg) {
   const bucket_arg *b = arg;
   pb_uint(o, 1, b->cum);
   pb_double(o, 2, b->le);
+  if (b->ex) {
+    exemplar_arg x = {b->ex, b->seconds};
+    pb_message(o, 3, exemplar_body, &x);
+  }
 }
 
 /* ------------------------------------------------------- native buckets */
@@ -568,6 +600,10 @@ typedef struct hist_data {
   uint32_t nb;
   uint64_t b[TTFT_MAX_PROM_BUCKETS], cum[TTFT_MAX_PROM_BUCKETS];
   native_list nl;
+  const ttft__slow *ex[TTFT_MAX_PROM_BUCKETS + 1]; /* per classic bucket, then
+                                      above the last bound (native only) */
+  uint32_t ex_classic; /* with native buckets: the one classic bucket that
+                          carries its exemplar (nb: none), see below */
   size_t delta_size; /* bytes of the packed deltas            */
   size_t size;       /* bytes of the whole Histogram message  */
 } hist_data;
@@ -582,7 +618,8 @@ static void histogram_body(pb_out *o, const void *arg) {
   pb_uint(o, 1, count);
   pb_double(o, 2, sum_value(h, se->d->seconds));
   for (uint32_t j = 0; j < hd->nb; j++) { /* +Inf is implied by sample_count */
-    bucket_arg ba = {hd->cum[j], unit_value(hd->b[j], se->d->seconds)};
+    const ttft__slow *ex = (!se->x->native || j == hd->ex_classic) ? hd->ex[j] : NULL;
+    bucket_arg ba = {hd->cum[j], unit_value(hd->b[j], se->d->seconds), ex, se->d->seconds};
     pb_message(o, 3, bucket_body, &ba);
   }
   if (!se->x->native) return;
@@ -591,6 +628,13 @@ static void histogram_body(pb_out *o, const void *arg) {
   pb_uint(o, 7, hd->nl.zero);
   put_spans(o, &hd->nl);
   put_deltas(o, &hd->nl, hd->delta_size);
+  /* native histograms: every exemplar again in `exemplars` (field 16),
+   * which must carry a timestamp */
+  for (uint32_t j = 0; j <= hd->nb; j++)
+    if (hd->ex[j] && hd->ex[j]->unix_end) {
+      exemplar_arg x = {hd->ex[j], se->d->seconds};
+      pb_message(o, 16, exemplar_body, &x);
+    }
 }
 
 /* The buckets of a histogram series and the size of its message, in one
@@ -610,6 +654,26 @@ static void hist_prepare(series *se, hist_data *hd) {
     if (se->x->native) native_step(&w, i, c);
   }
   classic_finish(h, hd->b, hd->nb, j, run, hd->cum);
+  /* each bucket's exemplar: the slowest traced request inside it, when
+   * the bucket has observations of its own */
+  for (uint32_t k = 0; k <= hd->nb; k++) {
+    uint64_t below = k ? hd->cum[k - 1] : 0, upto = k < hd->nb ? hd->cum[k] : (h ? h->count : 0);
+    hd->ex[k] = upto > below ? ttft__exemplar(se->exk, se->d->m, k ? hd->b[k - 1] : 0,
+                                              k < hd->nb ? hd->b[k] : UINT64_MAX)
+                             : NULL;
+  }
+  /* With native buckets, every exemplar goes to Histogram.exemplars, and
+   * the classic buckets carry only the slowest one that has a classic
+   * bucket: a scraper that ingests the histogram as native but reads
+   * exemplars from the classic buckets (Prometheus before 2.50) takes the
+   * first bucket exemplar it finds and nothing else, so that one is the
+   * slowest request's. */
+  hd->ex_classic = hd->nb;
+  for (uint32_t k = hd->nb; k-- > 0;)
+    if (hd->ex[k]) {
+      hd->ex_classic = k;
+      break;
+    }
   hd->nl = w.nl;
   hd->delta_size = se->x->native ? delta_size(&hd->nl) : 0;
   se->hd = hd;
@@ -730,6 +794,7 @@ static void family_body(pb_out *o, const void *arg) {
       if (!class_shown(s, i)) continue;
       se.cls = s->cls[i].name;
       se.h = s->cls[i].h[se.d->m];
+      se.exk = &s->cls[i];
       if (f->kind == FK_HIST) put_hist_metric(o, &se);
       else pb_message(o, 4, summary_metric, &se);
     }

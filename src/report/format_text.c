@@ -484,6 +484,55 @@ static void section_splits(ttft__sb *sb, const ttft_snapshot *s) {
   ttft__sb_puts(sb, "\n");
 }
 
+/* The slowest requests over every class (ttft_snapshot_slowest with
+ * TTFT_CLASS_ALL), one table per ranking; nothing when no list holds one.
+ * The request id is the integrator's: written as label values are. */
+static void section_slowest(ttft__sb *sb, const ttft_snapshot *s) {
+  static const char *const title[TTFT_SLOWEST_COUNT_] = {"slowest by ttft", "slowest by gap"};
+  if (!s->all.nslow[TTFT_SLOWEST_TTFT] && !s->all.nslow[TTFT_SLOWEST_GAP]) return;
+  for (int by = 0; by < TTFT_SLOWEST_COUNT_; by++) {
+    const ttft__slow *v = s->all.slow[by];
+    uint32_t n = s->all.nslow[by];
+    if (!n) continue;
+    put_left(sb, title[by], NAME_W);
+    put_right(sb, "ttft", CELL_W);
+    put_right(sb, "max gap", CELL_W);
+    ttft__sb_puts(sb, "  ");
+    put_left(sb, "class", 12);
+    put_left(sb, "status", 10);
+    put_left(sb, "gap cause", 14);
+    ttft__sb_puts(sb, "request id\n");
+    for (uint32_t i = 0; i < n; i++) {
+      const ttft__slow *e = &v[i];
+      char cell[32], trace[33];
+      snprintf(cell, sizeof cell, "%u", (unsigned)(i + 1));
+      put_right(sb, cell, 4);
+      put_spaces(sb, NAME_W - 4);
+      fmt_int(cell, sizeof cell, e->ttft, 0);
+      put_right(sb, cell, CELL_W);
+      if (e->max_gap) fmt_int(cell, sizeof cell, e->max_gap, 0);
+      else snprintf(cell, sizeof cell, "-");
+      put_right(sb, cell, CELL_W);
+      ttft__sb_puts(sb, "  ");
+      put_left(sb, e->cls < s->nclasses ? s->cls[e->cls].name : "?", 12);
+      put_left(sb, ttft_status_name((ttft_status)e->status), 10);
+      put_left(sb, e->max_gap ? ttft_stall_cause_name((ttft_stall_cause)e->cause) : "-", 14);
+      if (e->id[0]) put_clean(sb, e->id);
+      else ttft__sb_puts(sb, "-");
+      ttft__sb_puts(sb, "\n");
+      ttft__slow_trace_hex(e, trace);
+      if (trace[0]) {
+        put_spaces(sb, NAME_W + 2);
+        ttft__sb_printf(sb, "trace %s\n", trace);
+      }
+    }
+  }
+  legend(sb, "the requests with the longest TTFT and the longest inter-token gap, over every class,");
+  legend(sb, "  recorded when they ended (in-flight streams are not listed); gap cause: why the");
+  legend(sb, "  longest gap happened when it was a stall (docs/metrics.md \"Which requests\")");
+  ttft__sb_puts(sb, "\n");
+}
+
 static void section_throughput(ttft__sb *sb, const ttft_snapshot *s) {
   double sec = seconds_of(s);
   char iv[32];
@@ -506,6 +555,7 @@ int ttft__format_text(const ttft_snapshot *s, ttft__sb *sb) {
   section_slo(sb, s);
   section_splits(sb, s);
   section_steps(sb, s);
+  section_slowest(sb, s);
   section_throughput(sb, s);
   return TTFT_OK;
 }

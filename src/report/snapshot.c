@@ -206,3 +206,47 @@ long ttft_snapshot_format(const ttft_snapshot *s, ttft_format f, char *buf, size
   if (sb.len > (size_t)LONG_MAX) return TTFT_ERANGE;
   return (long)sb.len;
 }
+
+/* -------------------------------------------------------- slowest requests */
+static const ttft__slow *slow_list(const ttft_snapshot *s, int class_id, ttft_slowest_by by,
+                                   uint32_t *n) {
+  const ttft__sclass *k = ttft__snapshot_class(s, class_id);
+  if (!k || (unsigned)by >= TTFT_SLOWEST_COUNT_) return NULL;
+  *n = k->nslow[by];
+  return k->slow[by];
+}
+
+unsigned ttft_snapshot_slowest_count(const ttft_snapshot *s, int class_id, ttft_slowest_by by) {
+  uint32_t n = 0;
+  return slow_list(s, class_id, by, &n) ? n : 0;
+}
+
+int ttft_snapshot_slowest(const ttft_snapshot *s, int class_id, ttft_slowest_by by, unsigned index,
+                          ttft_slow_request *out) {
+  if (!out || out->struct_size < sizeof(size_t) || out->struct_size > sizeof(ttft_slow_request))
+    return TTFT_EINVAL;
+  uint32_t n = 0;
+  if (!s || (class_id != TTFT_CLASS_ALL && class_id < 0) ||
+      (class_id >= 0 && (uint32_t)class_id >= s->nclasses) || (unsigned)by >= TTFT_SLOWEST_COUNT_)
+    return TTFT_EINVAL;
+  const ttft__slow *v = slow_list(s, class_id, by, &n);
+  if (index >= n) return TTFT_ERANGE;
+  const ttft__slow *e = &v[index];
+  ttft_slow_request r;
+  memset(&r, 0, sizeof r);
+  r.struct_size = out->struct_size;
+  r.value_ns = e->value;
+  r.ttft_ns = e->ttft;
+  r.max_gap_ns = e->max_gap;
+  r.t_begin_ns = e->t_begin;
+  r.t_end_ns = e->t_end;
+  r.t_end_unix_ns = e->unix_end;
+  r.tokens = e->tokens;
+  r.class_id = (int)e->cls;
+  r.status = (ttft_status)e->status;
+  r.cause = (ttft_stall_cause)e->cause;
+  memcpy(r.request_id, e->id, sizeof r.request_id);
+  ttft__slow_trace_hex(e, r.trace_id);
+  memcpy(out, &r, out->struct_size);
+  return TTFT_OK;
+}

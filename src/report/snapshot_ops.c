@@ -71,6 +71,23 @@ static void class_meta(ttft__sclass *dst, const ttft__sclass *src) {
 
 static uint64_t sat_add(uint64_t x, uint64_t y) { return y > UINT64_MAX - x ? UINT64_MAX : x + y; }
 
+/* Class i of s's slowest lists: the k slowest of the union of ca's and
+ * cb's (either may be NULL), k = s->slowest_k. */
+static int slow_merge(ttft_snapshot *s, uint32_t i, const ttft__sclass *ca, const ttft__sclass *cb) {
+  for (int by = 0; by < TTFT_SLOWEST_COUNT_; by++) {
+    uint32_t na = ca ? ca->nslow[by] : 0, nb = cb ? cb->nslow[by] : 0;
+    if (!na && !nb) continue;
+    ttft__slow *v = ttft__alloc(&s->alloc, (size_t)(na + nb) * sizeof *v);
+    if (!v) return TTFT_ENOMEM;
+    if (na) memcpy(v, ca->slow[by], na * sizeof *v);
+    if (nb) memcpy(v + na, cb->slow[by], nb * sizeof *v);
+    int rc = ttft__slow_set(s, i, by, v, ttft__slow_sort(v, na + nb, s->slowest_k));
+    ttft__free(&s->alloc, v);
+    if (rc != TTFT_OK) return rc;
+  }
+  return TTFT_OK;
+}
+
 /* The classes of s from a (same ids) and b (matched by name, the new ones
  * after a's); from_b[i] is b's class for s's class i, or -1. */
 static int merge_data(ttft_snapshot *s, ttft__hacc *acc, const ttft_snapshot *a,
@@ -95,6 +112,7 @@ static int merge_data(ttft_snapshot *s, ttft__hacc *acc, const ttft_snapshot *a,
     if (ca && rc == TTFT_OK) rc = causes_add(&s->cls[i], ca);
     if (cb && rc == TTFT_OK) rc = causes_add(&s->cls[i], cb);
     if (rc == TTFT_OK) rc = class_hists_add(s, acc, &s->cls[i], ca, cb);
+    if (rc == TTFT_OK) rc = slow_merge(s, i, ca, cb);
     if (rc != TTFT_OK) return rc;
   }
   for (unsigned i = 0; i < TTFT_PREFIX_BAND_COUNT_; i++) {
@@ -140,6 +158,7 @@ ttft_snapshot *ttft_snapshot_merge(const ttft_snapshot *a, const ttft_snapshot *
   s->registry_id = 0; /* no longer one registry's history: delta refuses it */
   s->t_start_ns = a->t_start_ns < b->t_start_ns ? a->t_start_ns : b->t_start_ns;
   s->t_end_ns = a->t_end_ns > b->t_end_ns ? a->t_end_ns : b->t_end_ns;
+  s->slowest_k = a->slowest_k > b->slowest_k ? a->slowest_k : b->slowest_k;
   for (unsigned g = 0; g < TTFT_GAUGE_COUNT_; g++) s->gauge[g] = sat_add(a->gauge[g], b->gauge[g]);
 
   ttft__hacc *acc = ttft__hacc_new(&s->alloc);
@@ -180,6 +199,35 @@ static int hist_sub(ttft_snapshot *s, ttft__hacc *acc, ttft__shist **slot, const
   return ttft__snapshot_hist(s, acc, slot);
 }
 
+static int same_request(const ttft__slow *x, const ttft__slow *y) {
+  return x->value == y->value && x->t_begin == y->t_begin && x->t_end == y->t_end &&
+         x->has_trace == y->has_trace && memcmp(x->trace, y->trace, sizeof x->trace) == 0 &&
+         strcmp(x->id, y->id) == 0;
+}
+
+/* Class i of the delta s: the entries of newer's lists (nc) that older's
+ * (oc, NULL for a class added in the interval) does not hold — the
+ * requests that entered the registry's slowest lists during the window,
+ * so each of them ended in it (lists only ever take larger values). */
+static int slow_sub(ttft_snapshot *s, uint32_t i, const ttft__sclass *nc, const ttft__sclass *oc) {
+  for (int by = 0; by < TTFT_SLOWEST_COUNT_; by++) {
+    uint32_t n = 0;
+    if (!nc->nslow[by]) continue;
+    ttft__slow *v = ttft__alloc(&s->alloc, nc->nslow[by] * sizeof *v);
+    if (!v) return TTFT_ENOMEM;
+    for (uint32_t j = 0; j < nc->nslow[by]; j++) {
+      int old = 0;
+      for (uint32_t m = 0; oc && m < oc->nslow[by] && !old; m++)
+        old = same_request(&nc->slow[by][j], &oc->slow[by][m]);
+      if (!old) v[n++] = nc->slow[by][j];
+    }
+    int rc = ttft__slow_set(s, i, by, v, n);
+    ttft__free(&s->alloc, v);
+    if (rc != TTFT_OK) return rc;
+  }
+  return TTFT_OK;
+}
+
 static int class_sub(ttft_snapshot *s, ttft__hacc *acc, ttft__sclass *dc, const ttft__sclass *nc,
                      const ttft__sclass *oc) {
   for (unsigned c = 0; c < TTFT_COUNTER_COUNT_; c++) {
@@ -216,6 +264,7 @@ static int delta_data(ttft_snapshot *s, ttft__hacc *acc, const ttft_snapshot *ne
     } else {
       rc = class_sub(s, acc, dc, nc, &older->cls[j]);
     }
+    if (rc == TTFT_OK) rc = slow_sub(s, i, nc, j < 0 ? NULL : &older->cls[j]);
   }
   for (unsigned i = 0; i < TTFT_PREFIX_BAND_COUNT_ && rc == TTFT_OK; i++) {
     rc = hist_sub(s, acc, &s->split_cache[i], newer->split_cache[i], older->split_cache[i]);

@@ -52,6 +52,7 @@ int main(void) {
   OFF(ttft_config, export_idle_classes);
   OFF(ttft_config, memory_limit);
   OFF(ttft_config, prefix_hit_min_tokens);
+  OFF(ttft_config, slowest_k);
 
   SIZE(ttft_slo);
   OFF(ttft_slo, struct_size);
@@ -65,6 +66,8 @@ int main(void) {
   OFF(ttft_request, class_id);
   OFF(ttft_request, prompt_tokens);
   OFF(ttft_request, prefix_hit);
+  OFF(ttft_request, request_id);
+  OFF(ttft_request, trace_id);
 
   SIZE(ttft_seq_info);
   OFF(ttft_seq_info, struct_size);

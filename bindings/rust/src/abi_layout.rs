@@ -84,10 +84,11 @@ fn struct_layout_matches_the_header() {
             export_idle_classes,
             memory_limit,
             prefix_hit_min_tokens,
+            slowest_k,
         }
     );
     layout!(got, ttft_slo { struct_size, ttft_ns, tpot_ns, e2e_ns, stall_threshold_ns });
-    layout!(got, ttft_request { struct_size, class_id, prompt_tokens, prefix_hit });
+    layout!(got, ttft_request { struct_size, class_id, prompt_tokens, prefix_hit, request_id, trace_id });
     layout!(
         got,
         ttft_seq_info {
@@ -210,6 +211,7 @@ fn constants_match_the_header() {
         ("TTFT_COUNTER_NO_TPOT", Counter::NO_TPOT.0.into()),
         ("TTFT_COUNTER_STALE", Counter::STALE.0.into()),
         ("TTFT_COUNTER_SLO_JUDGED", Counter::SLO_JUDGED.0.into()),
+        ("TTFT_COUNTER_TRACE_ID_INVALID", Counter::TRACE_ID_INVALID.0.into()),
         ("TTFT_COMPLETED", Status::COMPLETED.0.into()),
         ("TTFT_CANCELLED", Status::CANCELLED.0.into()),
         ("TTFT_ERROR", Status::ERROR.0.into()),

@@ -64,6 +64,7 @@ pub struct ttft_config {
     pub memory_limit: u64,
     // since 1.2
     pub prefix_hit_min_tokens: u32,
+    pub slowest_k: u32,
 }
 
 #[repr(C)]
@@ -77,12 +78,15 @@ pub struct ttft_slo {
 }
 
 #[repr(C)]
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy)]
 pub struct ttft_request {
     pub struct_size: usize,
     pub class_id: c_int,
     pub prompt_tokens: u32,
     pub prefix_hit: c_int,
+    // since 1.2 (NULL: none)
+    pub request_id: *const c_char,
+    pub trace_id: *const c_char,
 }
 
 #[repr(C)]

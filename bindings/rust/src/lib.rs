@@ -285,6 +285,8 @@ c_enum!(
     /// that leaves early does not judge the server). Attainment is
     /// [`Counter::SLO_MET`] / SLO_JUDGED.
     SLO_JUDGED = 14,
+    /// Begins whose trace id was ignored (not 32 lowercase hex, or all zero).
+    TRACE_ID_INVALID = 15,
 });
 
 c_enum!(
@@ -561,6 +563,8 @@ impl Request {
             class_id: self.class.0,
             prompt_tokens: self.prompt_tokens,
             prefix_hit: prefix_arg(self.prefix_hit),
+            request_id: std::ptr::null(),
+            trace_id: std::ptr::null(),
         }
     }
 }
