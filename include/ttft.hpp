@@ -336,6 +336,19 @@ class Request {
     r_.prefix_hit = -1;
     return *this;
   }
+  /* Since 1.2: the server's request id and the W3C trace id (32 lowercase
+   * hex digits) shown with the slowest requests and, the trace id, as
+   * exemplars. The pointers are kept, not the strings: they must stay valid
+   * until begin() returns (the library copies them there; ttft.h says what
+   * it keeps and what it ignores). nullptr = none. */
+  Request &request_id(const char *id) noexcept {
+    r_.request_id = id;
+    return *this;
+  }
+  Request &trace_id(const char *id) noexcept {
+    r_.trace_id = id;
+    return *this;
+  }
   const ttft_request &c_request() const noexcept { return r_; }
 
  private:
@@ -416,6 +429,8 @@ class Config {
   Config &native_histograms(bool on) noexcept { c_.native_histograms = on ? 1 : 0; return *this; }
   Config &native_schema(int schema) noexcept { c_.native_schema = schema; return *this; }
   Config &export_idle_classes(bool on) noexcept { c_.export_idle_classes = on ? 1 : 0; return *this; }
+  /* Since 1.2: requests kept per class in each slowest list (0 .. 64). */
+  Config &slowest_k(std::uint32_t k) noexcept { c_.slowest_k = k; return *this; }
   /* Bytes of histogram buckets the registry may allocate as values arrive. */
   Config &memory_limit(std::uint64_t bytes) noexcept { c_.memory_limit = bytes; return *this; }
   /* Since 1.2: annotate_cached calls fewer cached tokens a miss (default 16). */
@@ -525,6 +540,18 @@ class Snapshot {
     return ttft_snapshot_class_counter(s_, c.id(), k);
   }
   std::uint64_t gauge(ttft_gauge g) const noexcept { return ttft_snapshot_gauge(s_, g); }
+
+  /* The slowest requests by TTFT or by longest gap (ttft_snapshot_slowest),
+   * slowest first, copied out (request_id and trace_id are "" when none). */
+  std::vector<ttft_slow_request> slowest(ttft_slowest_by by, Class c = Class::all()) const {
+    std::vector<ttft_slow_request> v(ttft_snapshot_slowest_count(s_, c.id(), by));
+    for (unsigned i = 0; i < v.size(); i++) {
+      v[i].struct_size = sizeof v[i];
+      int rc = ttft_snapshot_slowest(s_, c.id(), by, i, &v[i]);
+      if (rc != TTFT_OK) throw Error(rc, "ttft::Snapshot::slowest");
+    }
+    return v;
+  }
 
   /* The streams that ended with one status: TTFT, TPOT, E2E and
    * OUTPUT_TOKENS recorded at stream end (ttft_snapshot_status_*). A view

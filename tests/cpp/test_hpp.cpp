@@ -920,6 +920,32 @@ void test_slo_judged() {
   EXPECT_STREQ(ttft::name(TTFT_COUNTER_SLO_JUDGED), "slo_judged");
 }
 
+// ------------------------------------------------- 1.2 slowest requests
+void test_slowest() {
+  ttft::Registry reg(ttft::Config().max_inflight(8).max_classes(4).slowest_k(2));
+  const char *ids[3] = {"a", "b", "c"};
+  for (std::uint64_t i = 0; i < 3; i++) {
+    std::string tid(32, '0');
+    tid[31] = static_cast<char>('1' + i);
+    ttft::Stream s = reg.begin(ttft::Request().request_id(ids[i]).trace_id(tid.c_str()), T0);
+    EXPECT_EQ(s.token(1, T0 + (i + 1) * 1000000), TTFT_OK);
+    EXPECT_EQ(s.token(1, T0 + (i + 1) * 1000000 + (3 - i) * 500000), TTFT_OK);
+  }
+  ttft::Snapshot snap = reg.snapshot();
+  std::vector<ttft_slow_request> v = snap.slowest(TTFT_SLOWEST_TTFT);
+  EXPECT_EQ(v.size(), std::size_t{2});
+  if (v.size() == 2) {
+    EXPECT_STREQ(v[0].request_id, "c");
+    EXPECT_STREQ(v[0].trace_id, "00000000000000000000000000000003");
+    EXPECT_EQ(v[0].value_ns, std::uint64_t{3000000});
+    EXPECT_STREQ(v[1].request_id, "b");
+  }
+  std::vector<ttft_slow_request> g = snap.slowest(TTFT_SLOWEST_GAP, ttft::Class(0));
+  EXPECT_EQ(g.size(), std::size_t{2});
+  if (!g.empty()) EXPECT_STREQ(g[0].request_id, "a");
+  EXPECT_EQ(ttft::Snapshot().slowest(TTFT_SLOWEST_TTFT).size(), std::size_t{0});
+}
+
 #ifdef TTFT_TEST_HTTP
 void test_http() {
   ttft::Registry reg = small_registry();
@@ -948,6 +974,7 @@ int main() {
   test_engine_steps();
   test_config_11();
   test_slo_judged();
+  test_slowest();
 #ifdef TTFT_TEST_HTTP
   test_http();
 #endif
