@@ -32,7 +32,7 @@ from ._errors import (ClosedError, CorruptError, Error, ExistsError, FullError,
                       InvalidArgumentError, IoError, LibraryNotFoundError,
                       NotSupportedError, OutOfMemoryError, RangeError,
                       StaleHandleError)
-from ._snapshot import Snapshot, merge
+from ._snapshot import SlowRequest, Snapshot, merge
 
 __version__ = "1.1.0"
 
@@ -57,7 +57,7 @@ def library_version():
 
 
 __all__ = [
-    "Registry", "Class", "Stream", "SeqStats", "Snapshot", "HttpServer",
+    "Registry", "Class", "Stream", "SeqStats", "Snapshot", "SlowRequest", "HttpServer",
     "merge", "now_ns", "library_path", "library_version",
     "Error", "InvalidArgumentError", "StaleHandleError", "FullError",
     "OutOfMemoryError", "RangeError", "CorruptError", "ExistsError", "IoError",

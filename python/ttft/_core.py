@@ -74,6 +74,20 @@ _CANCEL_TYPES = (asyncio.CancelledError, concurrent.futures.CancelledError,
 
 
 # ------------------------------------------------------------ validation
+def _id_arg(value, what):
+    """request_id / trace_id: None, or a str (bytes accepted) without NUL,
+    as bytes for the C struct."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = value.encode("utf-8", "surrogateescape")
+    elif not isinstance(value, (bytes, bytearray)):
+        raise TypeError("%s must be a str or None, not %s" % (what, type(value).__name__))
+    if b"\0" in value:
+        raise ValueError("%s must not contain NUL" % what)
+    return bytes(value)
+
+
 def _int_arg(value, what, lo, hi):
     """value as a Python int in [lo, hi]; TypeError/ValueError otherwise."""
     if isinstance(value, bool) or not hasattr(type(value), "__index__"):
@@ -668,7 +682,9 @@ class Registry:
       "coarse");
     since 1.2:
       prefix_hit_min_tokens (int >= 1, default 16: Stream.annotate_cached
-      calls fewer cached tokens a prefix-cache miss).
+      calls fewer cached tokens a prefix-cache miss);
+      slowest_k (requests kept per class in each slowest list,
+      Snapshot.slowest; default 8, 0 .. 64, 0 = none).
     """
 
     def __init__(self, max_inflight=4096, stall_threshold=0.5, *,
@@ -678,7 +694,7 @@ class Registry:
                  prom_buckets=None, prom_summaries=False,
                  native_histograms=None, native_schema=None,
                  export_idle_classes=None, memory_limit=None,
-                 prefix_hit_min_tokens=None):
+                 prefix_hit_min_tokens=None, slowest_k=None):
         self._o = None
         self._servers = []
         self._lock = threading.Lock()
@@ -765,6 +781,8 @@ class Registry:
         if prefix_hit_min_tokens is not None:
             cfg.prefix_hit_min_tokens = _int_arg(prefix_hit_min_tokens,
                                                  "prefix_hit_min_tokens", 1, _U32)
+        if slowest_k is not None:
+            cfg.slowest_k = _int_arg(slowest_k, "slowest_k", 0, _lib.TTFT_MAX_SLOWEST_K)
         why = ctypes.create_string_buffer(256)
         if lib.ttft_config_check(ctypes.byref(cfg), why, ctypes.sizeof(why)) != _lib.TTFT_OK:
             raise InvalidArgumentError(
@@ -855,20 +873,24 @@ class Registry:
                         % type(cls).__name__)
 
     # --- hooks
-    def _prepare(self, cls, prompt_tokens, prefix_hit):
+    def _prepare(self, cls, prompt_tokens, prefix_hit, request_id=None, trace_id=None):
         """A ttft_request for these arguments, or None for the defaults."""
         cid = self._class_id(cls)
         if prompt_tokens is not None:
             prompt_tokens = _int_arg(prompt_tokens, "prompt_tokens", 0, _U32)
         if prefix_hit is not None and not isinstance(prefix_hit, bool):
             raise TypeError("prefix_hit must be True, False or None")
-        if cid == 0 and not prompt_tokens and prefix_hit is None:
+        rid = _id_arg(request_id, "request_id")
+        tid = _id_arg(trace_id, "trace_id")
+        if cid == 0 and not prompt_tokens and prefix_hit is None and rid is None and tid is None:
             return None
         req = _lib.Request()
         _L.ttft_request_init_sized(ctypes.byref(req), ctypes.sizeof(req))
         req.class_id = cid
         req.prompt_tokens = prompt_tokens or 0
         req.prefix_hit = -1 if prefix_hit is None else int(prefix_hit)
+        req.request_id = rid  # the struct keeps the bytes alive (ctypes _objects)
+        req.trace_id = tid
         return req
 
     def _resolve_cls(self, cls):
@@ -885,13 +907,20 @@ class Registry:
             seq = _begin_ex(p, ctypes.byref(req), t)
         return Stream(o, seq, cls, self._key)
 
-    def begin(self, t_ns=None, cls=None, prompt_tokens=None, prefix_hit=None):
+    def begin(self, t_ns=None, cls=None, prompt_tokens=None, prefix_hit=None, *,
+              request_id=None, trace_id=None):
         """Start a stream at t_ns (None = now): the clock start of TTFT and
         E2E. cls: a Class from add_class, its name, or None (default).
         prompt_tokens: prompt length (band split); prefix_hit: True/False/None
-        (cache split). Returns a Stream (`dropped` when no slot was free)."""
+        (cache split). request_id: the server's id of the request (str,
+        copied; at most 63 bytes of UTF-8 are kept, control characters become
+        '?'); trace_id: a W3C trace-id, 32 lowercase hex digits (anything else
+        is ignored and counted as counter "trace_id_invalid"): both are shown
+        with the slowest requests (Snapshot.slowest) and trace_id as the
+        exemplar of its bucket. Returns a Stream (`dropped` when no slot was
+        free)."""
         t = _t_arg(t_ns)
-        req = self._prepare(cls, prompt_tokens, prefix_hit)
+        req = self._prepare(cls, prompt_tokens, prefix_hit, request_id, trace_id)
         return self._begin_prepared(t, req, self._resolve_cls(cls))
 
     def attach(self, handle):
@@ -982,7 +1011,7 @@ class Registry:
         return handles, ns
 
     def stream(self, t_ns=None, cls=None, prompt_tokens=None, prefix_hit=None, *,
-               on_cancel="cancelled"):
+               on_cancel="cancelled", request_id=None, trace_id=None):
         """A context manager (sync and async) that begins a stream on enter
         and ends it on exit: completed; cancelled for GeneratorExit and
         ConnectionError (the client went away); error for any other
@@ -1003,11 +1032,12 @@ class Registry:
         on_cancel = _on_cancel_arg(on_cancel)
         o = self._o
         _registry_ptr(o)
-        req = self._prepare(cls, prompt_tokens, prefix_hit)
+        req = self._prepare(cls, prompt_tokens, prefix_hit, request_id, trace_id)
         return _StreamScope(self, t, req, self._resolve_cls(cls), on_cancel)
 
     def instrument(self, iterable, cls=None, t_ns=None, prompt_tokens=None,
-                   prefix_hit=None, count=None, *, on_cancel="cancelled"):
+                   prefix_hit=None, count=None, *, on_cancel="cancelled",
+                   request_id=None, trace_id=None):
         """Wrap a token iterable (sync or async): the stream begins when
         iteration starts (or at t_ns, e.g. the request's arrival), each item
         yielded is one emission of count(item) tokens (default 1; items with
@@ -1017,7 +1047,7 @@ class Registry:
         records, as in stream()."""
         t = _t_arg(t_ns)
         on_cancel = _on_cancel_arg(on_cancel)
-        req = self._prepare(cls, prompt_tokens, prefix_hit)
+        req = self._prepare(cls, prompt_tokens, prefix_hit, request_id, trace_id)
         c = self._resolve_cls(cls)
         if count is not None and not callable(count):
             raise TypeError("count must be a callable item -> tokens")

@@ -21,7 +21,7 @@ METRICS = ("ttft", "tpot", "itl", "e2e", "queue", "prefill", "decode",
            "itl_per_token")
 COUNTERS = ("begun", "completed", "cancelled", "errors", "dropped", "tokens",
             "stalls", "stalled_seqs", "abandoned", "slo_met", "clock_clamped",
-            "preemptions", "no_tpot", "stale", "slo_judged")
+            "preemptions", "no_tpot", "stale", "slo_judged", "trace_id_invalid")
 STATUSES = ("completed", "cancelled", "error")
 FORMATS = ("text", "json", "prometheus", "openmetrics", "prometheus_protobuf")
 GAUGES = ("inflight", "live_stalls", "memory", "coarse")
@@ -30,6 +30,9 @@ PREFIX_BANDS = ("miss", "hit", "partial")  # ttft_prefix_band: the prefix splits
 # ttft_stall_cause order (1.2): why a stall happened
 STALL_CAUSES = ("unknown", "prefill", "preempted", "not_scheduled", "engine_idle")
 CLOCKS = ("monotonic", "tsc")
+SLOWEST = ("ttft", "gap")  # ttft_slowest_by
+TTFT_MAX_REQUEST_ID = 63
+TTFT_MAX_SLOWEST_K = 64
 
 ABI_MAJOR = 1  # TTFT_VERSION_MAJOR these declarations mirror
 TTFT_OK = 0
@@ -110,7 +113,8 @@ class Config(ctypes.Structure):
                 ("export_idle_classes", ctypes.c_int),
                 ("memory_limit", ctypes.c_uint64),
                 # since 1.2
-                ("prefix_hit_min_tokens", ctypes.c_uint32)]
+                ("prefix_hit_min_tokens", ctypes.c_uint32),
+                ("slowest_k", ctypes.c_uint32)]
 
 
 class Slo(ctypes.Structure):
@@ -127,7 +131,27 @@ class Request(ctypes.Structure):
     _fields_ = [("struct_size", ctypes.c_size_t),
                 ("class_id", ctypes.c_int),
                 ("prompt_tokens", ctypes.c_uint32),
-                ("prefix_hit", ctypes.c_int)]
+                ("prefix_hit", ctypes.c_int),
+                # since 1.2
+                ("request_id", ctypes.c_char_p),
+                ("trace_id", ctypes.c_char_p)]
+
+
+class SlowRequest(ctypes.Structure):
+    """struct ttft_slow_request"""
+    _fields_ = [("struct_size", ctypes.c_size_t),
+                ("value_ns", ctypes.c_uint64),
+                ("ttft_ns", ctypes.c_uint64),
+                ("max_gap_ns", ctypes.c_uint64),
+                ("t_begin_ns", ctypes.c_uint64),
+                ("t_end_ns", ctypes.c_uint64),
+                ("t_end_unix_ns", ctypes.c_uint64),
+                ("tokens", ctypes.c_uint64),
+                ("class_id", ctypes.c_int),
+                ("status", _c_enum),
+                ("cause", _c_enum),
+                ("request_id", ctypes.c_char * (TTFT_MAX_REQUEST_ID + 1)),
+                ("trace_id", ctypes.c_char * 33)]
 
 
 class StepInfo(ctypes.Structure):
@@ -211,6 +235,8 @@ PROTOTYPES = {
     "ttft_snapshot_class_sum": (_u64, [_vp, _int, _c_enum]),
     "ttft_snapshot_class_sum_wide": (_int, [_vp, _int, _c_enum, _P(_u64), _P(_u64)]),
     "ttft_snapshot_class_counter": (_u64, [_vp, _int, _c_enum]),
+    "ttft_snapshot_slowest_count": (_u32, [_vp, _int, _c_enum]),
+    "ttft_snapshot_slowest": (_int, [_vp, _int, _c_enum, _u32, _P(SlowRequest)]),
     "ttft_snapshot_status_count": (_u64, [_vp, _int, _c_enum, _c_enum]),
     "ttft_snapshot_status_quantile": (_u64, [_vp, _int, _c_enum, _c_enum, _dbl]),
     # 1.2

@@ -6,6 +6,7 @@ of this snapshot (classes are matched by name, so a Class from the registry
 also works on merged or decoded snapshots). None means every class.
 """
 
+import collections
 import ctypes
 import json
 import math
@@ -21,6 +22,12 @@ _CAUSE_INDEX = {name: i for i, name in enumerate(_lib.STALL_CAUSES)}
 _FORMAT_INDEX = {name: i for i, name in enumerate(_lib.FORMATS)}
 _TOKENS = _lib.METRICS.index("output_tokens")
 _BINARY_FORMATS = frozenset(("prometheus_protobuf",))
+_SLOWEST_INDEX = {name: i for i, name in enumerate(_lib.SLOWEST)}
+
+SlowRequest = collections.namedtuple("SlowRequest", (
+    "request_id", "trace_id", "cls", "value_ns", "ttft_ns", "max_gap_ns", "t_begin_ns",
+    "t_end_ns", "t_end_unix_ns", "tokens", "status", "cause"))
+SlowRequest.__doc__ = "One of a snapshot's slowest requests (Snapshot.slowest)."
 
 
 def _lookup(table, value, what):
@@ -337,6 +344,39 @@ class Snapshot:
             if rc:
                 raise from_code(rc, "Snapshot.bands")
             out.append((lo.value, hi.value))
+        return out
+
+    def slowest(self, by="ttft", cls=None):
+        """The slowest requests recorded at stream end (ttft_snapshot_slowest),
+        slowest first: by "ttft" (requests that got a first token) or "gap"
+        (their longest inter-token gap), in class cls (None = every class).
+        Each is a SlowRequest: request_id and trace_id (None when not given),
+        cls (the class name), value_ns (what it is ranked by), ttft_ns,
+        max_gap_ns, t_begin_ns, t_end_ns (monotonic), t_end_unix_ns (wall
+        clock, None when unknown), tokens, status, cause (of its longest
+        gap when that was a stall: "unknown", "prefill", ...)."""
+        b = _lookup(_SLOWEST_INDEX, by, "ranking")
+        cid = self._cid(cls)
+        own = self._p()
+        p = own.ptr
+        L = _core._L
+        n = L.ttft_snapshot_slowest_count(p, cid, b)
+        names = self.classes
+        out = []
+        for i in range(n):
+            r = _lib.SlowRequest()
+            r.struct_size = ctypes.sizeof(r)
+            rc = L.ttft_snapshot_slowest(p, cid, b, i, ctypes.byref(r))
+            if rc != 0:
+                raise from_code(rc, "Snapshot.slowest")
+            out.append(SlowRequest(
+                r.request_id.decode("utf-8", "replace") or None,
+                r.trace_id.decode("ascii") or None,
+                names[r.class_id] if 0 <= r.class_id < len(names) else None,
+                r.value_ns, r.ttft_ns, r.max_gap_ns, r.t_begin_ns, r.t_end_ns,
+                r.t_end_unix_ns or None, r.tokens,
+                _lib.STATUSES[r.status] if 0 <= r.status < len(_lib.STATUSES) else None,
+                _lib.STALL_CAUSES[r.cause] if 0 <= r.cause < len(_lib.STALL_CAUSES) else "unknown"))
         return out
 
     @property

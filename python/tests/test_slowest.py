@@ -1,0 +1,117 @@
+"""Issue 19 item 4 in Python: request and trace ids at begin, the slowest
+requests of a snapshot (Snapshot.slowest), in JSON, through the encoding,
+merge and delta, and as OpenMetrics exemplars."""
+
+import json
+import unittest
+
+from support import MS, T0, registry, ttft
+
+TID = "4bf92f3577b34da6a3ce929d0e0e4736"
+
+
+def play(reg, i, cls=None, ttft_ms=None, gap_ms=None, **ids):
+    s = reg.begin(t_ns=T0 + i * MS, cls=cls, **ids)
+    t = T0 + i * MS + (ttft_ms if ttft_ms is not None else 1 + i) * MS
+    s.token(t_ns=t)
+    t += (gap_ms if gap_ms is not None else 1) * MS
+    s.token(t_ns=t)
+    s.end(t_ns=t + MS)
+
+
+class Slowest(unittest.TestCase):
+    def test_the_k_slowest_with_their_ids(self):
+        reg = registry(slowest_k=3)
+        for i in range(20):
+            play(reg, i, request_id="req-%d" % i, trace_id="%032x" % (i + 1), gap_ms=40 - i)
+        snap = reg.snapshot()
+        by_ttft = snap.slowest("ttft")
+        self.assertEqual([r.request_id for r in by_ttft], ["req-19", "req-18", "req-17"])
+        self.assertEqual(by_ttft[0].trace_id, "%032x" % 20)
+        self.assertEqual(by_ttft[0].value_ns, 20 * MS)
+        self.assertEqual(by_ttft[0].ttft_ns, 20 * MS)
+        self.assertEqual(by_ttft[0].max_gap_ns, 21 * MS)
+        self.assertEqual(by_ttft[0].cls, "default")
+        self.assertEqual(by_ttft[0].status, "completed")
+        self.assertEqual(by_ttft[0].cause, "unknown")
+        self.assertEqual(by_ttft[0].tokens, 2)
+        self.assertIsNotNone(by_ttft[0].t_end_unix_ns)
+        by_gap = snap.slowest("gap", cls="default")
+        self.assertEqual([r.request_id for r in by_gap], ["req-0", "req-1", "req-2"])
+        self.assertEqual([r.value_ns for r in by_gap], [40 * MS, 39 * MS, 38 * MS])
+        with self.assertRaises(ValueError):
+            snap.slowest("e2e")
+        doc = json.loads(snap.to_json())
+        self.assertEqual([r["request_id"] for r in doc["slowest"]["ttft"]],
+                         ["req-19", "req-18", "req-17"])
+        self.assertEqual(doc["classes"][0]["slowest"]["gap"][0]["trace_id"], "%032x" % 1)
+
+    def test_bad_trace_ids_are_ignored_and_counted(self):
+        reg = registry()
+        play(reg, 0, trace_id="4BF92F3577B34DA6A3CE929D0E0E4736", request_id="a")
+        play(reg, 1, trace_id="0" * 32)
+        play(reg, 2, trace_id=TID)
+        snap = reg.snapshot()
+        self.assertEqual(snap.counter("trace_id_invalid"), 2)
+        ids = {r.request_id: r.trace_id for r in snap.slowest("ttft")}
+        self.assertEqual(ids["a"], None)
+        self.assertIn(TID, [r.trace_id for r in snap.slowest("ttft")])
+        with self.assertRaises(ValueError):
+            reg.begin(request_id="a\0b")
+        with self.assertRaises(TypeError):
+            reg.begin(trace_id=12)
+
+    def test_long_and_hostile_request_ids(self):
+        reg = registry()
+        play(reg, 0, request_id="x" * 500)
+        play(reg, 1, request_id="caf\u00e9\n\x1b[31m")
+        got = {r.request_id for r in reg.snapshot().slowest("ttft")}
+        self.assertIn("x" * 63, got)
+        self.assertIn("caf\u00e9??[31m", got)
+
+    def test_stream_and_instrument_take_ids(self):
+        reg = registry()
+        with reg.stream(t_ns=T0, request_id="ctx", trace_id=TID) as s:
+            s.token(t_ns=T0 + 5 * MS)
+        list(reg.instrument(iter([1, 2]), t_ns=T0, request_id="gen"))
+        ids = {r.request_id for r in reg.snapshot().slowest("ttft")}
+        self.assertEqual(ids, {"ctx", "gen"})
+
+    def test_codec_merge_delta(self):
+        a, b = registry(slowest_k=2), registry(slowest_k=2)
+        for i in range(5):
+            play(a, i, request_id="a%d" % i)
+            play(b, i + 5, request_id="b%d" % i)
+        sa = a.snapshot()
+        back = ttft.Snapshot.decode(sa.encode())
+        self.assertEqual(back.slowest("ttft"), sa.slowest("ttft"))
+        m = ttft.merge(sa, b.snapshot())
+        self.assertEqual([r.request_id for r in m.slowest("ttft")], ["b4", "b3"])
+        play(a, 50, request_id="late")
+        d = a.snapshot() - sa
+        self.assertEqual([r.request_id for r in d.slowest("ttft")], ["late"])
+
+    def test_openmetrics_exemplar(self):
+        reg = registry()
+        play(reg, 0, ttft_ms=300, gap_ms=7, trace_id=TID)
+        om = reg.snapshot().to_openmetrics()
+        lines = [x for x in om.splitlines() if "# {trace_id" in x]
+        # TTFT 0.3 s; the longest gap 7 ms in ITL and in the worst-gap histogram
+        self.assertEqual(len(lines), 3)
+        ttft_line = [x for x in lines if x.startswith("gen_ai_server_time_to_first_token_seconds_bucket")]
+        self.assertEqual(len(ttft_line), 1)
+        self.assertIn('# {trace_id="%s"} 0.3 ' % TID, ttft_line[0])
+        self.assertTrue(any(x.startswith("llm_inter_token_latency_seconds_bucket") and
+                            '} 0.007 ' in x for x in lines))
+        self.assertNotIn("trace_id", reg.snapshot().to_prometheus())
+
+    def test_k_zero(self):
+        reg = registry(slowest_k=0)
+        play(reg, 0, request_id="r", trace_id=TID)
+        self.assertEqual(reg.snapshot().slowest("ttft"), [])
+        with self.assertRaises(ValueError):
+            registry(slowest_k=65)
+
+
+if __name__ == "__main__":
+    unittest.main()
