@@ -45,6 +45,17 @@ if(TTFT_WITH_HTTP AND TTFT_HAVE_PTHREADS)
             $<TARGET_FILE:ttft_prom_workload> "${TTFT_PROMETHEUS_BIN}")
   set_tests_properties(prom_scrape PROPERTIES
     LABELS "prometheus;integration" SKIP_RETURN_CODE 77 TIMEOUT 90)
+  # prom_exemplars: two real Prometheus servers (exemplar-storage, and
+  # exemplar-storage,native-histograms) scrape exemplars; query_exemplars
+  # returns the slowest requests' trace ids (issue 19)
+  add_executable(ttft_prom_exemplar_workload ${CMAKE_CURRENT_SOURCE_DIR}/prom/exemplar_workload.c)
+  target_link_libraries(ttft_prom_exemplar_workload PRIVATE ttft_static m)
+  target_compile_options(ttft_prom_exemplar_workload PRIVATE ${TTFT_WARNINGS})
+  add_test(NAME prom_exemplars
+    COMMAND ${TTFT_PROM_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/prom/exemplar_test.py
+            $<TARGET_FILE:ttft_prom_exemplar_workload> "${TTFT_PROMETHEUS_BIN}")
+  set_tests_properties(prom_exemplars PROPERTIES
+    LABELS "prometheus;integration" SKIP_RETURN_CODE 77 TIMEOUT 90)
 endif()
 
 # ---------------------------------------------------------- protobuf (issue 10)

@@ -9,6 +9,7 @@
  *                          what the hostile variant's labels must parse back to
  *
  * variants: empty (fresh registry), default (a workload, one class),
+ * exemplars (streams with trace ids: OpenMetrics exemplars),
  * classes (four classes with SLOs, gauges non-zero), hostile (label values
  * with quotes, backslashes, newlines, braces, UTF-8, invalid UTF-8),
  * custom (own namespace and bucket bounds for every metric), summaries
@@ -167,6 +168,33 @@ int main(int argc, char **argv) {
   c.prom_summaries = 1;
   c.model = "qwen";
   bad |= emit(dir, "summaries", played(&c, four, 2000, 3));
+
+  /* exemplars: 40 streams with W3C trace ids (and request ids) over two
+   * classes, TTFT 50 ms .. 2 s and worst gaps 7 .. 280 ms, so that the
+   * OpenMetrics TTFT, ITL and worst-gap buckets carry exemplars */
+  {
+    ttft_config_init(&c);
+    ttft_registry *er = ttft_registry_new(&c);
+    int chat = er ? ttft_class_add(er, "chat", NULL) : -1;
+    for (unsigned i = 0; er && chat > 0 && i < 40; i++) {
+      char tid[33], rid[16];
+      snprintf(tid, sizeof tid, "%016x%016x", 0xabcu, i + 1);
+      snprintf(rid, sizeof rid, "r%u", i);
+      ttft_request q;
+      ttft_request_init(&q);
+      q.class_id = i % 2 ? chat : 0;
+      q.trace_id = tid;
+      q.request_id = rid;
+      uint64_t t = UINT64_C(1000000000000) + (uint64_t)i * UINT64_C(3000000000);
+      ttft_seq s = ttft_begin_ex(er, &q, t);
+      t += (uint64_t)(i + 1) * 50000000u;
+      ttft_token_emitted(er, s, 1, t);
+      t += (uint64_t)(i + 1) * 7000000u;
+      ttft_token_emitted(er, s, 1, t);
+      ttft_stream_end(er, s, TTFT_COMPLETED, t);
+    }
+    bad |= emit(dir, "exemplars", er);
+  }
 
   /* idle classes: "batch" and "tool" never see a begin, nor does "default" */
   static const char *const chat_only[4] = {"chat", NULL, NULL, NULL};

@@ -14,6 +14,10 @@ prometheus_client.openmetrics.parser. Then checks what the parsers return:
   - both formats carry exactly the same samples (name, labels, value);
   - the hostile variant's label values parse back to the raw bytes the
     registry was given (labels.expect), invalid UTF-8 as U+FFFD;
+  - the exemplars variant: the OpenMetrics parser returns exemplars
+    (trace_id, value, timestamp) on TTFT, ITL and worst-gap buckets only,
+    each inside its bucket, the slowest request of each class among them
+    (the other variants carry none: no trace ids);
   - classes that never saw a begin have no series (idle), unless
     export_idle_classes is set (idle_all); the status views have series
     for the statuses that ended streams; llm_stale_hook_calls_total is one
@@ -38,7 +42,8 @@ except ImportError as e:  # pragma: no cover - environment dependent
     print("SKIP: python prometheus_client missing (apt-get install python3-prometheus-client)")
     sys.exit(77)
 
-VARIANTS = ["empty", "default", "classes", "hostile", "custom", "summaries", "idle", "idle_all"]
+VARIANTS = ["empty", "default", "classes", "hostile", "custom", "summaries", "idle", "idle_all",
+            "exemplars"]
 HISTOGRAMS = {
     "gen_ai_server_time_to_first_token_seconds",
     "gen_ai_server_time_per_output_token_seconds",
@@ -235,6 +240,56 @@ def check_variant(work, name):
     return per_format
 
 
+def check_exemplars(name, fams):
+    """Exemplars the OpenMetrics parser returned for variant name."""
+    where = name + ".om"
+    found = {}
+    prev = {}
+    for f in fams:
+        for s in f.samples:
+            key_ = (f.name, tuple(sorted((k, v) for k, v in s.labels.items() if k != "le")))
+            le = float(s.labels["le"]) if "le" in s.labels else None
+            lo = prev.get(key_, 0.0)
+            if le is not None:
+                prev[key_] = le
+            ex = getattr(s, "exemplar", None)
+            if ex is None:
+                continue
+            if f.name not in EXEMPLAR_FAMILIES or not s.name.endswith("_bucket"):
+                fail("%s: exemplar on %s" % (where, s.name))
+                continue
+            tid = ex.labels.get("trace_id", "")
+            if set(ex.labels) != {"trace_id"} or len(tid) != 32 or not all(
+                    c in "0123456789abcdef" for c in tid):
+                fail("%s: exemplar labels %s" % (where, ex.labels))
+            if not (lo < ex.value <= le):
+                fail("%s: exemplar %s of %s{le=%s} is outside (%s, %s]" % (where, ex.value, f.name, le, lo, le))
+            if ex.timestamp is None:
+                fail("%s: exemplar without a timestamp" % where)
+            found.setdefault((f.name, s.labels.get("class")), []).append((ex.value, tid))
+    if name != "exemplars":
+        if found:
+            fail("%s: exemplars without trace ids: %s" % (where, sorted(found)[:3]))
+        return
+    # the slowest stream of each class: TTFT (i+1)*50 ms and gap (i+1)*7 ms
+    # for i = 38 (default) and 39 (chat); trace id %016x%016x of (0xabc, i+1)
+    for cls, i in (("default", 38), ("chat", 39)):
+        tid = "%016x%016x" % (0xABC, i + 1)
+        for fam, v in (("gen_ai_server_time_to_first_token_seconds", (i + 1) * 0.05),
+                       ("llm_inter_token_latency_seconds", (i + 1) * 0.007),
+                       ("llm_request_inter_token_latency_max_seconds", (i + 1) * 0.007)):
+            got = found.get((fam, cls), [])
+            if not any(t == tid and abs(x - v) < 1e-9 for x, t in got):
+                fail("%s: %s{class=%s} lacks the slowest request's exemplar %s %s (has %s)"
+                     % (where, fam, cls, tid, v, got))
+    print("ok   %s: %d exemplars, the slowest of each class among them"
+          % (where, sum(len(v) for v in found.values())))
+
+
+EXEMPLAR_FAMILIES = {"gen_ai_server_time_to_first_token_seconds", "llm_inter_token_latency_seconds",
+                     "llm_request_inter_token_latency_max_seconds"}
+
+
 def check_hostile(work, fams_by_format):
     want = {}
     with open(os.path.join(work, "labels.expect")) as f:
@@ -276,6 +331,9 @@ def main():
     for v in VARIANTS:
         results[v] = check_variant(work, v)
     check_hostile(work, results["hostile"])
+    for v in VARIANTS:
+        if "om" in results[v]:
+            check_exemplars(v, results[v]["om"])
     if failures:
         print("%d failure(s)" % len(failures))
         return 1
