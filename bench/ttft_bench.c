@@ -679,7 +679,42 @@ typedef struct life_ctx {
   uint64_t t[MAX_THREADS][PAD / 8];
   _Atomic uint64_t dropped;
   _Atomic int bad;
+  int ids;      /* loop_life_tokens: begin_ex with a request and a trace id */
+  int growing;  /* loop_life_tokens: every stream slower than the ones
+                   before, so every end enters both slowest lists */
+  uint64_t k;
 } life_ctx;
+
+/* A whole stream: begin, two tokens, stream_end (the slowest lists are
+ * offered its TTFT and its gap at the end). */
+static void loop_life_tokens(void *p, uint64_t n, int tid) {
+  life_ctx *c = p;
+  ttft_registry *r = c->r;
+  uint64_t t = c->t[tid][0], dropped = 0;
+  int bad = 0;
+  ttft_request q;
+  ttft_request_init(&q);
+  if (c->ids) {
+    q.request_id = "chatcmpl-0123456789abcdef";
+    q.trace_id = "4bf92f3577b34da6a3ce929d0e0e4736";
+  }
+  for (uint64_t i = 0; i < n; i++) {
+    t += 1000;
+    ttft_seq s = c->ids ? ttft_begin_ex(r, &q, t) : ttft_begin(r, t);
+    if (!s) {
+      dropped++;
+      continue;
+    }
+    uint64_t d = c->growing ? 1000 + c->k++ : g_gaps[i & GAP_MASK];
+    bad |= ttft_token_emitted(r, s, 1, t + d);
+    bad |= ttft_token_emitted(r, s, 1, t + 2 * d);
+    t += 2 * d;
+    bad |= ttft_stream_end(r, s, TTFT_COMPLETED, t);
+  }
+  c->t[tid][0] = t;
+  atomic_fetch_add_explicit(&c->dropped, dropped, memory_order_relaxed);
+  if (bad) atomic_fetch_add_explicit(&c->bad, 1, memory_order_relaxed);
+}
 
 static void loop_life(void *p, uint64_t n, int tid) {
   life_ctx *c = p;
@@ -1191,6 +1226,23 @@ int main(int argc, char **argv) {
     uint64_t d2 = atomic_exchange_explicit(&lc->dropped, 0, memory_order_relaxed);
     if (d2) snprintf(l2->note, sizeof l2->note, "(%llu begins refused: no free slot)", (unsigned long long)d2);
     row_print(l2);
+    /* whole streams: what the slowest lists (issue 19) add to stream_end,
+     * in the usual case and when every end enters them; and begin_ex with
+     * a request id and a trace id */
+    static const struct {
+      const char *key, *name;
+      int ids, growing;
+    } lt[] = {
+        {"life_tok", "begin + 2 tokens + stream_end, 1 thread", 0, 0},
+        {"life_tok_grow", "begin + 2 tokens + stream_end, every end enters the slowest lists", 0, 1},
+        {"life_tok_ids", "begin_ex (request id, trace id) + 2 tokens + stream_end", 1, 0},
+    };
+    for (size_t i = 0; i < sizeof lt / sizeof lt[0]; i++) {
+      lc->ids = lt[i].ids;
+      lc->growing = lt[i].growing;
+      row *lr = measure(lt[i].key, "lifecycle", lt[i].name, loop_life_tokens, lc, 1, 0);
+      row_print(lr);
+    }
     check_rc(atomic_load_explicit(&lc->bad, memory_order_relaxed) != 0, "ttft_stream_end (lifecycle)");
     free(lc);
     ttft_registry_free(rl);
