@@ -741,7 +741,8 @@ typedef struct ttft_label {
  * e.g. `static const char *const reserved[] = {TTFT_RESERVED_LABELS};`. */
 #define TTFT_RESERVED_LABELS                                                      \
   "class", "model", "status", "le", "quantile", "start_point", "token_point",     \
-      "version", "slo", "prefix_cache", "prompt_tokens", "view", "kind", "window"
+      "version", "slo", "prefix_cache", "prompt_tokens", "view", "kind", "window",  \
+      "cause", "prefill"
 
 /* Memory hooks. alloc(ctx, size) returns NULL on failure; free(ctx, p)
  * accepts NULL. */

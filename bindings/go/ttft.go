@@ -298,7 +298,7 @@ func AllStallCauses() []StallCause {
 // them, nor any name starting with "__" (Prometheus reserves those).
 // CheckConfig names the offending label.
 var ReservedLabels = []string{"class", "model", "status", "le", "quantile", "start_point", "token_point",
-	"version", "slo", "prefix_cache", "prompt_tokens", "view", "kind", "window"}
+	"version", "slo", "prefix_cache", "prompt_tokens", "view", "kind", "window", "cause", "prefill"}
 
 // IsReservedLabel reports whether name may not be a constant label's name.
 func IsReservedLabel(name string) bool {

@@ -54,7 +54,7 @@ TTFT_ECORRUPT, TTFT_EEXIST, TTFT_EIO, TTFT_ENOTSUP = -6, -7, -8, -9
 # include/ttft.h; any name starting with "__" is refused too).
 RESERVED_LABELS = ("class", "model", "status", "le", "quantile", "start_point",
                    "token_point", "version", "slo", "prefix_cache", "prompt_tokens",
-                   "view", "kind", "window")
+                   "view", "kind", "window", "cause", "prefill")
 
 # Metrics that have per-status views (ttft_snapshot_status_*).
 STATUS_VIEW_METRICS = ("ttft", "tpot", "e2e", "output_tokens")

@@ -60,6 +60,14 @@ typedef struct ttft__prom_gauge_def {
 } ttft__prom_gauge_def;
 TTFT_HIDDEN extern const ttft__prom_gauge_def ttft__prom_gauges[TTFT_GAUGE_COUNT_];
 
+/* The namespace as both Prometheus writers write it ([A-Za-z0-9_], not
+ * starting with a digit), from src (at most cap bytes) into dst
+ * (TTFT__NAME_MAX bytes). */
+TTFT_HIDDEN void ttft__prom_sanitize_ns(char *dst, const char *src, size_t cap);
+/* 1 when constant label k of s is written by both Prometheus writers: a
+ * valid name, not reserved (ttft__label_reserved), not a repeat. */
+TTFT_HIDDEN int ttft__prom_const_usable(const ttft_snapshot *s, uint32_t k);
+
 /* Formatters: each renders s into sb; return TTFT_OK or a TTFT_E* code. */
 TTFT_HIDDEN int ttft__format_text(const ttft_snapshot *s, ttft__sb *sb);
 TTFT_HIDDEN int ttft__format_json(const ttft_snapshot *s, ttft__sb *sb);

@@ -133,13 +133,6 @@ static const struct {
                    {TTFT_COUNTER_CANCELLED, "cancelled"},
                    {TTFT_COUNTER_ERRORS, "error"}};
 
-/* Labels the formatter itself emits; a constant label with one of these
- * names would collide and is left out. */
-static const char *const reserved_labels[] = {"class", "model", "status", "le", "quantile",
-                                              "start_point", "token_point", "version",
-                                              "slo", "prefix_cache", "prompt_tokens",
-                                              "cause", "prefill"};
-
 /* ------------------------------------------------------------- writers */
 
 typedef struct prom_ctx {
@@ -706,8 +699,9 @@ static void put_info(const prom_ctx *c) {
 }
 
 /* Namespace: [a-zA-Z0-9_] only (':' is for recording rules), not starting
- * with a digit. A corrupt or odd one is repaired rather than refused. */
-static void sanitize_ns(char *dst, const char *src, size_t cap) {
+ * with a digit. A corrupt or odd one is repaired rather than refused. The
+ * protobuf writer uses it too (report/format.h). */
+void ttft__prom_sanitize_ns(char *dst, const char *src, size_t cap) {
   size_t n = 0, o = 0;
   while (n < cap && src[n]) n++;
   for (size_t i = 0; i < n && o + 2 < TTFT__NAME_MAX; i++) {
@@ -718,9 +712,11 @@ static void sanitize_ns(char *dst, const char *src, size_t cap) {
   dst[o] = '\0';
 }
 
-/* A constant label is usable when its name is a valid, non-reserved label
- * name that no earlier constant label used. */
-static int const_usable(const ttft_snapshot *s, uint32_t k) {
+/* A constant label is usable when its name is a valid label name that the
+ * exporters do not write themselves (TTFT_RESERVED_LABELS, "__*":
+ * ttft__label_reserved, the list ttft_registry_new checks) and that no
+ * earlier constant label used. A decoded snapshot may carry any name. */
+int ttft__prom_const_usable(const ttft_snapshot *s, uint32_t k) {
   const char *nm = s->const_name[k];
   size_t n = 0;
   while (n < TTFT__NAME_MAX && nm[n]) n++;
@@ -728,9 +724,7 @@ static int const_usable(const ttft_snapshot *s, uint32_t k) {
   if (!is_alpha_((unsigned char)nm[0])) return 0;
   for (size_t i = 1; i < n; i++)
     if (!is_alpha_((unsigned char)nm[i]) && !is_digit((unsigned char)nm[i])) return 0;
-  if (n >= 2 && nm[0] == '_' && nm[1] == '_') return 0;
-  for (size_t i = 0; i < sizeof reserved_labels / sizeof reserved_labels[0]; i++)
-    if (strcmp(nm, reserved_labels[i]) == 0) return 0;
+  if (ttft__label_reserved(nm)) return 0;
   for (uint32_t j = 0; j < k; j++)
     if (strncmp(s->const_name[j], nm, TTFT__NAME_MAX) == 0) return 0;
   return 1;
@@ -743,11 +737,11 @@ int ttft__format_prometheus(const ttft_snapshot *s, ttft__sb *sb, int openmetric
   c.s = s;
   c.sb = sb;
   c.om = openmetrics != 0;
-  sanitize_ns(c.ns, s->ns, sizeof s->ns);
+  ttft__prom_sanitize_ns(c.ns, s->ns, sizeof s->ns);
   uint32_t nconst = s->n_const_labels;
   if (nconst > TTFT_MAX_CONST_LABELS) nconst = TTFT_MAX_CONST_LABELS;
   for (uint32_t k = 0; k < nconst; k++)
-    if (const_usable(s, k)) c.const_idx[c.nconst++] = k;
+    if (ttft__prom_const_usable(s, k)) c.const_idx[c.nconst++] = k;
 
   put_info(&c);
   put_histograms(&c);

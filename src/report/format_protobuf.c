@@ -226,13 +226,6 @@ static const struct {
                    {TTFT_COUNTER_CANCELLED, "cancelled"},
                    {TTFT_COUNTER_ERRORS, "error"}};
 
-/* Labels the formatter itself emits; a constant label with one of these
- * names would collide and is left out. */
-static const char *const reserved_labels[] = {"class", "model", "status", "le", "quantile",
-                                              "start_point", "token_point", "version",
-                                              "slo", "prefix_cache", "prompt_tokens",
-                                              "cause", "prefill"};
-
 /* ------------------------------------------------------------- context */
 
 #define ZERO_THRESHOLD 0x1p-128 /* see the top of the file */
@@ -251,42 +244,6 @@ typedef struct pbx {
   uint64_t *ncnt;
   ttft_allocator alloc;
 } pbx;
-
-static int is_alpha_(unsigned char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-}
-static int is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
-
-/* The namespace as format_prom.c writes it: [A-Za-z0-9_], not starting
- * with a digit. */
-static void sanitize_ns(char *dst, const char *src, size_t cap) {
-  size_t n = 0, o = 0;
-  while (n < cap && src[n]) n++;
-  for (size_t i = 0; i < n && o + 2 < TTFT__NAME_MAX; i++) {
-    unsigned char ch = (unsigned char)src[i];
-    if (o == 0 && is_digit(ch)) dst[o++] = '_';
-    dst[o++] = (is_alpha_(ch) || is_digit(ch)) ? (char)ch : '_';
-  }
-  dst[o] = '\0';
-}
-
-/* A constant label is written when its name is valid, not one the exporter
- * uses itself, and not a repeat of an earlier one (as format_prom.c). */
-static int const_usable(const ttft_snapshot *s, uint32_t k) {
-  const char *nm = s->const_name[k];
-  size_t n = 0;
-  while (n < TTFT__NAME_MAX && nm[n]) n++;
-  if (n == 0 || n == TTFT__NAME_MAX) return 0;
-  if (!is_alpha_((unsigned char)nm[0])) return 0;
-  for (size_t i = 1; i < n; i++)
-    if (!is_alpha_((unsigned char)nm[i]) && !is_digit((unsigned char)nm[i])) return 0;
-  if (n >= 2 && nm[0] == '_' && nm[1] == '_') return 0;
-  for (size_t i = 0; i < sizeof reserved_labels / sizeof reserved_labels[0]; i++)
-    if (strcmp(nm, reserved_labels[i]) == 0) return 0;
-  for (uint32_t j = 0; j < k; j++)
-    if (strncmp(s->const_name[j], nm, TTFT__NAME_MAX) == 0) return 0;
-  return 1;
-}
 
 /* Classes that appear: exported (ttft__class_exported) and not a repeat of
  * an earlier class's name (only a corrupt snapshot has one). */
@@ -1048,11 +1005,11 @@ int ttft__format_protobuf(const ttft_snapshot *s, ttft__sb *sb) {
   x.native = s->native_histograms != 0;
   x.schema = s->native_schema < -4 ? -4 : s->native_schema > 8 ? 8 : s->native_schema;
   ttft__allocator_current(&x.alloc);
-  sanitize_ns(x.ns, s->ns, sizeof s->ns);
+  ttft__prom_sanitize_ns(x.ns, s->ns, sizeof s->ns);
   uint32_t nconst = s->n_const_labels;
   if (nconst > TTFT_MAX_CONST_LABELS) nconst = TTFT_MAX_CONST_LABELS;
   for (uint32_t k = 0; k < nconst; k++)
-    if (const_usable(s, k)) x.const_idx[x.nconst++] = k;
+    if (ttft__prom_const_usable(s, k)) x.const_idx[x.nconst++] = k;
   if (x.native) { /* the tables the native buckets are read through, and
                      room for one histogram's native buckets */
     scratch = ttft__alloc(&x.alloc, TTFT__HIST_BUCKETS * (3 * sizeof(int32_t) + sizeof(uint64_t)));

@@ -426,6 +426,8 @@ pub const RESERVED_LABELS: &[&str] = &[
     "view",
     "kind",
     "window",
+    "cause",
+    "prefill",
 ];
 
 /// Whether `name` may not be a constant label's name: one of
