@@ -15,6 +15,15 @@
 // encode. Errors are Errno values comparable with errors.Is against the
 // sentinels ErrInvalid, ErrStale, ErrFull, ...
 //
+// An engine loop (1.2) calls Registry.EngineStep once per iteration when it
+// ends, before StepEmitted records the tokens it produced; every stall then
+// gets a StallCause (Snapshot.StallCauses), and the engine-step durations
+// with and without prefill show what a prompt joining the batch costs the
+// decodes. Stream.AnnotateCached records prefix-cache reuse as token
+// counts (PrefixBand). A configuration the library refuses is a
+// *ConfigError carrying its one-line reason (CheckConfig asks without
+// creating a registry).
+//
 // Times are uint64 nanoseconds on CLOCK_MONOTONIC (NowNs). Methods without
 // a timestamp read the library's clock; the ...At variants take one and
 // refuse 0 (which means "now" in C) with ErrInvalid.

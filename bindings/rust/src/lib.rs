@@ -24,6 +24,36 @@
 //! # Ok(()) }
 //! ```
 //!
+//! An engine loop (1.2) reports each iteration when it ends, before the
+//! tokens it produced, so that every stall gets a [`StallCause`]:
+//!
+//! ```no_run
+//! use ttft::{Handle, Registry, StallCause, StepInfo};
+//!
+//! # fn main() -> ttft::Result<()> {
+//! # let reg = Registry::new()?;
+//! # let batch: Vec<Handle> = Vec::new();
+//! # let prompt_tokens_this_step = 0;
+//! loop {
+//!     let t_start = reg.now_ns();
+//!     // ... one forward pass of the batch (and any prompts joining it) ...
+//!     let info = StepInfo::decode(batch.len() as u32).prefill_tokens(prompt_tokens_this_step);
+//!     reg.engine_step(Some(&info), t_start)?; // first the step ...
+//!     reg.step_emitted(&batch, None)?; // ... then the tokens it produced
+//! #   break;
+//! }
+//! let snap = reg.snapshot()?;
+//! println!("stalls caused by prefill: {}", snap.stalls_by_cause(StallCause::PREFILL));
+//! # Ok(()) }
+//! ```
+//!
+//! A configuration the library refuses says why ([`Error::InvalidConfig`]):
+//!
+//! ```
+//! let err = ttft::Config::new().label("view", "user").check().unwrap_err();
+//! assert!(err.to_string().contains("\"view\" is reserved"));
+//! ```
+//!
 //! Times are nanoseconds on CLOCK_MONOTONIC ([`now_ns`]); the methods
 //! without a timestamp read the library's clock. A timestamp of 0 is
 //! refused with [`Error::InvalidArgument`]: in C, 0 means "now", and a
