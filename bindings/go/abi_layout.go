@@ -92,6 +92,22 @@ func cgoLayout() map[string]uintptr {
 	off("ttft_step_info", "preempted_seqs", unsafe.Offsetof(st.preempted_seqs))
 	off("ttft_step_info", "kind", unsafe.Offsetof(st.kind))
 
+	var w C.ttft_slow_request
+	sz("ttft_slow_request", unsafe.Sizeof(w), unsafe.Alignof(w))
+	off("ttft_slow_request", "struct_size", unsafe.Offsetof(w.struct_size))
+	off("ttft_slow_request", "value_ns", unsafe.Offsetof(w.value_ns))
+	off("ttft_slow_request", "ttft_ns", unsafe.Offsetof(w.ttft_ns))
+	off("ttft_slow_request", "max_gap_ns", unsafe.Offsetof(w.max_gap_ns))
+	off("ttft_slow_request", "t_begin_ns", unsafe.Offsetof(w.t_begin_ns))
+	off("ttft_slow_request", "t_end_ns", unsafe.Offsetof(w.t_end_ns))
+	off("ttft_slow_request", "t_end_unix_ns", unsafe.Offsetof(w.t_end_unix_ns))
+	off("ttft_slow_request", "tokens", unsafe.Offsetof(w.tokens))
+	off("ttft_slow_request", "class_id", unsafe.Offsetof(w.class_id))
+	off("ttft_slow_request", "status", unsafe.Offsetof(w.status))
+	off("ttft_slow_request", "cause", unsafe.Offsetof(w.cause))
+	off("ttft_slow_request", "request_id", unsafe.Offsetof(w.request_id))
+	off("ttft_slow_request", "trace_id", unsafe.Offsetof(w.trace_id))
+
 	m["sizeof ttft_seq"] = unsafe.Sizeof(C.ttft_seq(0))
 	m["sizeof ttft_metric"] = unsafe.Sizeof(C.ttft_metric(0))
 	m["sizeof ttft_status"] = unsafe.Sizeof(C.ttft_status(0))
@@ -103,6 +119,7 @@ func cgoLayout() map[string]uintptr {
 	m["sizeof ttft_clock"] = unsafe.Sizeof(C.ttft_clock(0))
 	m["sizeof ttft_stall_cause"] = unsafe.Sizeof(C.ttft_stall_cause(0))
 	m["sizeof ttft_prefix_band"] = unsafe.Sizeof(C.ttft_prefix_band(0))
+	m["sizeof ttft_slowest_by"] = unsafe.Sizeof(C.ttft_slowest_by(0))
 	return m
 }
 

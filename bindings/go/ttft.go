@@ -302,6 +302,32 @@ func AllStallCauses() []StallCause {
 	return out
 }
 
+// SlowestBy says which slowest list (ttft_slowest_by, 1.2).
+type SlowestBy int32
+
+// Slowest lists.
+const (
+	SlowestTTFT SlowestBy = 0 // requests ranked by their TTFT (streams that got a token)
+	SlowestGap  SlowestBy = 1 // requests ranked by their longest inter-token gap
+)
+
+// SlowRequest is one of the slowest requests of a snapshot
+// (ttft_slow_request, 1.2), recorded when its stream ended.
+type SlowRequest struct {
+	ValueNs    uint64     // what it is ranked by: TTFTNs or MaxGapNs
+	TTFTNs     uint64     // its TTFT (0 when no token came)
+	MaxGapNs   uint64     // its longest inter-token gap (0 with < 2 emissions)
+	TBeginNs   uint64     // when it began (monotonic)
+	TEndNs     uint64     // when it ended (monotonic)
+	TEndUnixNs uint64     // its end on the wall clock, ns since 1970; 0 when unknown
+	Tokens     uint64     // output tokens
+	Class      Class      // its class in the snapshot
+	Status     Status     // how it ended
+	Cause      StallCause // the cause of its longest gap when that gap was a stall (StallUnknown otherwise)
+	RequestID  string     // "" when none was given
+	TraceID    string     // 32 lowercase hex digits, "" when none
+}
+
 // ReservedLabels are the label names the exporters write themselves
 // (TTFT_RESERVED_LABELS): a constant label (Config.Labels) may not use
 // them, nor any name starting with "__" (Prometheus reserves those).
@@ -431,7 +457,11 @@ type Config struct {
 	// PrefixHitMinTokens: fewer cached tokens than this is a prefix-cache
 	// miss in Stream.AnnotateCached (1.2; 0 = the default, 16).
 	PrefixHitMinTokens uint32
-	Classes            []ClassConfig // added in order: the first gets id 1
+	// SlowestK: requests kept per class in each slowest list
+	// (Snapshot.Slowest), 0..64; nil = the default, 8; 0 = no lists, no
+	// ids kept, no exemplars (1.2).
+	SlowestK *uint32
+	Classes  []ClassConfig // added in order: the first gets id 1
 }
 
 // ---------------------------------------------------------------- registry
@@ -586,6 +616,9 @@ func withCConfig(cfg *Config, f func(c *C.ttft_config) error) error {
 	if cfg.PrefixHitMinTokens != 0 {
 		c.prefix_hit_min_tokens = C.uint32_t(cfg.PrefixHitMinTokens)
 	}
+	if cfg.SlowestK != nil {
+		c.slowest_k = C.uint32_t(*cfg.SlowestK)
+	}
 	if nul != nil {
 		return nul
 	}
@@ -697,6 +730,16 @@ type Request struct {
 	Class        Class  // ClassDefault unless set
 	PromptTokens uint32 // prompt length; 0 = unknown
 	PrefixHit    Prefix // PrefixUnknown unless set
+	// RequestID is the server's id of the request (1.2; "" = none), shown
+	// with the slowest requests (Snapshot.Slowest); the library keeps at
+	// most 63 bytes (cut at a whole UTF-8 character; control characters
+	// become '?'). A NUL byte in it is refused with ErrInvalid.
+	RequestID string
+	// TraceID is the W3C trace-context trace-id (1.2; "" = none): exactly
+	// 32 lowercase hex digits, not all zero. Anything else is ignored (the
+	// request is still measured) and counted in CounterTraceIDInvalid. It
+	// is the exemplar of the slowest requests' buckets.
+	TraceID string
 }
 
 func (r *Registry) stream(seq C.ttft_seq, req *Request) (*Stream, error) {
@@ -762,6 +805,22 @@ func (r *Registry) beginReq(req Request, t C.uint64_t) (*Stream, error) {
 	c.class_id = C.int(req.Class)
 	c.prompt_tokens = C.uint32_t(req.PromptTokens)
 	c.prefix_hit = req.PrefixHit.c()
+	// The ids are copied by ttft_begin_ex: C strings freed when it returns
+	// (C memory: a struct handed to C must not hold Go pointers).
+	for _, id := range []struct {
+		s   string
+		dst **C.char
+	}{{req.RequestID, &c.request_id}, {req.TraceID, &c.trace_id}} {
+		if id.s == "" {
+			continue
+		}
+		if strings.IndexByte(id.s, 0) >= 0 {
+			return nil, ErrInvalid
+		}
+		p := C.CString(id.s)
+		defer C.free(unsafe.Pointer(p))
+		*id.dst = p
+	}
 	return r.stream(C.ttft_begin_ex(r.r, &c, t), &req)
 }
 
@@ -1256,6 +1315,10 @@ func cbool(b bool) C.int {
 	return 0
 }
 
+// Slowest lists the k slowest requests of every class by `by` (1.2), the
+// slowest first; see ClassView.Slowest.
+func (s *Snapshot) Slowest(by SlowestBy) []SlowRequest { return s.Class(ClassAll).Slowest(by) }
+
 // EngineStepCount is the number of engine steps recorded (Registry.EngineStep)
 // that carried prefill (prefill true) or did not; registry-wide (1.2).
 func (s *Snapshot) EngineStepCount(prefill bool) uint64 {
@@ -1508,6 +1571,29 @@ func (v ClassView) Attainment() (a float64, ok bool) {
 	defer runtime.KeepAlive(v.s)
 	x := float64(C.ttft_snapshot_attainment(v.s.p, C.int(v.c)))
 	return x, x >= 0
+}
+
+// Slowest lists the class's k slowest requests by `by` (1.2), recorded when
+// each stream ended, the slowest first (of equal values the earlier end
+// first): at most Config.SlowestK. A snapshot's lists cover its interval;
+// Merge keeps the k slowest of the union, Delta the requests of the newer
+// lists that ended in the window. Streams in flight are not listed.
+func (v ClassView) Slowest(by SlowestBy) []SlowRequest {
+	defer runtime.KeepAlive(v.s)
+	n := uint32(C.ttft_snapshot_slowest_count(v.s.p, C.int(v.c), C.ttft_slowest_by(by)))
+	out := make([]SlowRequest, 0, n)
+	for i := uint32(0); i < n; i++ {
+		var c C.ttft_slow_request
+		c.struct_size = C.size_t(unsafe.Sizeof(c))
+		if C.ttft_snapshot_slowest(v.s.p, C.int(v.c), C.ttft_slowest_by(by), C.uint(i), &c) != 0 {
+			break
+		}
+		out = append(out, SlowRequest{uint64(c.value_ns), uint64(c.ttft_ns), uint64(c.max_gap_ns),
+			uint64(c.t_begin_ns), uint64(c.t_end_ns), uint64(c.t_end_unix_ns), uint64(c.tokens),
+			Class(c.class_id), Status(c.status), StallCause(c.cause),
+			C.GoString(&c.request_id[0]), C.GoString(&c.trace_id[0])})
+	}
+	return out
 }
 
 // StallsByCause is the number of the class's stalls attributed to cause (1.2).

@@ -531,7 +531,8 @@ func TestConstantsMatchTheHeader(t *testing.T) {
 		"TTFT_STALL_UNKNOWN":  int64(StallUnknown), "TTFT_STALL_PREFILL": int64(StallPrefill),
 		"TTFT_STALL_PREEMPTED": int64(StallPreempted), "TTFT_STALL_NOT_SCHEDULED": int64(StallNotScheduled),
 		"TTFT_STALL_ENGINE_IDLE": int64(StallEngineIdle),
-		"TTFT_COMPLETED":         int64(Completed), "TTFT_CANCELLED": int64(Cancelled), "TTFT_ERROR": int64(Failed),
+		"TTFT_SLOWEST_TTFT":      int64(SlowestTTFT), "TTFT_SLOWEST_GAP": int64(SlowestGap),
+		"TTFT_COMPLETED": int64(Completed), "TTFT_CANCELLED": int64(Cancelled), "TTFT_ERROR": int64(Failed),
 		"TTFT_FORMAT_TEXT": int64(FormatText), "TTFT_FORMAT_JSON": int64(FormatJSON),
 		"TTFT_FORMAT_PROMETHEUS": int64(FormatPrometheus), "TTFT_FORMAT_OPENMETRICS": int64(FormatOpenMetrics),
 		"TTFT_FORMAT_PROMETHEUS_PROTOBUF": int64(FormatPrometheusProtobuf),
@@ -553,7 +554,7 @@ func TestConstantsMatchTheHeader(t *testing.T) {
 	// value the header appends (a counter, a phase, a cause...) must be added
 	for k := range header {
 		for _, p := range []string{"TTFT_METRIC_", "TTFT_COUNTER_", "TTFT_PHASE_", "TTFT_FORMAT_", "TTFT_GAUGE_",
-			"TTFT_SPLIT_", "TTFT_CLOCK_", "TTFT_PREFIX_", "TTFT_STALL_"} {
+			"TTFT_SPLIT_", "TTFT_CLOCK_", "TTFT_PREFIX_", "TTFT_STALL_", "TTFT_SLOWEST_"} {
 			if strings.HasPrefix(k, p) && !strings.HasSuffix(k, "COUNT_") && !strings.HasSuffix(k, "_COUNT") {
 				if _, has := ours[k]; !has {
 					t.Errorf("%s is in include/ttft.h but has no constant in package ttft", k)

@@ -9,6 +9,7 @@ package ttft
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -439,4 +440,66 @@ func TestConcurrentEngineSteps(t *testing.T) {
 	// goroutine g's steps last g+1 ms: (1+2+3+4) ms * N
 	eq(t, "step time", uint64(10*N)*ms, sn.EngineStepSum(true)+sn.EngineStepSum(false))
 	eq(t, "tokens", uint64(G*N), sn.Counter(CounterTokens))
+}
+
+// Request ids, trace ids and the k slowest requests (SlowestK 2): the lists
+// rank by TTFT and by longest gap, with ids, values, status and the stall
+// cause of the longest gap (the same streams as the Rust crate's test).
+func TestSlowestRequestsWithIDs(t *testing.T) {
+	k := uint32(2)
+	r := newReg(t, &Config{MaxInflight: 8, SlowestK: &k, StallThreshold: 100 * time.Millisecond})
+	const trace = "0af7651916cd43dd8448eb211c80319c"
+	play(t, r, Request{RequestID: "req-1", TraceID: trace}, []tok{{1, 10 * ms}, {1, 20 * ms}}, 30*ms, Completed)
+	// a 200 ms gap filled by a step that carried prefill: a prefill stall
+	s2 := must[*Stream](t)(r.BeginRequestAt(Request{RequestID: "req-2", TraceID: "XYZ"}, t0))
+	ok(t, s2.TokenAt(1, t0+30*ms))
+	ok(t, r.EngineStepAt(&StepInfo{DecodeSeqs: 2, PrefillTokens: 2048}, t0+30*ms, t0+230*ms))
+	ok(t, s2.TokenAt(1, t0+230*ms))
+	ok(t, s2.EndAt(Completed, t0+240*ms))
+	play(t, r, Request{RequestID: "req-3"}, []tok{{1, 20 * ms}, {1, 70 * ms}}, 80*ms, Cancelled)
+	play(t, r, Request{RequestID: "req-4"}, nil, 5*ms, Cancelled)
+	sn := snap(t, r)
+	eq(t, "trace id invalid", 1, sn.Counter(CounterTraceIDInvalid))
+	ttft := sn.Slowest(SlowestTTFT)
+	if len(ttft) != 2 {
+		t.Fatalf("slowest by TTFT: %+v", ttft)
+	}
+	eq(t, "ttft[0]", "req-2 30000000", fmt.Sprint(ttft[0].RequestID, " ", ttft[0].ValueNs))
+	eq(t, "ttft[1]", "req-3 20000000", fmt.Sprint(ttft[1].RequestID, " ", ttft[1].ValueNs))
+	top := ttft[0]
+	eq(t, "top", SlowRequest{ValueNs: 30 * ms, TTFTNs: 30 * ms, MaxGapNs: 200 * ms, TBeginNs: t0, TEndNs: t0 + 240*ms,
+		TEndUnixNs: top.TEndUnixNs, Tokens: 2, Class: ClassDefault, Status: Completed, Cause: StallPrefill,
+		RequestID: "req-2", TraceID: ""}, top)
+	eq(t, "second status", Cancelled, ttft[1].Status)
+	eq(t, "second cause", StallUnknown, ttft[1].Cause) // its longest gap was no stall
+	gap := sn.Class(ClassDefault).Slowest(SlowestGap)
+	if len(gap) != 2 {
+		t.Fatalf("slowest by gap: %+v", gap)
+	}
+	eq(t, "gap[0]", "req-2 200000000", fmt.Sprint(gap[0].RequestID, " ", gap[0].ValueNs))
+	eq(t, "gap[1]", "req-3 50000000", fmt.Sprint(gap[1].RequestID, " ", gap[1].ValueNs))
+	eq(t, "unknown class", 0, len(sn.Class(7).Slowest(SlowestTTFT)))
+	eq(t, "unknown ranking", 0, len(sn.Slowest(SlowestBy(9))))
+
+	// the trace id of a listed request, and how ids are kept
+	one := uint32(1)
+	r2 := newReg(t, &Config{SlowestK: &one})
+	play(t, r2, Request{RequestID: strings.Repeat("x", 100), TraceID: trace}, []tok{{1, 7 * ms}}, 8*ms, Completed)
+	play(t, r2, Request{RequestID: "a\tb"}, []tok{{1, 3 * ms}, {1, 9 * ms}}, 10*ms, Failed)
+	sn2 := snap(t, r2)
+	top2 := sn2.Slowest(SlowestTTFT)[0]
+	eq(t, "id cut at 63 bytes", strings.Repeat("x", 63), top2.RequestID)
+	eq(t, "trace id", trace, top2.TraceID)
+	g := sn2.Slowest(SlowestGap)[0]
+	eq(t, "control character", "a?b 6000000 error", fmt.Sprint(g.RequestID, " ", g.ValueNs, " ", g.Status.Name()))
+
+	// no lists with SlowestK 0; a NUL in an id is refused
+	zero := uint32(0)
+	r3 := newReg(t, &Config{SlowestK: &zero})
+	_, err := r3.BeginRequest(Request{RequestID: "a\x00b"})
+	isErr(t, "nul in id", ErrInvalid, err)
+	play(t, r3, Request{RequestID: "q"}, []tok{{1, ms}}, 2*ms, Completed)
+	eq(t, "no lists", 0, len(snap(t, r3).Slowest(SlowestTTFT)))
+	k65 := uint32(65)
+	eq(t, "k past 64", "slowest_k 65 is above TTFT_MAX_SLOWEST_K (64)", reason(t, Config{SlowestK: &k65}))
 }

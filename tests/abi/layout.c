@@ -91,6 +91,21 @@ int main(void) {
   OFF(ttft_step_info, preempted_seqs);
   OFF(ttft_step_info, kind);
 
+  SIZE(ttft_slow_request);
+  OFF(ttft_slow_request, struct_size);
+  OFF(ttft_slow_request, value_ns);
+  OFF(ttft_slow_request, ttft_ns);
+  OFF(ttft_slow_request, max_gap_ns);
+  OFF(ttft_slow_request, t_begin_ns);
+  OFF(ttft_slow_request, t_end_ns);
+  OFF(ttft_slow_request, t_end_unix_ns);
+  OFF(ttft_slow_request, tokens);
+  OFF(ttft_slow_request, class_id);
+  OFF(ttft_slow_request, status);
+  OFF(ttft_slow_request, cause);
+  OFF(ttft_slow_request, request_id);
+  OFF(ttft_slow_request, trace_id);
+
   SCALAR(ttft_seq);
   SCALAR(ttft_metric);
   SCALAR(ttft_status);
@@ -102,5 +117,6 @@ int main(void) {
   SCALAR(ttft_clock);
   SCALAR(ttft_stall_cause);
   SCALAR(ttft_prefix_band);
+  SCALAR(ttft_slowest_by);
   return 0;
 }

@@ -108,9 +108,38 @@ fn struct_layout_matches_the_header() {
         }
     );
     layout!(got, ttft_step_info { struct_size, prefill_tokens, decode_seqs, preempted_seqs, kind });
+    layout!(
+        got,
+        ttft_slow_request {
+            struct_size,
+            value_ns,
+            ttft_ns,
+            max_gap_ns,
+            t_begin_ns,
+            t_end_ns,
+            t_end_unix_ns,
+            tokens,
+            class_id,
+            status,
+            cause,
+            request_id,
+            trace_id,
+        }
+    );
     got.push(("sizeof ttft_seq".into(), size_of::<Handle>()));
-    for e in ["metric", "status", "phase", "counter", "format", "gauge", "split", "clock", "stall_cause", "prefix_band"]
-    {
+    for e in [
+        "metric",
+        "status",
+        "phase",
+        "counter",
+        "format",
+        "gauge",
+        "split",
+        "clock",
+        "stall_cause",
+        "prefix_band",
+        "slowest_by",
+    ] {
         got.push((format!("sizeof ttft_{e}"), size_of::<std::os::raw::c_int>()));
     }
     let mut bad = Vec::new();
@@ -232,6 +261,8 @@ fn constants_match_the_header() {
         ("TTFT_STALL_PREEMPTED", StallCause::PREEMPTED.0.into()),
         ("TTFT_STALL_NOT_SCHEDULED", StallCause::NOT_SCHEDULED.0.into()),
         ("TTFT_STALL_ENGINE_IDLE", StallCause::ENGINE_IDLE.0.into()),
+        ("TTFT_SLOWEST_TTFT", SlowestBy::TTFT.0.into()),
+        ("TTFT_SLOWEST_GAP", SlowestBy::GAP.0.into()),
         ("TTFT_GAUGE_INFLIGHT", Gauge::INFLIGHT.0.into()),
         ("TTFT_GAUGE_LIVE_STALLS", Gauge::LIVE_STALLS.0.into()),
         ("TTFT_GAUGE_MEMORY", Gauge::MEMORY.0.into()),
@@ -269,6 +300,7 @@ fn constants_match_the_header() {
         "TTFT_CLOCK_",
         "TTFT_PREFIX_",
         "TTFT_STALL_",
+        "TTFT_SLOWEST_",
     ];
     for k in header.keys() {
         if mirrored.iter().any(|p| k.starts_with(p)) && !k.ends_with("COUNT_") && !k.ends_with("_COUNT") {

@@ -120,6 +120,27 @@ pub struct ttft_step_info {
     pub kind: u32,
 }
 
+pub const TTFT_MAX_REQUEST_ID: usize = 63;
+
+/// `ttft_slow_request` (1.2): one of the slowest requests of a snapshot.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ttft_slow_request {
+    pub struct_size: usize,
+    pub value_ns: u64,
+    pub ttft_ns: u64,
+    pub max_gap_ns: u64,
+    pub t_begin_ns: u64,
+    pub t_end_ns: u64,
+    pub t_end_unix_ns: u64,
+    pub tokens: u64,
+    pub class_id: c_int,
+    pub status: c_int,
+    pub cause: c_int,
+    pub request_id: [c_char; TTFT_MAX_REQUEST_ID + 1],
+    pub trace_id: [c_char; 33],
+}
+
 extern "C" {
     pub fn ttft_version_number() -> c_uint;
     pub fn ttft_version_string() -> *const c_char;
@@ -201,6 +222,14 @@ extern "C" {
     pub fn ttft_snapshot_engine_step_count(s: *const ttft_snapshot, prefill: c_int) -> u64;
     pub fn ttft_snapshot_engine_step_quantile(s: *const ttft_snapshot, prefill: c_int, q: f64) -> u64;
     pub fn ttft_snapshot_engine_step_sum(s: *const ttft_snapshot, prefill: c_int) -> u64;
+    pub fn ttft_snapshot_slowest_count(s: *const ttft_snapshot, class_id: c_int, by: c_int) -> c_uint;
+    pub fn ttft_snapshot_slowest(
+        s: *const ttft_snapshot,
+        class_id: c_int,
+        by: c_int,
+        index: c_uint,
+        out: *mut ttft_slow_request,
+    ) -> c_int;
     pub fn ttft_snapshot_attainment(s: *const ttft_snapshot, class_id: c_int) -> f64;
     pub fn ttft_snapshot_split_count(s: *const ttft_snapshot, split: c_int, index: c_uint) -> u64;
     pub fn ttft_snapshot_split_quantile(s: *const ttft_snapshot, split: c_int, index: c_uint, q: f64) -> u64;

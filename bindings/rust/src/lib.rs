@@ -437,6 +437,51 @@ c_enum!(
     TSC = 1,
 });
 
+c_enum!(
+    /// Which slowest list (`ttft_slowest_by`, 1.2).
+    SlowestBy, none, {
+    /// Requests ranked by their TTFT (streams that got a token).
+    TTFT = 0,
+    /// Requests ranked by their longest inter-token gap.
+    GAP = 1,
+});
+
+/// One of the slowest requests of a snapshot (`ttft_slow_request`, 1.2),
+/// recorded when the stream ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SlowRequest {
+    /// What it is ranked by: `ttft_ns` or `max_gap_ns`.
+    pub value_ns: u64,
+    /// Its TTFT, ns (0 when no token came).
+    pub ttft_ns: u64,
+    /// Its longest inter-token gap, ns (0 with fewer than two emissions).
+    pub max_gap_ns: u64,
+    /// When it began, ns (monotonic).
+    pub t_begin_ns: u64,
+    /// When it ended, ns (monotonic).
+    pub t_end_ns: u64,
+    /// Its end on the wall clock (ns since 1970), 0 when unknown.
+    pub t_end_unix_ns: u64,
+    /// Output tokens.
+    pub tokens: u64,
+    /// Its class in the snapshot.
+    pub class: Class,
+    /// How it ended.
+    pub status: Status,
+    /// The cause of its longest gap when that gap was a stall
+    /// ([`StallCause::UNKNOWN`] otherwise or when no cause was recorded).
+    pub cause: StallCause,
+    /// The request id it began with ("" when none).
+    pub request_id: String,
+    /// Its trace id, 32 lowercase hex digits ("" when none).
+    pub trace_id: String,
+}
+
+fn c_chars(a: &[c_char]) -> String {
+    let bytes: Vec<u8> = a.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
 /// Label names the exporters write themselves (`TTFT_RESERVED_LABELS`): a
 /// constant label ([`Config::label`]) may not use them, nor any name that
 /// starts with `__` (Prometheus reserves those). [`Config::check`] names
@@ -552,8 +597,9 @@ impl Slo {
     }
 }
 
-/// What the scheduler knows about a request when it arrives.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What the scheduler knows about a request when it arrives. `Clone`, not
+/// `Copy`: it may carry the request's ids (1.2).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Request {
     /// Its class ([`Class::DEFAULT`] unless set).
     pub class: Class,
@@ -561,11 +607,20 @@ pub struct Request {
     pub prompt_tokens: u32,
     /// Prefix-cache hit (`Some(true)`), miss, or unknown (`None`).
     pub prefix_hit: Option<bool>,
+    /// The server's id of the request (1.2), shown with the slowest
+    /// requests ([`Snapshot::slowest`]); the library keeps at most 63 bytes
+    /// (cut at a whole UTF-8 character; control characters become `?`).
+    pub request_id: Option<String>,
+    /// The W3C trace-context trace-id (1.2): exactly 32 lowercase hex
+    /// digits, not all zero. Anything else is ignored (the request is still
+    /// measured) and counted in [`Counter::TRACE_ID_INVALID`]. Attached as
+    /// the exemplar of the slowest requests' buckets.
+    pub trace_id: Option<String>,
 }
 
 impl Default for Request {
     fn default() -> Request {
-        Request { class: Class::DEFAULT, prompt_tokens: 0, prefix_hit: None }
+        Request { class: Class::DEFAULT, prompt_tokens: 0, prefix_hit: None, request_id: None, trace_id: None }
     }
 }
 
@@ -589,7 +644,17 @@ impl Request {
         self.prefix_hit = Some(hit);
         self
     }
-    fn to_c(self) -> ffi::ttft_request {
+    /// Sets the server's id of the request (1.2).
+    pub fn request_id(mut self, id: &str) -> Request {
+        self.request_id = Some(id.to_owned());
+        self
+    }
+    /// Sets the W3C trace id (1.2; 32 lowercase hex digits).
+    pub fn trace_id(mut self, id: &str) -> Request {
+        self.trace_id = Some(id.to_owned());
+        self
+    }
+    fn to_c(&self) -> ffi::ttft_request {
         ffi::ttft_request {
             struct_size: std::mem::size_of::<ffi::ttft_request>(),
             class_id: self.class.0,
@@ -692,6 +757,7 @@ pub struct Config {
     native_schema: Option<i32>,
     export_idle_classes: Option<bool>,
     memory_limit: Option<u64>,
+    slowest_k: Option<u32>,
     prefix_hit_min_tokens: Option<u32>,
     classes: Vec<(String, Slo)>,
 }
@@ -781,6 +847,12 @@ impl Config {
     /// Export classes that never saw a begin (default off).
     pub fn export_idle_classes(mut self, on: bool) -> Config {
         self.export_idle_classes = Some(on);
+        self
+    }
+    /// Requests kept per class in each slowest list ([`Snapshot::slowest`]):
+    /// default 8, 0 ..= 64; 0 = no lists, no ids kept, no exemplars (1.2).
+    pub fn slowest_k(mut self, k: u32) -> Config {
+        self.slowest_k = Some(k);
         self
     }
     /// Bytes of histogram buckets the registry may allocate (default 256 MiB).
@@ -935,6 +1007,9 @@ impl Config {
         if let Some(v) = cfg.prefix_hit_min_tokens {
             c.prefix_hit_min_tokens = v;
         }
+        if let Some(v) = cfg.slowest_k {
+            c.slowest_k = v;
+        }
         f(&c)
     }
 }
@@ -1082,7 +1157,17 @@ impl Registry {
     }
 
     fn begin_req(&self, req: &Request, t: u64) -> Result<Stream> {
-        let r = req.to_c();
+        let mut r = req.to_c();
+        // The ids are copied by ttft_begin_ex; they live until it returns.
+        // A NUL inside an id is refused (C would cut the id there).
+        let rid = req.request_id.as_deref().map(cstring).transpose()?;
+        let tid = req.trace_id.as_deref().map(cstring).transpose()?;
+        if let Some(c) = &rid {
+            r.request_id = c.as_ptr();
+        }
+        if let Some(c) = &tid {
+            r.trace_id = c.as_ptr();
+        }
         // SAFETY: valid registry and request.
         let seq = unsafe { ffi::ttft_begin_ex(self.raw(), &r, t) };
         if seq == 0 && !self.class_known(req.class) {
@@ -1658,6 +1743,13 @@ impl Snapshot {
         self.class(Class::ALL).stall_causes()
     }
 
+    /// The k slowest requests of every class by `by` (1.2), the slowest
+    /// first (of equal values the earlier end first); see
+    /// [`ClassView::slowest`].
+    pub fn slowest(&self, by: SlowestBy) -> Vec<SlowRequest> {
+        self.class(Class::ALL).slowest(by)
+    }
+
     /// Engine steps recorded ([`Registry::engine_step`]) that carried
     /// prefill (`prefill` true) or did not; registry-wide (1.2).
     pub fn engine_step_count(&self, prefill: bool) -> u64 {
@@ -1870,6 +1962,40 @@ impl<'s> ClassView<'s> {
         // SAFETY: valid snapshot.
         let a = unsafe { ffi::ttft_snapshot_attainment(self.snap.p(), self.class.0) };
         (a >= 0.0).then_some(a)
+    }
+    /// The k slowest requests of the class by `by` (1.2), recorded when
+    /// each stream ended, the slowest first: at most
+    /// [`Config::slowest_k`]. A snapshot's lists cover its interval; a
+    /// merge keeps the k slowest of the union, a delta the requests of the
+    /// newer lists that ended in the window. Streams in flight are not listed.
+    pub fn slowest(&self, by: SlowestBy) -> Vec<SlowRequest> {
+        // SAFETY: valid snapshot.
+        let n = unsafe { ffi::ttft_snapshot_slowest_count(self.snap.p(), self.class.0, by.0) };
+        let mut out = Vec::with_capacity(n as usize);
+        for i in 0..n {
+            // SAFETY: plain data; zero is a valid value of every field.
+            let mut c: ffi::ttft_slow_request = unsafe { std::mem::zeroed() };
+            c.struct_size = std::mem::size_of::<ffi::ttft_slow_request>();
+            // SAFETY: valid snapshot; c is a complete, sized mirror.
+            if unsafe { ffi::ttft_snapshot_slowest(self.snap.p(), self.class.0, by.0, i, &mut c) } != 0 {
+                break;
+            }
+            out.push(SlowRequest {
+                value_ns: c.value_ns,
+                ttft_ns: c.ttft_ns,
+                max_gap_ns: c.max_gap_ns,
+                t_begin_ns: c.t_begin_ns,
+                t_end_ns: c.t_end_ns,
+                t_end_unix_ns: c.t_end_unix_ns,
+                tokens: c.tokens,
+                class: Class(c.class_id),
+                status: Status(c.status),
+                cause: StallCause(c.cause),
+                request_id: c_chars(&c.request_id),
+                trace_id: c_chars(&c.trace_id),
+            });
+        }
+        out
     }
     /// Stalls of the class attributed to `cause` (1.2).
     pub fn stalls_by_cause(&self, cause: StallCause) -> u64 {

@@ -361,3 +361,77 @@ fn concurrent_engine_steps() {
     assert_eq!(snap.engine_step_sum(true) + snap.engine_step_sum(false), 10 * N * MS);
     assert_eq!(snap.counter(Counter::TOKENS), G * N);
 }
+
+/// Request ids, trace ids and the k slowest requests (slowest_k 2): the
+/// lists rank by TTFT and by longest gap, with ids, values, status and the
+/// stall cause of the longest gap.
+#[test]
+fn slowest_requests_with_ids() {
+    let r =
+        Registry::with_config(&Config::new().max_inflight(8).slowest_k(2).stall_threshold(Duration::from_millis(100)))
+            .unwrap();
+    const TRACE: &str = "0af7651916cd43dd8448eb211c80319c";
+    let play = |req: Request, toks: &[u64], end: u64, st: Status| {
+        let mut s = r.begin_with_at(&req, T0).unwrap();
+        for &t in toks {
+            s.token_at(1, T0 + t * MS).unwrap();
+        }
+        s.end_at(st, T0 + end * MS).unwrap();
+    };
+    play(Request::new().request_id("req-1").trace_id(TRACE), &[10, 20], 30, Status::COMPLETED);
+    // a 200 ms gap filled by a step that carried prefill: a PREFILL stall
+    let mut s2 = r.begin_with_at(&Request::new().request_id("req-2").trace_id("XYZ"), T0).unwrap();
+    s2.token_at(1, T0 + 30 * MS).unwrap();
+    r.engine_step_at(Some(&StepInfo::decode(2).prefill_tokens(2048)), T0 + 30 * MS, T0 + 230 * MS).unwrap();
+    s2.token_at(1, T0 + 230 * MS).unwrap();
+    s2.end_at(Status::COMPLETED, T0 + 240 * MS).unwrap();
+    play(Request::new().request_id("req-3"), &[20, 70], 80, Status::CANCELLED);
+    play(Request::new().request_id("req-4"), &[], 5, Status::CANCELLED);
+    let snap = r.snapshot().unwrap();
+    assert_eq!(snap.counter(Counter::TRACE_ID_INVALID), 1); // "XYZ" is ignored, the request measured
+    let ttft = snap.slowest(SlowestBy::TTFT);
+    let ids: Vec<_> = ttft.iter().map(|x| (x.request_id.as_str(), x.value_ns)).collect();
+    assert_eq!(ids, [("req-2", 30 * MS), ("req-3", 20 * MS)]);
+    let top = &ttft[0];
+    assert_eq!((top.ttft_ns, top.max_gap_ns, top.tokens), (30 * MS, 200 * MS, 2));
+    assert_eq!((top.t_begin_ns, top.t_end_ns), (T0, T0 + 240 * MS));
+    assert_eq!((top.status, top.class, top.trace_id.as_str()), (Status::COMPLETED, Class::DEFAULT, ""));
+    assert_eq!(top.cause, StallCause::PREFILL);
+    assert_eq!(ttft[1].status, Status::CANCELLED);
+    assert_eq!(ttft[1].cause, StallCause::UNKNOWN); // its longest gap was no stall
+    let gap = snap.class(Class::DEFAULT).slowest(SlowestBy::GAP);
+    let ids: Vec<_> = gap.iter().map(|x| (x.request_id.as_str(), x.value_ns)).collect();
+    assert_eq!(ids, [("req-2", 200 * MS), ("req-3", 50 * MS)]);
+    assert_eq!(snap.class(Class(7)).slowest(SlowestBy::TTFT), vec![]);
+    assert_eq!(snap.slowest(SlowestBy(9)), vec![]);
+    // The trace id of a request in the lists, and how ids are kept.
+    let r = Registry::with_config(&Config::new().slowest_k(1)).unwrap();
+    let long = "x".repeat(100);
+    let mut s = r.begin_with_at(&Request::new().request_id(&long).trace_id(TRACE), T0).unwrap();
+    s.token_at(1, T0 + 7 * MS).unwrap();
+    s.end_at(Status::COMPLETED, T0 + 8 * MS).unwrap();
+    let mut s = r.begin_with_at(&Request::new().request_id("a\tb"), T0).unwrap();
+    s.token_at(1, T0 + 3 * MS).unwrap();
+    s.token_at(1, T0 + 9 * MS).unwrap();
+    s.end_at(Status::ERROR, T0 + 10 * MS).unwrap();
+    let snap = r.snapshot().unwrap();
+    let t = &snap.slowest(SlowestBy::TTFT)[0];
+    assert_eq!((t.request_id.as_str(), t.trace_id.as_str()), ("x".repeat(63).as_str(), TRACE));
+    let g = &snap.slowest(SlowestBy::GAP)[0];
+    assert_eq!((g.request_id.as_str(), g.value_ns, g.status), ("a?b", 6 * MS, Status::ERROR));
+    // No lists with slowest_k 0; a NUL in an id is refused.
+    let r = Registry::with_config(&Config::new().slowest_k(0)).unwrap();
+    assert_eq!(r.begin_with(&Request::new().request_id("a\0b")).unwrap_err(), Error::InvalidArgument);
+    let mut s = r.begin_with_at(&Request::new().request_id("q"), T0).unwrap();
+    s.token_at(1, T0 + MS).unwrap();
+    s.end_at(Status::COMPLETED, T0 + 2 * MS).unwrap();
+    assert_eq!(r.snapshot().unwrap().slowest(SlowestBy::TTFT), vec![]);
+    assert_eq!(reason_of(Config::new().slowest_k(65)), "slowest_k 65 is above TTFT_MAX_SLOWEST_K (64)");
+}
+
+fn reason_of(c: Config) -> String {
+    match c.check() {
+        Err(Error::InvalidConfig(why)) => why,
+        other => panic!("{other:?}"),
+    }
+}
