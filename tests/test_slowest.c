@@ -373,6 +373,46 @@ TEST(older_request_struct_still_works) {
 }
 
 /* a slot reused by a stream without ids does not inherit the old ones */
+/* One slot and one list entry, rewritten by shorter ids: the words past a
+ * request id's length are not rewritten (neither in the slot's ids nor in
+ * the entry), and nothing of a longer, earlier id shows. */
+TEST(shorter_ids_over_longer_ones) {
+  ttft_config c;
+  ttft_config_init(&c);
+  c.max_inflight = 1;
+  c.slowest_k = 1;
+  ttft_registry *r = ttft_registry_new(&c);
+  EXPECT_NOT_NULL(r);
+  static const char *const ids[] = {
+      "a-very-long-request-identifier-0123456789-abcdefghijklmnopqrstuv", "req-12345678", "b", NULL};
+  static const char *const traces[] = {"4bf92f3577b34da6a3ce929d0e0e4736", NULL,
+                                       "00000000000000000000000000000001", NULL};
+  uint64_t t = T0;
+  for (int i = 0; i < 4; i++) {
+    ttft_request q;
+    ttft_request_init(&q);
+    q.request_id = ids[i];
+    q.trace_id = traces[i];
+    ttft_seq s = 0;
+    for (int tries = 0; tries < 1000 && !(s = ttft_begin_ex(r, &q, t)); tries++) {
+    }
+    EXPECT_TRUE(s != 0);
+    EXPECT_ERR(TTFT_OK, ttft_token_emitted(r, s, 1, t + (uint64_t)(i + 1) * MS)); /* slower each time */
+    EXPECT_ERR(TTFT_OK, ttft_stream_end(r, s, TTFT_COMPLETED, t + 10 * MS));
+    t += 20 * MS;
+    ttft_snapshot *snap = ttft_snapshot_take(r);
+    EXPECT_EQ_U64(1, ttft_snapshot_slowest_count(snap, 0, TTFT_SLOWEST_TTFT));
+    ttft_slow_request o = slow_at(snap, 0, TTFT_SLOWEST_TTFT, 0);
+    EXPECT_EQ_U64((uint64_t)(i + 1) * MS, o.value_ns);
+    char want[TTFT_MAX_REQUEST_ID + 1] = "";
+    if (ids[i]) snprintf(want, sizeof want, "%s", ids[i]); /* the long one is cut at 63 bytes */
+    EXPECT_STREQ(want, o.request_id);
+    EXPECT_STREQ(traces[i] ? traces[i] : "", o.trace_id);
+    ttft_snapshot_free(snap);
+  }
+  ttft_registry_free(r);
+}
+
 TEST(ids_do_not_leak_into_reused_slots) {
   ttft_config c;
   ttft_config_init(&c);

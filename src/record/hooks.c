@@ -173,13 +173,20 @@ static int32_t band_of(const ttft_registry *r, uint32_t prompt_tokens) {
 /* The W3C trace-id in s as two big-endian halves: exactly 32 lowercase
  * hex digits, not all zero. Returns 1, or 0 for anything else. */
 static int trace_parse(const char *s, uint64_t out[2]) {
-  uint64_t v[2] = {0, 0};
-  for (int i = 0; i < 32; i++) {
-    unsigned c = (unsigned char)s[i], d;
-    if (c >= '0' && c <= '9') d = c - '0';
-    else if (c >= 'a' && c <= 'f') d = c - 'a' + 10;
-    else return 0; /* also the NUL of a shorter string: nothing past it is read */
-    v[i >> 4] = (v[i >> 4] << 4) | d;
+  /* a hex digit's value + 1; 0 for anything else (the NUL too) */
+  static const unsigned char hx[256] = {
+      ['0'] = 1,  ['1'] = 2,  ['2'] = 3,  ['3'] = 4,  ['4'] = 5,  ['5'] = 6,
+      ['6'] = 7,  ['7'] = 8,  ['8'] = 9,  ['9'] = 10, ['a'] = 11, ['b'] = 12,
+      ['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16};
+  uint64_t v[2];
+  for (int h = 0; h < 2; h++) {
+    uint64_t x = 0;
+    for (int i = 0; i < 16; i++) {
+      unsigned d = hx[(unsigned char)s[16 * h + i]];
+      if (!d) return 0; /* also the NUL of a shorter string: nothing past it is read */
+      x = x << 4 | (d - 1);
+    }
+    v[h] = x;
   }
   if (s[32] != '\0' || (v[0] | v[1]) == 0) return 0;
   out[0] = v[0];
@@ -191,7 +198,7 @@ static int trace_parse(const char *s, uint64_t out[2]) {
  * TTFT_MAX_REQUEST_ID bytes, cut at a whole UTF-8 character; malformed
  * UTF-8 and control characters stored as '?'. Returns its length. */
 static uint32_t reqid_copy(ttft__reqid *dst, const char *s) {
-  char buf[TTFT_MAX_REQUEST_ID + 1] = {0};
+  char buf[TTFT_MAX_REQUEST_ID + 1 + 8];
   const unsigned char *p = (const unsigned char *)s;
   size_t n = 0;
   while (*p && n < TTFT_MAX_REQUEST_ID) {
@@ -211,7 +218,10 @@ static uint32_t reqid_copy(ttft__reqid *dst, const char *s) {
     n += k;
     p += k;
   }
-  for (uint32_t w = 0; w < sizeof dst->w / sizeof dst->w[0]; w++) {
+  /* the words that hold it, NUL-padded (slow_offer copies those only;
+   * readers stop at its length) */
+  memset(buf + n, 0, 8);
+  for (uint32_t w = 0; w < (n + 7) / 8; w++) {
     uint64_t x;
     memcpy(&x, buf + 8 * w, 8);
     TTFT__ST(&dst->w[w], x);
@@ -814,17 +824,18 @@ __attribute__((noinline, cold)) static void slow_offer(ttft_registry *r, ttft__c
                                                       uint32_t idx, uint64_t v,
                                                       const slow_offer_t *o) {
   uint32_t k = r->slowest_k;
-  ttft__slow_live *L = cr->slow + (size_t)by * k;
+  _Atomic uint64_t *V = cr->slow_val + (size_t)by * k;
   uint32_t mi = 0;
   uint64_t mv = UINT64_MAX, second = UINT64_MAX; /* the smallest two values */
   for (uint32_t i = 0; i < k; i++) {
-    uint64_t x = TTFT__LD(&L[i].value);
-    if (x < mv) second = mv, mv = x, mi = i;
-    else if (x < second) second = x;
+    uint64_t x = TTFT__LD(&V[i]);
+    second = x < mv ? mv : (x < second ? x : second);
+    mi = x < mv ? i : mi;
+    mv = x < mv ? x : mv;
   }
   uint64_t floor = mv;
   if (v > mv) {
-    ttft__slow_live *e = &L[mi];
+    ttft__slow_live *e = &cr->slow[(size_t)by * k + mi];
     uint32_t q = TTFT__LD(&e->seq);
     /* relaxed: the counter is only a claim here; the release fence below
      * orders the odd value before the entry's new fields */
@@ -833,9 +844,10 @@ __attribute__((noinline, cold)) static void slow_offer(ttft_registry *r, ttft__c
       /* release fence: a snapshot that reads any field written below also
        * sees the odd counter on its second look (seqlock writer) */
       atomic_thread_fence(memory_order_release);
-      if (v > TTFT__LD(&e->value)) { /* still the smallest's place to take */
+      if (v > TTFT__LD(&V[mi])) { /* still the smallest's place to take */
         uint32_t ids = o->ids, idlen = TTFT__IDS_LEN(ids), tr = ids & TTFT__IDS_TRACE;
         const ttft__reqid *ri = &r->reqid[idx];
+        TTFT__ST(&V[mi], v);
         TTFT__ST(&e->value, v);
         TTFT__ST(&e->ttft, o->ttft);
         TTFT__ST(&e->max_gap, o->max_gap);
@@ -843,10 +855,12 @@ __attribute__((noinline, cold)) static void slow_offer(ttft_registry *r, ttft__c
         TTFT__ST(&e->t_end, o->t_end);
         TTFT__ST(&e->tokens, o->tokens);
         TTFT__ST(&e->meta, o->status | TTFT__IDS_CAUSE(ids) << 8 | tr << 16 | idlen << 24);
-        TTFT__ST(&e->trace[0], tr ? TTFT__LD(&ri->trace[0]) : 0);
-        TTFT__ST(&e->trace[1], tr ? TTFT__LD(&ri->trace[1]) : 0);
-        for (uint32_t w = 0; w < sizeof e->id / sizeof e->id[0]; w++)
-          TTFT__ST(&e->id[w], idlen ? TTFT__LD(&ri->w[w]) : 0);
+        if (tr) {
+          TTFT__ST(&e->trace[0], TTFT__LD(&ri->trace[0]));
+          TTFT__ST(&e->trace[1], TTFT__LD(&ri->trace[1]));
+        }
+        /* the words that hold the id's bytes (a reader stops at id_len) */
+        for (uint32_t w = 0; w < (idlen + 7) / 8; w++) TTFT__ST(&e->id[w], TTFT__LD(&ri->w[w]));
       }
       /* release: the fields above before the even counter a reader checks */
       atomic_store_explicit(&e->seq, q + 2, memory_order_release);

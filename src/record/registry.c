@@ -494,9 +494,10 @@ static void slots_seed(ttft_registry *r) {
  * one slab and a failed one adds none */
 #define CLASS_RESERVE_CHUNKS TTFT__SLAB_CHUNKS
 
-/* a class record and, behind it, its slowest lists */
+/* a class record and, behind it, its slowest lists and their values */
 static size_t crec_bytes(const ttft_registry *r) {
-  return sizeof(ttft__crec) + (size_t)TTFT_SLOWEST_COUNT_ * r->slowest_k * sizeof(ttft__slow_live);
+  return sizeof(ttft__crec) +
+         (size_t)TTFT_SLOWEST_COUNT_ * r->slowest_k * (sizeof(ttft__slow_live) + sizeof(uint64_t));
 }
 
 static int class_records_new(ttft_registry *r, uint32_t c) {
@@ -504,6 +505,7 @@ static int class_records_new(ttft_registry *r, uint32_t c) {
     ttft__crec *cr = ttft__block_new(r, crec_bytes(r));
     if (!cr) return TTFT_ENOMEM;
     cr->slow = r->slowest_k ? (ttft__slow_live *)(cr + 1) : NULL;
+    cr->slow_val = r->slowest_k ? (_Atomic uint64_t *)(cr->slow + TTFT_SLOWEST_COUNT_ * r->slowest_k) : NULL;
     /* release: the zeroed record is visible before its pointer */
     atomic_store_explicit(&r->shards[i].cls[c], cr, memory_order_release);
   }

@@ -154,7 +154,9 @@ enum {
  * skips instead of waiting); snapshot_take copies it and keeps the copy
  * when seq was even and unchanged around the copy (a seqlock reader).
  * value 0 = empty. meta = status | cause << 8 | has_trace << 16 |
- * id_len << 24. id[] holds the request id, NUL-padded. */
+ * id_len << 24. id[] holds the request id: its first id_len bytes (the
+ * words past them are not rewritten, a reader ignores them), trace[] only
+ * when has_trace. */
 typedef struct ttft__slow_live {
   _Atomic uint32_t seq;
   _Atomic uint32_t meta;
@@ -176,6 +178,10 @@ typedef struct ttft__crec {
    * is not above it touches nothing else */
   _Atomic uint64_t slow_floor[TTFT_SLOWEST_COUNT_];
   ttft__slow_live *slow;
+  /* the entries' values side by side, slow_val[by * k + i] =
+   * slow[by * k + i].value, written by the entry's writer: an offer scans
+   * k values in one or two cache lines, not k entries of 136 bytes */
+  _Atomic uint64_t *slow_val;
 } ttft__crec;
 
 typedef struct ttft__shard {

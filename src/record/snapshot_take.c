@@ -138,14 +138,16 @@ static int slow_copy(const ttft_registry *r, const ttft__slow_live *e, ttft__slo
     d->status = (uint8_t)(meta & 0xFFu);
     d->cause = (uint8_t)((meta >> 8) & 0xFFu);
     d->has_trace = (uint8_t)((meta >> 16) & 1u);
+    size_t idlen = meta >> 24; /* the bytes past it are an earlier id's */
+    if (idlen > TTFT_MAX_REQUEST_ID) idlen = TTFT_MAX_REQUEST_ID;
     if (d->status >= TTFT_STATUS_COUNT_) d->status = TTFT_COMPLETED;
     if (d->cause >= TTFT_STALL_CAUSE_COUNT) d->cause = TTFT_STALL_UNKNOWN;
     for (int i = 0; i < 8; i++) {
-      d->trace[i] = (uint8_t)(tr[0] >> (56 - 8 * i));
-      d->trace[8 + i] = (uint8_t)(tr[1] >> (56 - 8 * i));
+      d->trace[i] = d->has_trace ? (uint8_t)(tr[0] >> (56 - 8 * i)) : 0;
+      d->trace[8 + i] = d->has_trace ? (uint8_t)(tr[1] >> (56 - 8 * i)) : 0;
     }
     memcpy(d->id, id, sizeof d->id);
-    d->id[TTFT_MAX_REQUEST_ID] = '\0';
+    memset(d->id + idlen, 0, sizeof d->id - idlen);
     d->id_len = (uint8_t)strlen(d->id);
     d->unix_end = unix_now ? unix_now - (mono_now - (d->t_end < mono_now ? d->t_end : mono_now)) : 0;
     (void)r;
