@@ -826,7 +826,7 @@ struct ttft_config {
   uint32_t slowest_k;          /* requests kept per class in each slowest
                                   list (ttft_snapshot_slowest); default 8,
                                   0 .. TTFT_MAX_SLOWEST_K; 0 = no lists, no
-                                  ids kept, no exemplars. Costs 2 x k x 136
+                                  ids kept, no exemplars. Costs 2 x k x 144
                                   bytes per (thread shard, class) plus 88
                                   bytes per slot (docs/performance.md)      */
 };
