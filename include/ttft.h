@@ -933,6 +933,15 @@ TTFT_API ttft_seq ttft_begin_ex(ttft_registry *r, const ttft_request *req, uint6
 /* Release the calling thread's private recording shard of r, so that a
  * thread about to exit hands it to a new thread (threads that simply exit
  * release it automatically when pthreads are available). Recorded data stays.
+ * A thread that left a hook of r by siglongjmp calls this afterwards: the
+ * abandoned call is closed (until then the thread's later calls record
+ * through the shared shard and slot reuse waits for it). A thread that
+ * dies inside a hook (pthread_exit in a signal handler, an asynchronous
+ * cancel) needs nothing: its exit closes the call. Hooks may be called
+ * from a signal handler that interrupted a hook of the same thread (the
+ * nested call is recorded through the shared shard, both are counted),
+ * provided the thread has called a hook of that registry before; this
+ * function may not. docs/reliability.md, issue 18.
  * Returns TTFT_OK, or TTFT_EINVAL for NULL. */
 TTFT_API int ttft_thread_release(ttft_registry *r);
 

@@ -103,8 +103,12 @@ __attribute__((noinline, cold)) static void stale_seen(ttft__shard *sh, int shar
  * is in progress. reclaim.c has the protocol and its proof. */
 TTFT__INLINE uint64_t call_enter(const ttft_registry *r, ttft__shard *sh, int shared) {
   if (TTFT_LIKELY(!shared)) {
+    /* e | 1, not e + 1: odd means inside whatever the epoch was before
+     * (a call abandoned by a thread that died leaves it odd until the
+     * shard is released; callers route around an odd epoch, see
+     * ttft__shard_for_call) */
     uint64_t e = TTFT__LD(&sh->epoch);
-    TTFT__ST(&sh->epoch, e + 1);
+    TTFT__ST(&sh->epoch, e | 1);
     if (TTFT_UNLIKELY(r->fence_mode))
       /* seq_cst: without membarrier, pairs with the reclaimer's fence
        * (classic Dekker: the odd epoch or the ended state is seen) */
@@ -121,17 +125,32 @@ TTFT__INLINE uint64_t call_enter(const ttft_registry *r, ttft__shard *sh, int sh
   uint32_t i = atomic_load_explicit(&sh->srcu_idx, memory_order_acquire) & 1u;
   /* seq_cst: the increment I of reclaim.c's proof, before our state load */
   atomic_fetch_add_explicit(&sh->srcu_enter[i], 1, memory_order_seq_cst);
+  /* open until call_leave: a thread that dies inside is balanced at its
+   * exit (registry.c); nested calls (signal handlers) push on top */
+  uint32_t k = ttft__tl_open.n;
+  if (TTFT_LIKELY(k < TTFT__OPEN_MAX)) {
+    ttft__tl_open.c[k].reg_id = r->id;
+    ttft__tl_open.c[k].sh = sh;
+    ttft__tl_open.c[k].idx = i;
+  }
+  atomic_signal_fence(memory_order_seq_cst); /* compiler only: a handler sees the frame */
+  ttft__tl_open.n = k + 1;
   return i;
 }
 
 TTFT__INLINE void call_leave(ttft__shard *sh, int shared, uint64_t e) {
-  if (TTFT_LIKELY(!shared))
+  if (TTFT_LIKELY(!shared)) {
     /* release: this call's slot writes happen-before the reclaimer's
      * acquire of the epoch, hence before the slot is reused */
-    atomic_store_explicit(&sh->epoch, e + 2, memory_order_release);
-  else
+    atomic_store_explicit(&sh->epoch, (e | 1) + 1, memory_order_release);
+  } else {
+    /* closed, then counted: a thread killed between the two stores is the
+     * one case the exit handler cannot balance (reclaim.c, fault model) */
+    ttft__tl_open.n--;
+    atomic_signal_fence(memory_order_seq_cst); /* compiler only: in this order */
     /* release: as above, for the shared shard's exit count of index e */
     atomic_fetch_add_explicit(&sh->srcu_exit[e], 1, memory_order_release);
+  }
 }
 
 /* The slot of handle s when s names a live sequence, else NULL. */
@@ -251,11 +270,16 @@ __attribute__((noinline, cold)) static void ids_store(ttft_registry *r, ttft__sh
 
 static ttft_seq begin_common(ttft_registry *r, uint32_t cls, uint32_t prompt_tokens,
                              int prefix_hit, uint64_t t, const char *rid, const char *tid) {
-  ttft__shard *sh = ttft__shard_get(r);
+  ttft__shard *sh = ttft__shard_for_call(r);
   ttft__crec *cr = crec_of(sh, cls);
+  /* a private shard's plain counter updates are bracketed too, so that a
+   * hook called from a signal handler in the middle of them records
+   * through the shared shard instead (ttft__shard_for_call) */
+  uint64_t e = sh->shared ? 0 : call_enter(r, sh, 0);
   uint32_t s1 = ttft__slot_acquire(r, sh);
   if (TTFT_UNLIKELY(!s1)) {
     ctr_add(sh->shared, &cr->ctr[TTFT_COUNTER_DROPPED], 1);
+    if (!sh->shared) call_leave(sh, 0, e);
     return 0;
   }
   if (t == TTFT_NOW) t = ttft__now(r);
@@ -290,6 +314,7 @@ static ttft_seq begin_common(ttft_registry *r, uint32_t cls, uint32_t prompt_tok
   if (TTFT_UNLIKELY(rid || tid)) ids_store(r, sh, cr, s1 - 1, gen, rid, tid);
   /* release: publishes the fields above to whoever acquires the live state */
   atomic_store_explicit(&sl->state, TTFT__SLOT_STATE(gen, TTFT__SLOT_LIVE), memory_order_release);
+  if (!sh->shared) call_leave(sh, 0, e);
   return ((uint64_t)gen << 32) | s1;
 }
 
@@ -316,7 +341,7 @@ ttft_seq ttft_begin_ex(ttft_registry *r, const ttft_request *req, uint64_t t_ns)
 /* ------------------------------------------------------------------- mark */
 int ttft_mark(ttft_registry *r, ttft_seq s, ttft_phase phase, uint64_t t_ns) {
   if (!r || (unsigned)phase >= TTFT_PHASE_COUNT_) return TTFT_EINVAL;
-  ttft__shard *sh = ttft__shard_get(r);
+  ttft__shard *sh = ttft__shard_for_call(r);
   const int shared = sh->shared;
   uint64_t e = call_enter(r, sh, shared);
   ttft__slot *sl = live_slot(r, shared, s);
@@ -626,7 +651,7 @@ TTFT__INLINE int emit_fast_in_call(ttft_registry *r, ttft__shard *sh, ttft_seq s
 /* token_emitted, any case. */
 __attribute__((noinline)) static int token_emitted_full(ttft_registry *r, ttft_seq s,
                                                          uint32_t n_tokens, uint64_t t) {
-  ttft__shard *sh = ttft__shard_get(r);
+  ttft__shard *sh = ttft__shard_for_call(r);
   const int shared = sh->shared; /* read once: atomics below make the compiler reload it */
   uint64_t e = call_enter(r, sh, shared);
   int rc = emit_in_call(r, sh, shared, s, n_tokens, t);
@@ -642,6 +667,9 @@ TTFT__INLINE int token_emitted_fast(ttft_registry *r, ttft_seq s, uint32_t n_tok
   ttft__shard *sh = ttft__tl_cache[0].sh;
   if (TTFT_UNLIKELY(sh->shared)) goto full;
   uint64_t e = call_enter(r, sh, 0);
+  /* odd before: this thread is inside a call already (a signal handler's
+   * hook): nothing changed, the full path takes the shared shard */
+  if (TTFT_UNLIKELY(e & 1)) goto full;
   if (TTFT_UNLIKELY(!emit_fast_in_call(r, sh, s, n_tokens, t))) goto leave_full;
   call_leave(sh, 0, e);
   return TTFT_OK;
@@ -671,7 +699,7 @@ long ttft_step_emitted(ttft_registry *r, const ttft_seq *seqs, const uint32_t *n
   if (TTFT_UNLIKELY(!r || (!seqs && count))) return TTFT_EINVAL;
   if (!count) return 0;
   uint64_t t = t_ns == TTFT_NOW ? ttft__now(r) : t_ns;
-  ttft__shard *sh = ttft__shard_get(r);
+  ttft__shard *sh = ttft__shard_for_call(r);
   const int shared = sh->shared;
   long accepted = 0;
   uint64_t e = call_enter(r, sh, shared);
@@ -750,8 +778,22 @@ int ttft_engine_step(ttft_registry *r, const ttft_step_info *info, uint64_t t_st
     atomic_compare_exchange_strong_explicit(&e->seq, &odd, 2 * k + 2, memory_order_release,
                                             memory_order_relaxed);
   }
-  ttft__shard *sh = ttft__shard_get(r);
+  ttft__shard *sh = ttft__shard_for_call(r);
+  /* a private shard's plain histogram update is bracketed (odd epoch), so
+   * that a hook called from a signal handler in the middle of it records
+   * through the shared shard instead (ttft__shard_for_call). No slot is
+   * touched, so no fence: a reclaimer that sees the odd epoch only waits
+   * for the even one */
+  uint64_t e = 0;
+  if (!sh->shared) {
+    e = TTFT__LD(&sh->epoch);
+    TTFT__ST(&sh->epoch, e | 1);
+    atomic_signal_fence(memory_order_seq_cst); /* compiler only: odd before the update */
+  }
   hist_rec(r, sh->shared, &sh->step[prefill ? 1 : 0], t_end_ns - t_start_ns);
+  /* release: as call_leave's (nothing of a slot to publish, but the same
+   * store keeps the reclaimer's acquire pairing uniform) */
+  if (!sh->shared) atomic_store_explicit(&sh->epoch, (e | 1) + 1, memory_order_release);
   return TTFT_OK;
 }
 
@@ -759,7 +801,7 @@ int ttft_engine_step(ttft_registry *r, const ttft_step_info *info, uint64_t t_st
 /* Set the prompt band (prompt_tokens 0: as it is) and the prefix band
  * (prefix < 0: as it is) of live sequence s before its first emission. */
 static int annotate(ttft_registry *r, ttft_seq s, uint32_t prompt_tokens, int32_t prefix) {
-  ttft__shard *sh = ttft__shard_get(r);
+  ttft__shard *sh = ttft__shard_for_call(r);
   const int shared = sh->shared;
   uint64_t e = call_enter(r, sh, shared);
   ttft__slot *sl = live_slot(r, shared, s);
@@ -883,11 +925,13 @@ int ttft_stream_end(ttft_registry *r, ttft_seq s, ttft_status status, uint64_t t
   if (!sl || !atomic_compare_exchange_strong_explicit(&sl->state, &live,
                                                       TTFT__SLOT_STATE(s >> 32, TTFT__SLOT_ENDING),
                                                       memory_order_seq_cst, memory_order_relaxed)) {
-    ttft__shard *sh = ttft__shard_get(r);
+    ttft__shard *sh = ttft__shard_for_call(r);
     stale_seen(sh, sh->shared);
     return TTFT_ESTALE;
   }
-  ttft__shard *sh = ttft__shard_get(r);
+  ttft__shard *sh = ttft__shard_for_call(r);
+  /* bracketed as begin is (its plain counter updates) */
+  uint64_t e = sh->shared ? 0 : call_enter(r, sh, 0);
   uint32_t cls = TTFT__LD(&sl->cls);
   ttft__crec *cr = crec_of(sh, cls);
   uint64_t t = event_time(r, sh->shared, cr, t_ns, TTFT__LD(&sl->t_event));
@@ -952,5 +996,6 @@ int ttft_stream_end(ttft_registry *r, ttft_seq s, ttft_status status, uint64_t t
   }
   seq_gaps_clear(sl, em);
   ttft__slot_retire(r, sh, idx);
+  if (!sh->shared) call_leave(sh, 0, e);
   return TTFT_OK;
 }

@@ -1,5 +1,60 @@
 /* reclaim.c — slot lists, and when an ended slot may serve a new sequence.
  *
+ * FAULT MODEL (what a caller may do, and what each case costs; issue 18).
+ * The proof below assumes every call that enters also leaves. These are
+ * the ways one does not, and how each is handled:
+ *
+ *  F1. A thread dies inside a call: pthread_exit from a signal handler, an
+ *      asynchronous pthread_cancel, or siglongjmp out of a hook followed by
+ *      the thread's exit (or ttft_thread_release). Handled by
+ *      construction. A private shard's call brackets store e | 1 on entry
+ *      and (e | 1) + 1 on exit, so odd always means "inside", whatever the
+ *      epoch was before; the thread-exit handler (registry.c,
+ *      shard_release) closes a call the thread died inside — its epoch
+ *      goes odd -> even with a release store — before the shard is free:
+ *      the dead call will never write again, the reclaimer waiting on it
+ *      sees the epoch change and finishes its batch, and the next owner
+ *      starts outside, so its calls read as inside while they run and its
+ *      idle shard as outside. Shared-shard calls are recorded in a
+ *      thread-local stack (registry.h, ttft__tl_open) between the SRCU
+ *      enter count and the exit count; the exit handler counts the exits
+ *      of those still open, so their index drains. The exception: a
+ *      thread killed exactly between an SRCU count and the thread-local
+ *      record of it (an instruction at each end of a shared-shard call)
+ *      leaves that index unbalanced, and reclamation of shared-shard
+ *      batches stops (begins at capacity are refused and counted) — not
+ *      handled, and not detectable by a library that cannot see the
+ *      interrupted instruction. A thread that dies inside the reclaimer
+ *      (begin or stream_end) gives the try-lock back at exit
+ *      (ttft__reclaim_thread_exit); every reclaimer step leaves the batch
+ *      resumable, and limbo_free forgets a chain before it pushes it, so
+ *      the worst case is a leaked chain (capacity shrinks), never a slot
+ *      on two lists. A slot a dying begin popped but never published, or
+ *      a dying stream_end ended but never retired, is leaked the same way.
+ *      Test: test_dead_owner (each way, private shards with membarrier,
+ *      fence mode, the shared shard; 500 rounds).
+ *  F2. A signal handler calls a hook while a hook of the same thread is
+ *      inside a call (nested calls). Handled by construction: the nested
+ *      call finds its thread's private epoch odd and records through the
+ *      shared shard (ttft__shard_for_call), with atomic read-modify-writes
+ *      and its own SRCU bracket; the interrupted call's epoch stays odd
+ *      until it leaves and its plain counter updates are not raced. begin
+ *      and stream_end bracket their private counter updates for the same
+ *      reason. Precondition: the thread has already called a hook of that
+ *      registry (the first call fills a thread cache and is not
+ *      async-signal-safe; a debug assert checks it). A nested begin at
+ *      capacity may be refused (the interrupted thread cannot leave until
+ *      the handler returns). Test: test_dead_owner nested_* .
+ *  F3. siglongjmp out of a hook by a thread that goes on calling hooks.
+ *      Safe, but costly until the thread releases its shard: its epoch
+ *      stays odd (the abandoned call is indistinguishable from an
+ *      interrupted one, F2), so its later calls record through the shared
+ *      shard and batches wait for its shard; call ttft_thread_release(r)
+ *      after such a jump (it closes the call, as at thread exit).
+ *  F4. The heavy barrier fails at run time (membarrier starts returning
+ *      EPERM under a seccomp filter installed later with TSYNC): see
+ *      heavy_barrier below.
+ *
  * THE PROBLEM. ttft_stream_end may race a ttft_token_emitted (or ttft_mark,
  * ttft_annotate, ttft_step_emitted) running on another thread for the same
  * sequence. The writer ("caller") checks the slot's state word against its
@@ -294,12 +349,20 @@ static int srcu_drained(const ttft__shard *sh, uint32_t j) {
 
 /* Has every call the batch in limbo must wait for left? Advances the
  * per-shard state machines; called with the reclaim try-lock held. */
-static int quiescent(ttft_registry *r) {
+static int quiescent(ttft_registry *r, const ttft__shard *self) {
   int done = 1;
   for (uint32_t i = 0; i < r->nshards; i++) {
     unsigned char w = r->limbo_wait[i];
     if (!w) continue;
     ttft__shard *sh = &r->shards[i];
+    if (sh == self && !sh->shared) {
+      /* our own shard: we are here, in begin or stream_end (whose bracket
+       * guards only counters, no slot of a batch), not inside the call
+       * another reclaimer saw; a hook nested in a signal handler runs
+       * on the shared shard, so it never gets here with self its owner's */
+      r->limbo_wait[i] = 0;
+      continue;
+    }
     if (!sh->shared) {
       /* acquire: pairs with the owner's release at call exit, so its slot
        * writes happen-before the slot's reuse */
@@ -375,11 +438,15 @@ static int limbo_start(ttft_registry *r, const ttft__shard *self) {
  * stack, where the thread that ended those streams finds them. The slots
  * keep their ENDING state: ttft_begin moves them to a new generation. */
 static void limbo_free(ttft_registry *r) {
-  TTFT_ASSERT(TTFT__LD(&r->reclaiming) == 1); /* the reclaimer's try-lock is held */
+  TTFT_ASSERT(TTFT__LD(&r->reclaiming) == ttft__thread_token()); /* we hold the try-lock */
   for (uint32_t k = 0; k < r->nshards; k++) {
-    if (!r->limbo_first[k]) continue;
-    stack_push_chain(r, &r->shards[k].free_list, r->limbo_first[k], r->limbo_last[k]);
+    uint32_t first = r->limbo_first[k], last = r->limbo_last[k];
+    if (!first) continue;
+    /* forgotten before it is pushed: a reclaimer that dies here (a thread
+     * killed inside a hook) leaks the chain, never pushes it twice */
     r->limbo_first[k] = r->limbo_last[k] = 0;
+    atomic_signal_fence(memory_order_seq_cst); /* compiler only: in this order */
+    stack_push_chain(r, &r->shards[k].free_list, first, last);
   }
   r->limbo_armed = 0;
   TTFT__ST(&r->limbo_head, 0);
@@ -420,16 +487,18 @@ static int any_pending(const ttft_registry *r) {
  * (a begin that runs out of free slots reclaims at once). This only
  * schedules the work; correctness never depends on time. */
 static int try_reclaim(ttft_registry *r, const ttft__shard *self, int urgent) {
-  int z = 0;
-  /* acquire: the previous reclaimer's limbo bookkeeping is visible */
-  if (!atomic_compare_exchange_strong_explicit(&r->reclaiming, &z, 1, memory_order_acquire,
-                                               memory_order_relaxed))
+  uintptr_t z = 0;
+  /* acquire: the previous reclaimer's limbo bookkeeping is visible; the
+   * holder's token lets its exit handler give the lock back if it dies
+   * (ttft__reclaim_thread_exit) */
+  if (!atomic_compare_exchange_strong_explicit(&r->reclaiming, &z, ttft__thread_token(),
+                                               memory_order_acquire, memory_order_relaxed))
     return 0;
   int freed = 0;
   if (TTFT__LD(&r->limbo_head)) {
     /* a batch whose barrier failed is armed again (first, or after a fork) */
     if (!r->limbo_armed) r->limbo_armed = limbo_start(r, self);
-    if (r->limbo_armed && quiescent(r)) {
+    if (r->limbo_armed && quiescent(r, self)) {
       limbo_free(r);
       freed = 1;
     }
@@ -442,7 +511,7 @@ static int try_reclaim(ttft_registry *r, const ttft__shard *self, int urgent) {
   if (!defer && !TTFT__LD(&r->limbo_head) && take_pending(r)) {
     TTFT__ST(&r->limbo_head, 1);
     r->limbo_armed = limbo_start(r, self);
-    if (r->limbo_armed && quiescent(r)) {
+    if (r->limbo_armed && quiescent(r, self)) {
       limbo_free(r);
       freed = 1;
     }
@@ -450,6 +519,20 @@ static int try_reclaim(ttft_registry *r, const ttft__shard *self, int urgent) {
   /* release: hands the limbo bookkeeping to the next reclaimer */
   atomic_store_explicit(&r->reclaiming, 0, memory_order_release);
   return freed;
+}
+
+/* The calling thread is exiting (registry.c, on_thread_exit, with the
+ * registry list locked): if it died holding the reclaimer's try-lock — a
+ * thread killed inside begin or stream_end while it reclaimed — give the
+ * lock back. Every step of the reclaimer leaves the limbo resumable: a
+ * batch half armed is armed again (a new barrier), the SRCU state
+ * machine advances one store at a time, limbo_free forgets a chain before
+ * it pushes it (a leak at worst, never a double push). */
+void ttft__reclaim_thread_exit(ttft_registry *r) {
+  if (TTFT__LD(&r->reclaiming) != ttft__thread_token()) return;
+  r->limbo_armed = 0; /* re-arm: make a new barrier for the batch */
+  /* release: hands the limbo bookkeeping to the next reclaimer */
+  atomic_store_explicit(&r->reclaiming, 0, memory_order_release);
 }
 
 void ttft__slot_retire(ttft_registry *r, ttft__shard *sh, uint32_t idx) {

@@ -289,12 +289,28 @@ static pthread_once_t g_fork_once = PTHREAD_ONCE_INIT;
 #define TLS_WAYS TTFT__TLS_WAYS
 typedef ttft__tls_ent tls_ent;
 _Thread_local ttft__tls_ent ttft__tl_cache[TTFT__TLS_WAYS];
+_Thread_local ttft__open_calls ttft__tl_open;
 #define tl_cache ttft__tl_cache
 
-/* Give a private shard back (outside any call on it). release: this
- * thread's shard writes happen-before the next owner's. */
+/* Give a private shard back. The thread is outside any call on it, or
+ * dead (on_thread_exit): a call it left inside (killed by pthread_exit in
+ * a signal handler or an asynchronous cancel, or left by siglongjmp) will
+ * never write again, so its odd epoch is closed here — the next owner
+ * starts outside, and a reclaimer waiting for that call sees the epoch
+ * change (reclaim.c, "fault model"). release: this thread's shard writes
+ * happen-before the next owner's, and before the waiting reclaimer's
+ * acquire of the epoch. */
 static void shard_release(ttft__shard *sh) {
-  if (!sh->shared) atomic_store_explicit(&sh->owned, 0, memory_order_release);
+  if (sh->shared) return;
+  uint64_t e = TTFT__LD(&sh->epoch);
+  if (e & 1) atomic_store_explicit(&sh->epoch, e + 1, memory_order_release);
+  atomic_store_explicit(&sh->owned, 0, memory_order_release);
+}
+
+/* Is this thread inside a call on sh (the outer call of a hook nested in
+ * a signal handler)? Then its shard must not be released under it. */
+static int shard_in_call(const ttft__shard *sh) {
+  return !sh->shared && (TTFT__LD(&sh->epoch) & 1);
 }
 
 #ifdef TTFT_HAVE_PTHREADS
@@ -304,13 +320,32 @@ static int registry_alive_locked(uint64_t id) {
   return 0;
 }
 
+static ttft_registry *registry_find_locked(uint64_t id) {
+  for (ttft_registry *r = g_live; r; r = r->live_next)
+    if (r->id == id) return r;
+  return NULL;
+}
+
 static void on_thread_exit(void *unused) {
   (void)unused;
   pthread_mutex_lock(&g_live_mu);
+  /* shared-shard calls this thread died inside: count them as left, so
+   * that their SRCU index drains (reclaim.c, "fault model") */
+  uint32_t open = ttft__tl_open.n < TTFT__OPEN_MAX ? ttft__tl_open.n : TTFT__OPEN_MAX;
+  for (uint32_t k = 0; k < open; k++)
+    if (registry_alive_locked(ttft__tl_open.c[k].reg_id))
+      /* release: as call_leave's */
+      atomic_fetch_add_explicit(&ttft__tl_open.c[k].sh->srcu_exit[ttft__tl_open.c[k].idx], 1,
+                                memory_order_release);
+  ttft__tl_open.n = 0;
   for (int i = 0; i < TLS_WAYS; i++) {
     if (!tl_cache[i].reg_id) continue;
     /* the registry may have been freed: touch its shard only if not */
-    if (registry_alive_locked(tl_cache[i].reg_id)) shard_release(tl_cache[i].sh);
+    ttft_registry *r = registry_find_locked(tl_cache[i].reg_id);
+    if (r) {
+      ttft__reclaim_thread_exit(r); /* died holding the reclaimer's lock? */
+      shard_release(tl_cache[i].sh);
+    }
     tl_cache[i].reg_id = 0;
     tl_cache[i].sh = NULL;
   }
@@ -331,6 +366,8 @@ static ttft__shard *shard_acquire(ttft_registry *r) {
      * this thread's later calls after that barrier (reclaim.c, case 1) */
     if (atomic_compare_exchange_strong_explicit(&sh->owned, &z, 1, memory_order_seq_cst,
                                                 memory_order_relaxed)) {
+      /* every release closed its owner's last call (shard_release) */
+      TTFT_ASSERT(!(TTFT__LD(&sh->epoch) & 1));
       TTFT__ST(&sh->used, 1);
       return sh;
     }
@@ -340,7 +377,37 @@ static ttft__shard *shard_acquire(ttft_registry *r) {
   return sh;
 }
 
+/* With the registry list locked (pthreads): does entry v's registry
+ * still exist, and is this thread inside a call on its shard? */
+static int victim_alive(uint64_t id) {
+#ifdef TTFT_HAVE_PTHREADS
+  return registry_alive_locked(id);
+#else
+  (void)id;
+  return 1;
+#endif
+}
+static int victim_busy(const tls_ent *v) {
+  return v->reg_id && victim_alive(v->reg_id) && shard_in_call(v->sh);
+}
+
+/* Set while this thread is in ttft__shard_get_slow: a hook called from a
+ * signal handler that interrupted it would see the cache half moved
+ * (reclaim.c, fault model F2: not supported, checked in debug builds). */
+static _Thread_local int tl_in_slow;
+
+static ttft__shard *shard_get_slow_body(ttft_registry *r);
 ttft__shard *ttft__shard_get_slow(ttft_registry *r) {
+  TTFT_ASSERT(!tl_in_slow); /* a signal handler's hook on a thread's first call */
+  tl_in_slow = 1;
+  atomic_signal_fence(memory_order_seq_cst); /* compiler only: a handler sees the flag */
+  ttft__shard *sh = shard_get_slow_body(r);
+  atomic_signal_fence(memory_order_seq_cst);
+  tl_in_slow = 0;
+  return sh;
+}
+
+static ttft__shard *shard_get_slow_body(ttft_registry *r) {
   tls_ent e = {0, NULL};
   int at = TLS_WAYS - 1;
   for (int i = 1; i < TLS_WAYS; i++) {
@@ -358,17 +425,28 @@ ttft__shard *ttft__shard_get_slow(ttft_registry *r) {
      * again when it comes back. Recorded data stays in the shard. The
      * evicted registry may have been freed: check it under the list lock. */
     tls_ent *victim = &tl_cache[TLS_WAYS - 1];
-    if (victim->reg_id) {
 #ifdef TTFT_HAVE_PTHREADS
-      pthread_mutex_lock(&g_live_mu);
-      if (registry_alive_locked(victim->reg_id)) shard_release(victim->sh);
-      pthread_mutex_unlock(&g_live_mu);
-#else
-      shard_release(victim->sh);
+    pthread_mutex_lock(&g_live_mu);
 #endif
-      victim->reg_id = 0;
-      victim->sh = NULL;
+    /* never the shard of a call this thread is inside (a hook nested in
+     * a signal handler, on a ninth registry): the least recent other one */
+    while (victim > &tl_cache[0] && victim_busy(victim)) victim--;
+    if (victim_busy(victim)) {
+#ifdef TTFT_HAVE_PTHREADS
+      pthread_mutex_unlock(&g_live_mu);
+#endif
+      /* every cached shard is in a call: record on the shared shard,
+       * uncached (the cold path again next time) */
+      TTFT__ST(&r->shards[r->nshards - 1].used, 1);
+      return &r->shards[r->nshards - 1];
     }
+    at = (int)(victim - tl_cache);
+    if (victim->reg_id && victim_alive(victim->reg_id)) shard_release(victim->sh);
+#ifdef TTFT_HAVE_PTHREADS
+    pthread_mutex_unlock(&g_live_mu);
+#endif
+    victim->reg_id = 0;
+    victim->sh = NULL;
     e.reg_id = r->id;
     e.sh = shard_acquire(r);
 #ifdef TTFT_HAVE_PTHREADS

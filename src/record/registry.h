@@ -365,7 +365,9 @@ struct ttft_registry {
   uint32_t band_edges[TTFT_MAX_BANDS - 1];
   uint32_t prefix_min;            /* config.prefix_hit_min_tokens          */
   TTFT__ALIGNED ttft__stack free_list;
-  TTFT__ALIGNED _Atomic int reclaiming; /* try-lock of the reclaimer       */
+  /* try-lock of the reclaimer: 0, or the holder's thread token
+   * (ttft__thread_token), so that a holder that dies is known */
+  TTFT__ALIGNED _Atomic uintptr_t reclaiming;
   /* the batch in grace (owned by the reclaimer holding `reclaiming`) */
   _Atomic uint64_t limbo_head;    /* non-zero while a batch is in limbo    */
   uint32_t *limbo_first;          /* [nshards] the batch, per ending shard:  */
@@ -397,6 +399,42 @@ static inline ttft__shard *ttft__shard_get(ttft_registry *r) {
   if (TTFT_LIKELY(ttft__tl_cache[0].reg_id == r->id)) return ttft__tl_cache[0].sh;
   return ttft__shard_get_slow(r);
 }
+/* The shard a hook records through: the thread's own, or the shared one
+ * when the thread's own private shard is inside a call already — a hook
+ * called from a signal handler that interrupted a hook of this thread, or
+ * a call left by siglongjmp (reclaim.c, "fault model"). The shared shard
+ * takes atomic read-modify-writes, so the nested call's updates and the
+ * interrupted call's plain ones are both kept, and the interrupted call's
+ * epoch stays odd until it leaves. (The shared shard's epoch is always
+ * even.) */
+static inline ttft__shard *ttft__shard_for_call(ttft_registry *r) {
+  ttft__shard *sh = ttft__shard_get(r);
+  if (__builtin_expect((int)(atomic_load_explicit(&sh->epoch, memory_order_relaxed) & 1u), 0)) {
+    sh = &r->shards[r->nshards - 1];
+    atomic_store_explicit(&sh->used, 1, memory_order_relaxed); /* snapshots read it */
+  }
+  return sh;
+}
+
+/* Shared-shard calls this thread has open (between call_enter and
+ * call_leave, hooks.c): a stack, nested calls on top. A thread that dies
+ * inside one leaves its SRCU index unbalanced; its exit handler
+ * (registry.c) balances what is still open here. Plain TLS: only this
+ * thread, and its signal handlers (LIFO), touch it. */
+#define TTFT__OPEN_MAX 4
+typedef struct ttft__open_calls {
+  uint32_t n; /* open calls; only the first TTFT__OPEN_MAX are recorded */
+  struct {
+    uint64_t reg_id;
+    ttft__shard *sh;
+    uint32_t idx;
+  } c[TTFT__OPEN_MAX];
+} ttft__open_calls;
+extern _Thread_local ttft__open_calls ttft__tl_open
+    __attribute__((tls_model("initial-exec"), visibility("hidden")));
+/* A non-zero value unique to the calling thread while it lives (the
+ * reclaimer's try-lock holds it). */
+static inline uintptr_t ttft__thread_token(void) { return (uintptr_t)&ttft__tl_open; }
 /* In-flight sequences, and those of them stalled at now, in one pass. */
 TTFT_HIDDEN void ttft__scan_slots(const ttft_registry *r, uint64_t now, uint64_t *inflight,
                                   uint64_t *stalled);
@@ -424,6 +462,7 @@ TTFT_HIDDEN ttft__chunk *ttft__chunk_attach(ttft_registry *r, ttft__hist *h, uin
  * membarrier. Called by ttft_registry_new before the registry exists. */
 TTFT_HIDDEN int ttft__reclaim_init(void);
 TTFT_HIDDEN void ttft__reclaim_atfork_child(void);
+TTFT_HIDDEN void ttft__reclaim_thread_exit(ttft_registry *r);
 TTFT_HIDDEN void ttft__reclaim_fork_child(ttft_registry *r, const ttft__shard *mine);
 TTFT_HIDDEN void ttft__slot_retire(ttft_registry *r, ttft__shard *sh, uint32_t idx);
 TTFT_HIDDEN uint32_t ttft__slot_acquire(ttft_registry *r, ttft__shard *self); /* index + 1, 0 = none */
