@@ -23,6 +23,7 @@
  * 0). Rounds: TTFT_DEAD_ROUNDS (default 500). White-box (the epoch, the
  * open-call stack, the fence mode): the static build; the shared build
  * says it skips. */
+#include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -64,7 +65,7 @@ typedef struct worker {
   sigjmp_buf jb;
 } worker;
 
-static worker *g_w;                 /* the thread the handlers act on */
+static _Atomic(worker *) g_w;       /* the thread the handlers act on */
 static _Atomic int g_act;           /* handler outcome: 1 acted inside a call */
 static _Atomic int g_freeze, g_frozen;
 
@@ -99,8 +100,14 @@ static int inside_call(ttft_registry *r) {
 
 static void on_die(int sig) {
   (void)sig;
-  worker *w = g_w;
-  if (!inside_call(w->r)) return; /* not inside: main tries again */
+  int saved = errno;
+  worker *w = atomic_load(&g_w);
+  /* acted already (another signal of main's was in flight): the thread
+   * is on its way out, maybe in its exit handler; leave it alone */
+  if (atomic_load(&g_act) || !inside_call(w->r)) { /* not inside: main tries again */
+    errno = saved;
+    return;
+  }
   atomic_store(&g_act, 1);
   switch (w->way) {
   case WAY_EXIT: pthread_exit(NULL);
@@ -113,11 +120,16 @@ static void on_die(int sig) {
 
 static void on_freeze(int sig) {
   (void)sig;
-  if (!inside_call(g_w->r)) return;
+  int saved = errno;
+  if (!inside_call(atomic_load(&g_w)->r)) {
+    errno = saved;
+    return;
+  }
   atomic_store(&g_frozen, 1);
   while (atomic_load(&g_freeze)) {
   }
   atomic_store(&g_frozen, 0);
+  errno = saved;
 }
 
 static void *dier_main(void *p) {
@@ -158,7 +170,7 @@ static int wait_calls(worker *w, unsigned long more) {
   unsigned long c0 = atomic_load(&w->calls);
   uint64_t t0 = mono_ns();
   while (atomic_load(&w->calls) < c0 + more)
-    if (mono_ns() - t0 > 2000000000u) return 0;
+    if (mono_ns() - t0 > 10000000000u) return 0;
   return 1;
 }
 
@@ -178,10 +190,10 @@ static int seq_clean(ttft_registry *r, ttft_seq y) {
 /* D dies inside a call on handle x. 1 when it did. */
 static int kill_inside(worker *d) {
   atomic_store(&g_act, 0);
-  g_w = d;
+  atomic_store(&g_w, d);
   uint64_t t0 = mono_ns();
   while (!atomic_load(&g_act)) {
-    if (mono_ns() - t0 > 2000000000u) return 0;
+    if (mono_ns() - t0 > 10000000000u) return 0;
     pthread_kill(d->th, SIGUSR2);
     struct timespec ts = {0, 20000};
     nanosleep(&ts, NULL);
@@ -192,11 +204,11 @@ static int kill_inside(worker *d) {
 }
 
 static int freeze_inside(worker *n) {
-  g_w = n;
+  atomic_store(&g_w, n);
   atomic_store(&g_freeze, 1);
   uint64_t t0 = mono_ns();
   while (!atomic_load(&g_frozen)) {
-    if (mono_ns() - t0 > 2000000000u) return 0;
+    if (mono_ns() - t0 > 10000000000u) return 0;
     pthread_kill(n->th, SIGUSR1);
     uint64_t t1 = mono_ns();
     while (!atomic_load(&g_frozen) && mono_ns() - t1 < 200000) {
@@ -205,7 +217,19 @@ static int freeze_inside(worker *n) {
   return 1;
 }
 
+/* pthread_exit and cancellation load the unwinder on first use (a dlopen,
+ * malloc): do it once outside any signal handler */
+static void *exit_at_once(void *p) {
+  (void)p;
+  pthread_exit(NULL);
+}
+static void unwinder_warm_up(void) {
+  pthread_t th;
+  if (pthread_create(&th, NULL, exit_at_once, NULL) == 0) pthread_join(th, NULL);
+}
+
 static void dead_owner(uint32_t max_threads, int fence, int way) {
+  unwinder_warm_up();
   ttft_config c;
   ttft_config_init(&c);
   c.max_inflight = 1;

@@ -30,6 +30,13 @@ for t in $quick; do
   echo "== valgrind $t"
   $VG "$bin" >/dev/null
 done
+# issue 18 (static: the white-box rounds run there; valgrind serialises
+# threads, so few rounds): threads dying inside hooks, nested hooks, sums
+echo "== valgrind test_reuse (small: the slot-reuse proofs of issue 9)"
+TTFT_REUSE_ROUNDS=20 TTFT_REUSE_STRESS_MS=300 $VG "$BUILD"/tests/test_reuse_static >/dev/null
+echo "== valgrind test_dead_owner, test_sums (small)"
+TTFT_DEAD_ROUNDS=20 TTFT_NESTED_SIGNALS=200 $VG "$BUILD"/tests/test_dead_owner_static >/dev/null
+$VG "$BUILD"/tests/test_sums_static >/dev/null
 echo "== valgrind test_stress (small)"
 TTFT_STRESS_THREADS=3 TTFT_STRESS_SEQS=150 $VG "$BUILD"/tests/test_stress_shared >/dev/null
 echo "== valgrind test_soak (small)"
