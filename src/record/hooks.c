@@ -784,16 +784,16 @@ int ttft_engine_step(ttft_registry *r, const ttft_step_info *info, uint64_t t_st
    * through the shared shard instead (ttft__shard_for_call). No slot is
    * touched, so no fence: a reclaimer that sees the odd epoch only waits
    * for the even one */
-  uint64_t e = 0;
+  uint64_t ep = 0;
   if (!sh->shared) {
-    e = TTFT__LD(&sh->epoch);
-    TTFT__ST(&sh->epoch, e | 1);
+    ep = TTFT__LD(&sh->epoch);
+    TTFT__ST(&sh->epoch, ep | 1);
     atomic_signal_fence(memory_order_seq_cst); /* compiler only: odd before the update */
   }
   hist_rec(r, sh->shared, &sh->step[prefill ? 1 : 0], t_end_ns - t_start_ns);
   /* release: as call_leave's (nothing of a slot to publish, but the same
    * store keeps the reclaimer's acquire pairing uniform) */
-  if (!sh->shared) atomic_store_explicit(&sh->epoch, (e | 1) + 1, memory_order_release);
+  if (!sh->shared) atomic_store_explicit(&sh->epoch, (ep | 1) + 1, memory_order_release);
   return TTFT_OK;
 }
 
