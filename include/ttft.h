@@ -227,13 +227,13 @@ TTFT_API void ttft_registry_free(ttft_registry *r);
 
 /* Start a sequence at t_ns (TTFT_NOW = read r's clock): the clock start of
  * TTFT and E2E (see config start_point). Returns its handle, or 0 when r is
- * NULL or no slot is free or freed within the wait below (counted as
- * TTFT_COUNTER_DROPPED). An ended stream's slot is reused only once no
+ * NULL or no slot is free (counted as TTFT_COUNTER_DROPPED). An ended stream's slot is reused only once no
  * hook call that saw that stream live is still running (docs/design.md),
  * so a thread stopped inside a hook delays recycling: a registry at its
  * capacity can then drop while fewer than max_inflight streams are live.
- * When every slot is taken but some belong to ended streams, it waits for
- * them (at most 10 ms) before giving up. Thread-safe, lock-free, no
+ * When every slot is taken but some belong to ended streams, it polls the
+ * reclaimer a bounded number of times (microseconds; it never waits for
+ * time to pass or yields the CPU) before giving up. Thread-safe, lock-free, no
  * allocation; about one in 64 calls of ttft_stream_end or ttft_begin
  * also runs the reclaimer (one membarrier(2) system call). */
 TTFT_API ttft_seq ttft_begin(ttft_registry *r, uint64_t t_ns);

@@ -12,7 +12,7 @@
  *     then idles between calls: main ends x and begins y, which must be
  *     accepted (1.1: the inverted epoch read as "inside" for ever and the
  *     begin dropped);
- *  3. N loops token_emitted(y); main freezes it inside the hook (a
+ *  3. N loops step_emitted(64 x y); main freezes it inside the hook (a
  *     spinning signal handler), ends y and begins z on the only slot: the
  *     begin must be refused (N is inside), and once N is released a begin
  *     must be accepted and z must hold no emission (1.1: N's inverted
@@ -20,11 +20,17 @@
  *     into z).
  * Run on private shards with membarrier, in fence mode (forced on the
  * registry before its first hook), and on the shared shard (max_threads
- * 0). Rounds: TTFT_DEAD_ROUNDS (default 500). White-box (the epoch, the
+ * 0). Rounds: TTFT_DEAD_ROUNDS (default 50 under ctest, under a second a
+ * test on an idle machine; the issue's 500 rounds run in CI,
+ * .ci/steps.d/45-dead-owner.sh).
+ * No round waits for time to pass: a begin refused for a frozen next owner
+ * is refused after a bounded number of polls (reclaim.c), so every round
+ * checks that refusal exactly (refused == rounds). White-box (the epoch, the
  * open-call stack, the fence mode): the static build; the shared build
  * says it skips. */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -50,8 +56,8 @@ static uint64_t mono_ns(void) {
 
 static unsigned rounds_wanted(void) {
   const char *e = getenv("TTFT_DEAD_ROUNDS");
-  long v = e ? strtol(e, NULL, 10) : 500;
-  return v > 0 ? (unsigned)v : 500;
+  long v = e ? strtol(e, NULL, 10) : 50;
+  return v > 0 ? (unsigned)v : 50;
 }
 
 typedef struct worker {
@@ -132,6 +138,18 @@ static void on_freeze(int sig) {
   errno = saved;
 }
 
+/* After each call of a worker: its shard (once), its call count. Lean
+ * (relaxed, only the worker writes them), so that most of a worker's time
+ * is spent inside the hook, where main's signals must find it. */
+static void note_call(worker *w) {
+  if (!atomic_load_explicit(&w->shard, memory_order_relaxed) &&
+      ttft__tl_cache[0].reg_id == w->r->id)
+    atomic_store_explicit(&w->shard, ttft__tl_cache[0].sh, memory_order_relaxed);
+  /* release: main's acquire of the count (wait_calls) sees the shard */
+  atomic_store_explicit(&w->calls, atomic_load_explicit(&w->calls, memory_order_relaxed) + 1,
+                        memory_order_release);
+}
+
 static void *dier_main(void *p) {
   worker *w = p;
   if (w->way == WAY_CANCEL) {
@@ -139,38 +157,49 @@ static void *dier_main(void *p) {
     pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
   }
   if (sigsetjmp(w->jb, 1)) return NULL; /* jumped out of the hook: leave the thread */
-  while (!atomic_load(&w->stop)) {
+  const ttft_seq x = atomic_load(&w->x);
+  while (!atomic_load_explicit(&w->stop, memory_order_relaxed)) {
     note_epoch(w->r);
-    (void)ttft_token_emitted(w->r, atomic_load(&w->x), 1, TTFT_NOW);
-    if (ttft__tl_cache[0].reg_id == w->r->id) atomic_store(&w->shard, ttft__tl_cache[0].sh);
-    atomic_fetch_add(&w->calls, 1);
+    (void)ttft_token_emitted(w->r, x, 1, TTFT_NOW);
+    note_call(w);
   }
   return NULL;
 }
 
 static void *next_main(void *p) {
   worker *w = p;
-  while (!atomic_load(&w->stop)) {
-    if (atomic_load(&w->pause)) { /* idle, between calls */
+  ttft_seq batch[64] = {0};
+  while (!atomic_load_explicit(&w->stop, memory_order_relaxed)) {
+    if (atomic_load_explicit(&w->pause, memory_order_relaxed)) { /* idle, between calls */
       atomic_store(&w->paused, 1);
       while (atomic_load(&w->pause) && !atomic_load(&w->stop)) {
       }
       atomic_store(&w->paused, 0);
       continue;
     }
+    /* one step of 64 emissions of x: a long call, so that most of N's
+     * time is inside one and main's signal finds it there at once (with
+     * token_emitted, 1 signal in 30 did: most of a loop of short calls is
+     * spent between them) */
+    ttft_seq x = atomic_load_explicit(&w->x, memory_order_relaxed);
+    if (x != batch[0])
+      for (int i = 0; i < 64; i++) batch[i] = x;
     note_epoch(w->r);
-    (void)ttft_token_emitted(w->r, atomic_load(&w->x), 7, TTFT_NOW);
-    if (ttft__tl_cache[0].reg_id == w->r->id) atomic_store(&w->shard, ttft__tl_cache[0].sh);
-    atomic_fetch_add(&w->calls, 1);
+    (void)ttft_step_emitted(w->r, batch, NULL, 64, TTFT_NOW);
+    note_call(w);
   }
   return NULL;
 }
 
+/* main's waits give the CPU away: on 2 loaded cores the thread waited
+ * for may be the one main would spin against */
 static int wait_calls(worker *w, unsigned long more) {
   unsigned long c0 = atomic_load(&w->calls);
   uint64_t t0 = mono_ns();
-  while (atomic_load(&w->calls) < c0 + more)
+  while (atomic_load(&w->calls) < c0 + more) {
     if (mono_ns() - t0 > 10000000000u) return 0;
+    sched_yield();
+  }
   return 1;
 }
 
@@ -211,8 +240,8 @@ static int freeze_inside(worker *n) {
     if (mono_ns() - t0 > 10000000000u) return 0;
     pthread_kill(n->th, SIGUSR1);
     uint64_t t1 = mono_ns();
-    while (!atomic_load(&g_frozen) && mono_ns() - t1 < 200000) {
-    }
+    while (!atomic_load(&g_frozen) && mono_ns() - t1 < 200000)
+      sched_yield();
   }
   return 1;
 }
@@ -283,8 +312,8 @@ static void dead_owner(uint32_t max_threads, int fence, int way) {
     ttft_seq y = x;
     if (!skip_idle) {
       atomic_store(&nx.pause, 1);
-    while (!atomic_load(&nx.paused)) {
-    }
+    while (!atomic_load(&nx.paused))
+      sched_yield();
     EXPECT_ERR(TTFT_OK, ttft_stream_end(r, x, TTFT_CANCELLED, TTFT_NOW));
     y = ttft_begin(r, TTFT_NOW);
     if (!y) {
@@ -313,8 +342,8 @@ static void dead_owner(uint32_t max_threads, int fence, int way) {
     ttft_seq z = ttft_begin(r, TTFT_NOW);
     if (!z) refused++; /* N is inside: the only slot must wait for it */
     atomic_store(&g_freeze, 0);
-    while (atomic_load(&g_frozen)) {
-    }
+    while (atomic_load(&g_frozen))
+      sched_yield();
     if (!wait_calls(&nx, 3)) break; /* N has left the call */
     if (!z) {
       z = ttft_begin(r, TTFT_NOW);
@@ -342,6 +371,9 @@ static void dead_owner(uint32_t max_threads, int fence, int way) {
   EXPECT_EQ_U64(0, corrupted);
   EXPECT_EQ_U64(0, idle_dropped);
   EXPECT_EQ_U64(0, dropped);
+  /* N was inside a call on the only slot's ended stream every time: no
+   * begin may have had that slot (a bounded refusal, not a timeout) */
+  if (!skip_idle) EXPECT_EQ_U64(done, refused);
   /* private shards: the next owner took the dead one's shard (the first
    * free one; rarely another thread of the process holds it a moment) */
   if (max_threads) EXPECT_GE_U64(same_shard, done - done / 10);
@@ -427,7 +459,7 @@ static void nested(uint32_t max_threads) {
   while (atomic_load(&a.streams) < 2) {
   }
   const char *e = getenv("TTFT_NESTED_SIGNALS");
-  unsigned long want = e ? strtoul(e, NULL, 10) : 4000;
+  unsigned long want = e ? strtoul(e, NULL, 10) : 1000;
   for (unsigned long k = 0; k < want; k++) {
     unsigned long s0 = atomic_load(&g_n_sig);
     pthread_kill(th, SIGUSR1);

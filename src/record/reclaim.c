@@ -171,11 +171,11 @@
  * interrupts every running thread of the process: ~3 us here, more in a
  * VM; a batch is tried every nslots/16 ends, at most 64). A thread frozen
  * inside a call holds back every later batch until it leaves: begins that
- * find the registry exhausted meanwhile wait at most 10 ms, then count a
- * drop.
+ * find the registry exhausted meanwhile poll the reclaimer a bounded
+ * number of times (TTFT__EXHAUSTED_POLLS, microseconds), then count a drop:
+ * no begin waits for time to pass.
  */
 #include <errno.h>
-#include <sched.h>
 #include <string.h>
 
 #include "record/registry.h"
@@ -186,7 +186,7 @@
 #include <unistd.h>
 #endif
 
-#define TTFT__EXHAUSTED_WAIT_NS UINT64_C(10000000) /* a begin at capacity waits this long */
+#define TTFT__EXHAUSTED_POLLS 64u /* a begin at capacity polls the reclaimer this often */
 #define TTFT__BARRIER_INTERVAL_NS UINT64_C(1000000) /* membarriers at most this often, unless a
                                                       begin has no free slot */
 
@@ -570,21 +570,18 @@ uint32_t ttft__slot_acquire(ttft_registry *r, ttft__shard *self) {
   try_reclaim(r, self, 1);
   s = pop_any(r, self);
   if (s) return s;
-  /* Full, but ended slots may be waiting for calls still inside: wait for
-   * them (bounded; this only happens when the registry is exhausted). Give
-   * up early only when nothing is pending, in limbo or being moved. */
-  uint64_t t0 = ttft_now_ns();
-  for (unsigned spins = 0;; spins++) {
+  /* Full, but ended slots may be waiting for calls still inside. Poll the
+   * reclaimer a bounded number of times (a call that is about to leave
+   * frees its batch within a few polls), then refuse: a begin never waits
+   * for time to pass, never yields the CPU and makes no system call but
+   * the reclaimer's one barrier per batch. Give up at once when nothing is
+   * pending, in limbo or being moved. */
+  for (unsigned k = 0; k < TTFT__EXHAUSTED_POLLS; k++) {
     int busy = any_pending(r) || TTFT__LD(&r->limbo_head) != 0 || TTFT__LD(&r->reclaiming) != 0;
+    cpu_relax();
     try_reclaim(r, self, 1);
     s = pop_any(r, self);
     if (s || !busy) return s;
-    if (ttft_now_ns() - t0 > TTFT__EXHAUSTED_WAIT_NS) break;
-    /* The thread we wait for (inside a call, or holding the reclaim
-     * try-lock) may be preempted, possibly on this very core: after a
-     * short spin, give it the CPU. Only a registry at capacity gets here. */
-    if (spins < 64) cpu_relax();
-    else sched_yield();
   }
   return 0;
 }
