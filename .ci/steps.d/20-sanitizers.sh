@@ -58,7 +58,7 @@ regex="^test_stress\\.|^test_[^.]*thread[^.]*(_|\\..*\\.)(shared|static)$|^test_
 regex="$regex|^test_dead_owner\\..*\\.static$|^test_sums\\..*\\.static$"
 for t in $extra; do regex="$regex|^${t//./\\.}\$"; done
 echo "== ctest under TSan: $regex"
-TTFT_STRESS_SEQS="${TTFT_STRESS_SEQS_TSAN:-1500}" TTFT_DEAD_ROUNDS="${TTFT_DEAD_ROUNDS_TSAN:-100}" \
+TTFT_STRESS_SEQS="${TTFT_STRESS_SEQS_TSAN:-1500}" TTFT_DEAD_ROUNDS="${TTFT_DEAD_ROUNDS_TSAN:-50}" \
   TTFT_NESTED_SIGNALS="${TTFT_NESTED_SIGNALS_TSAN:-1000}" \
   ctest --test-dir build-tsan --output-on-failure -j 1 -R "$regex" -LE "python|valgrind"
 echo "== sanitizers: clean"
