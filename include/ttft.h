@@ -196,7 +196,13 @@ typedef enum ttft_counter {
                                      Attainment = SLO_MET / SLO_JUDGED      */
   TTFT_COUNTER_TRACE_ID_INVALID = 15, /* begins whose trace_id was ignored
                                      (not 32 lowercase hex, or all zero)   */
-  TTFT_COUNTER_COUNT_ = 16
+  TTFT_COUNTER_BARRIER_FALLBACKS = 16, /* reclaim batches whose barrier was
+                                     made with signals or fences because
+                                     membarrier(2) failed at run time (a
+                                     seccomp filter installed later);
+                                     registry-wide, class 0. Not 0: see
+                                     docs/reliability.md, 18.2             */
+  TTFT_COUNTER_COUNT_ = 17
 } ttft_counter;
 
 typedef enum ttft_format {
@@ -235,7 +241,17 @@ TTFT_API void ttft_registry_free(ttft_registry *r);
  * reclaimer a bounded number of times (microseconds; it never waits for
  * time to pass or yields the CPU) before giving up. Thread-safe, lock-free, no
  * allocation; about one in 64 calls of ttft_stream_end or ttft_begin
- * also runs the reclaimer (one membarrier(2) system call). */
+ * also runs the reclaimer (one membarrier(2) system call).
+ * If membarrier(2) starts failing after registries exist (a seccomp filter
+ * installed later with SECCOMP_FILTER_FLAG_TSYNC), reclamation goes on:
+ * the reclaimer queues a real-time signal (the highest one whose
+ * disposition is still SIG_DFL; its handler is then installed) once to
+ * each thread that owns a private shard of r, and once every one has run
+ * the handler (or released its shard), r's calls fence like a registry
+ * made without membarrier (about 20 ns more per hook call). Counted in
+ * TTFT_COUNTER_BARRIER_FALLBACKS; a thread that blocks that signal for
+ * good holds reclamation back (begins at capacity are then refused and
+ * counted as DROPPED). docs/reliability.md, 18.2. */
 TTFT_API ttft_seq ttft_begin(ttft_registry *r, uint64_t t_ns);
 
 /* Mark a phase of sequence s at t_ns. SCHEDULED sets t_sched once (queue

@@ -162,6 +162,9 @@ const (
 	// CounterTraceIDInvalid counts the begins whose trace id was ignored (not
 	// 32 lowercase hex digits, or all zero); the request is measured as usual.
 	CounterTraceIDInvalid Counter = 15
+	// CounterBarrierFallbacks counts slot-reclaim batches whose barrier was
+	// made with signals or fences because membarrier(2) failed at run time.
+	CounterBarrierFallbacks Counter = 16
 )
 
 // Name is the library's lower-case name ("begun", ...), "" if unknown to it.

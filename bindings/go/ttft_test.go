@@ -524,7 +524,7 @@ func TestConstantsMatchTheHeader(t *testing.T) {
 		"TTFT_COUNTER_CLOCK_CLAMPED": int64(CounterClockClamped), "TTFT_COUNTER_PREEMPTIONS": int64(CounterPreemptions),
 		"TTFT_COUNTER_NO_TPOT": int64(CounterNoTPOT), "TTFT_COUNTER_STALE": int64(CounterStale),
 		"TTFT_COUNTER_SLO_JUDGED": int64(CounterSLOJudged), "TTFT_COUNTER_TRACE_ID_INVALID": int64(CounterTraceIDInvalid),
-		"TTFT_PHASE_RESUMED":           int64(PhaseResumed),
+		"TTFT_COUNTER_BARRIER_FALLBACKS": int64(CounterBarrierFallbacks), "TTFT_PHASE_RESUMED": int64(PhaseResumed),
 		"TTFT_SPLIT_PREFILL_BY_PREFIX": int64(SplitPrefillByPrefix),
 		"TTFT_PREFIX_MISS":             int64(PrefixBandMiss), "TTFT_PREFIX_HIT": int64(PrefixBandHit),
 		"TTFT_PREFIX_PARTIAL": int64(PrefixBandPartial),

@@ -21,7 +21,8 @@ METRICS = ("ttft", "tpot", "itl", "e2e", "queue", "prefill", "decode",
            "itl_per_token")
 COUNTERS = ("begun", "completed", "cancelled", "errors", "dropped", "tokens",
             "stalls", "stalled_seqs", "abandoned", "slo_met", "clock_clamped",
-            "preemptions", "no_tpot", "stale", "slo_judged", "trace_id_invalid")
+            "preemptions", "no_tpot", "stale", "slo_judged", "trace_id_invalid",
+            "barrier_fallbacks")
 STATUSES = ("completed", "cancelled", "error")
 FORMATS = ("text", "json", "prometheus", "openmetrics", "prometheus_protobuf")
 GAUGES = ("inflight", "live_stalls", "memory", "coarse")

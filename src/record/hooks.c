@@ -109,7 +109,7 @@ TTFT__INLINE uint64_t call_enter(const ttft_registry *r, ttft__shard *sh, int sh
      * ttft__shard_for_call) */
     uint64_t e = TTFT__LD(&sh->epoch);
     TTFT__ST(&sh->epoch, e | 1);
-    if (TTFT_UNLIKELY(r->fence_mode))
+    if (TTFT_UNLIKELY(atomic_load_explicit(&r->fence_mode, memory_order_relaxed)))
       /* seq_cst: without membarrier, pairs with the reclaimer's fence
        * (classic Dekker: the odd epoch or the ended state is seen) */
       atomic_thread_fence(memory_order_seq_cst);

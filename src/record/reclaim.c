@@ -51,9 +51,34 @@
  *      interrupted one, F2), so its later calls record through the shared
  *      shard and batches wait for its shard; call ttft_thread_release(r)
  *      after such a jump (it closes the call, as at thread exit).
- *  F4. The heavy barrier fails at run time (membarrier starts returning
- *      EPERM under a seccomp filter installed later with TSYNC): see
- *      heavy_barrier below.
+ *  F4. The heavy barrier fails at run time: membarrier was registered
+ *      when the registry was made, and starts returning EPERM (a seccomp
+ *      filter installed later with TSYNC; a fork child whose registration
+ *      failed). Handled by switching the registry to fence mode at run
+ *      time, which needs every owner to *see* the switch: the reclaimer
+ *      stores fence_mode = 2 (seq_cst), then arms the batch with the
+ *      signal barrier ("signal barrier" below): one queued real-time
+ *      signal per thread owning a private shard, whose handler is a full
+ *      fence and an acknowledgement. The batch completes when every
+ *      owner has acknowledged (or released its shard) and its epoch says
+ *      outside: that is case 1's proof with the handler in membarrier's
+ *      place. Each acknowledged owner's later calls read fence_mode 2
+ *      (the store happened before the signal was sent), a thread that
+ *      acquires a shard later reads it too (shard_acquire's seq_cst load
+ *      follows the reclaimer's seq_cst read of `owned` in S), so from the
+ *      next batch on both sides fence: classic Dekker, as for a registry
+ *      made without membarrier. Nothing waits in a hook: the batch is
+ *      polled by later reclaimer steps; begins at capacity meanwhile are
+ *      refused quickly (DROPPED). The failure is remembered process-wide:
+ *      membarrier is not called again. Counted: BARRIER_FALLBACKS (each
+ *      batch whose barrier was a signal round or a fence because
+ *      membarrier failed). Not handled: a thread that blocks the signal
+ *      for good while it owns a shard holds the switch, and reclamation
+ *      of that registry, back until it releases the shard or exits; no
+ *      real-time signal with the default disposition left (the
+ *      application handles the top 8) leaves batches unarmed (begins at
+ *      capacity refused). Test: test_barrier_fallback (a real seccomp
+ *      filter installed mid-run).
  *
  * THE PROBLEM. ttft_stream_end may race a ttft_token_emitted (or ttft_mark,
  * ttft_annotate, ttft_step_emitted) running on another thread for the same
@@ -164,7 +189,8 @@
  * is fixed for the duration of a call. There is no grace period, no clock
  * and no "long enough in practice".
  *
- * Cost: on a private shard, two plain stores per call (no fence, no lock
+ * Cost (F4 aside: then a seq_cst fence per private call, as in fence
+ * mode): on a private shard, two plain stores per call (no fence, no lock
  * prefix); one membarrier syscall per reclaim batch by the thread that runs
  * the reclaimer, only when another thread owns a private shard, and then
  * at most one per millisecond unless a begin finds no free slot (each one
@@ -182,11 +208,15 @@
 
 #if defined(__linux__)
 #include <linux/membarrier.h>
+#include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #endif
+#if defined(__linux__) && defined(__NR_membarrier) && defined(SYS_rt_tgsigqueueinfo) &&     \
+    defined(SYS_gettid) && defined(SA_SIGINFO) && defined(SIGRTMAX)
+#define TTFT__SIGNAL_BARRIER 1
+#endif
 
-#define TTFT__EXHAUSTED_POLLS 64u /* a begin at capacity polls the reclaimer this often */
 #define TTFT__BARRIER_INTERVAL_NS UINT64_C(1000000) /* membarriers at most this often, unless a
                                                       begin has no free slot */
 
@@ -197,11 +227,15 @@
 #endif
 
 /* ------------------------------------------------------- heavy barrier */
-/* 1 once membarrier(PRIVATE_EXPEDITED) is registered for this process;
- * 0 = private calls must fence. Decided once, before the first registry
- * exists (ttft__reclaim_init), never changed afterwards except in a fork
- * child that re-registers (ttft__reclaim_atfork_child). */
-static _Atomic int g_membarrier = -1; /* -1 = not decided yet */
+/* The process's barrier: 1 once membarrier(PRIVATE_EXPEDITED) is
+ * registered; 0 = private calls must fence (decided once, before the first
+ * registry exists, by ttft__reclaim_init); 2 = membarrier was registered
+ * but has failed since (a seccomp filter installed later, with TSYNC, that
+ * returns EPERM; a fork child whose registration failed): registries
+ * created before that keep their fence-free calls and their reclaimers
+ * use the signal barrier below (F4); registries created after it fence. */
+enum { MB_UNDECIDED = -1, MB_NONE = 0, MB_OK = 1, MB_FAILED = 2 };
+static _Atomic int g_membarrier = MB_UNDECIDED;
 
 #if defined(__linux__) && defined(__NR_membarrier)
 static long membarrier_call(int cmd) { return syscall(__NR_membarrier, cmd, 0, 0); }
@@ -216,54 +250,238 @@ static int membarrier_register(void) { return 0; }
 
 int ttft__reclaim_init(void) {
   int v = atomic_load_explicit(&g_membarrier, memory_order_acquire);
-  if (v >= 0) return v;
+  if (v != MB_UNDECIDED) return v == MB_OK;
   /* saved and restored: the library never leaves errno set for its caller */
   int saved = errno;
   int ok = membarrier_register();
   errno = saved;
-  int expect = -1;
+  int expect = MB_UNDECIDED;
   /* acq_rel: the first decision wins; everyone reads the same value
    * (registries copy it at creation, before any hook can see them) */
-  if (!atomic_compare_exchange_strong_explicit(&g_membarrier, &expect, ok, memory_order_acq_rel,
-                                               memory_order_acquire))
-    return expect;
+  if (!atomic_compare_exchange_strong_explicit(&g_membarrier, &expect, ok ? MB_OK : MB_NONE,
+                                               memory_order_acq_rel, memory_order_acquire))
+    return expect == MB_OK;
   return ok;
 }
 
 void ttft__reclaim_atfork_child(void) {
   /* the registration belongs to the parent's mm; register the child's */
-  if (atomic_load_explicit(&g_membarrier, memory_order_relaxed) == 1) {
+  if (atomic_load_explicit(&g_membarrier, memory_order_relaxed) == MB_OK) {
     int saved = errno;
-    if (!membarrier_register()) {
-      /* cannot happen on a kernel that registered the parent; if it did,
-       * the reclaimer below falls back to a fence it cannot pair with the
-       * callers' compiler barriers. Keep it correct instead: no slot is
-       * ever recycled in this child (begins drop once the pool is used). */
-      atomic_store_explicit(&g_membarrier, 2, memory_order_relaxed);
-    }
+    /* cannot happen on a kernel that registered the parent; if it did,
+     * the child's reclaimers use the signal barrier (F4) */
+    if (!membarrier_register())
+      atomic_store_explicit(&g_membarrier, MB_FAILED, memory_order_relaxed);
     errno = saved;
   }
 }
 
-/* The reclaimer's side of the Dekker pair. Returns 0 when no barrier can
- * be made (see ttft__reclaim_atfork_child): then nothing may be freed. */
-static int heavy_barrier(ttft_registry *r) {
-  if (r->fence_mode) {
+/* ------------------------------------------------------- signal barrier
+ * F4's fallback, as userspace RCU's urcu-signal flavour: the reclaimer
+ * queues a real-time signal to each thread that owns a private shard;
+ * the handler, on that thread, executes a seq_cst fence and acknowledges;
+ * the reclaimer reads the owner's epoch once the acknowledgement is
+ * visible. The handler runs at a point P of the owner's program, exactly
+ * where membarrier's IPI would have made it execute a barrier: the proof
+ * of case 1 below holds with "membarrier returned" replaced by "the
+ * acknowledgement was acquired" (P after "E := odd": the odd store is
+ * sequenced before the handler's release of the acknowledgement, which
+ * the reclaimer acquires before it reads E; P before it: the call's state
+ * load follows the handler's fence, and the slot's ending CAS happened
+ * before the signal was sent, which happened before the handler ran). The
+ * owner's call brackets already order their stores and the state load
+ * against a handler (atomic_signal_fence), so the hot path is unchanged.
+ *
+ * Nothing waits: a batch armed with signals completes on a later
+ * reclaimer step that finds every acknowledgement (or finds that the
+ * shard's owner released it: its calls are over, and a new owner's
+ * seq_cst acquisition follows the reclaimer's seq_cst read of `owned`,
+ * hence the ending CASes: its calls see ENDING). Until then begins at
+ * capacity are refused (DROPPED), never held.
+ *
+ * The signal: the highest real-time signal whose disposition is still
+ * SIG_DFL when the fallback is first needed (never one the application
+ * handles), installed then with SA_SIGINFO | SA_RESTART. Requests carry
+ * their acknowledgement's address as an index into a static table (a
+ * handler that runs late, after the request is answered or its registry
+ * freed, writes nowhere it should not): value = seq << 10 | entry. */
+#ifdef TTFT__SIGNAL_BARRIER
+#define TTFT__ACKS 1024u /* signal requests outstanding at once, process-wide */
+typedef struct ack_ent {
+  _Atomic uint64_t want; /* the request's seq while in use, 0 when free */
+  _Atomic uint64_t ack;  /* the last seq acknowledged here              */
+} ack_ent;
+static ack_ent g_acks[TTFT__ACKS];
+static _Atomic uint64_t g_ack_seq;
+static _Atomic uint32_t g_ack_hint;
+static _Atomic int g_sig; /* 0: not installed yet, -1: being installed, -2: none free, > 0: it */
+
+static void on_barrier_signal(int sig, siginfo_t *si, void *ctx) {
+  (void)sig;
+  (void)ctx;
+  /* seq_cst: the barrier this signal asks for: this thread's stores
+   * before the interrupted instruction are visible before the
+   * acknowledgement below, and its loads after the handler returns are
+   * ordered after everything the sender did before sending */
+  atomic_thread_fence(memory_order_seq_cst);
+  if (!si || si->si_code != SI_QUEUE) return; /* not ours (kill(2) of the same number) */
+  uint64_t v = (uint64_t)(uintptr_t)si->si_value.sival_ptr;
+  uint64_t seq = v >> 10;
+  ack_ent *a = &g_acks[v & (TTFT__ACKS - 1)];
+  /* relaxed: a stale request finds another seq (or 0) and writes nothing */
+  if (seq && atomic_load_explicit(&a->want, memory_order_relaxed) == seq)
+    /* release: pairs with the reclaimer's acquire (sig_acked): the fence
+     * above, hence this thread's odd epoch if it is inside a call,
+     * happens-before the reclaimer's read of the epoch */
+    atomic_store_explicit(&a->ack, seq, memory_order_release);
+}
+
+/* The barrier signal, installed on first use; 0 when none can be. */
+static int sig_installed(void) {
+  int s = atomic_load_explicit(&g_sig, memory_order_acquire);
+  if (s != 0) return s > 0 ? s : 0;
+  int z = 0;
+  /* acq_rel: one installer; the others see -1 (not yet: the batch stays
+   * unarmed and is armed again by a later reclaimer step) */
+  if (!atomic_compare_exchange_strong_explicit(&g_sig, &z, -1, memory_order_acq_rel,
+                                               memory_order_acquire))
+    return z > 0 ? z : 0;
+  int saved = errno, got = -2;
+  for (int sig = SIGRTMAX; sig > SIGRTMAX - 8 && sig > SIGRTMIN; sig--) {
+    struct sigaction old, sa;
+    if (sigaction(sig, NULL, &old) != 0) continue;
+    if ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL) continue; /* the application's */
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_barrier_signal;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(sig, &sa, NULL) == 0) {
+      got = sig;
+      break;
+    }
+  }
+  errno = saved;
+  /* release: the handler is installed before any reclaimer sends it */
+  atomic_store_explicit(&g_sig, got, memory_order_release);
+  return got > 0 ? got : 0;
+}
+
+/* An acknowledgement entry for request seq: its index + 1, 0 if all are
+ * in use (bounded scan; then the batch is armed again later). */
+static uint32_t ack_get(uint64_t seq) {
+  uint32_t h = atomic_load_explicit(&g_ack_hint, memory_order_relaxed);
+  for (uint32_t n = 0; n < TTFT__ACKS; n++) {
+    uint32_t k = (h + n) & (TTFT__ACKS - 1);
+    uint64_t z = 0;
+    /* relaxed: the entry carries no data; the seq names the request */
+    if (atomic_load_explicit(&g_acks[k].want, memory_order_relaxed) == 0 &&
+        atomic_compare_exchange_strong_explicit(&g_acks[k].want, &z, seq, memory_order_relaxed,
+                                                memory_order_relaxed)) {
+      atomic_store_explicit(&g_ack_hint, k + 1, memory_order_relaxed);
+      return k + 1;
+    }
+  }
+  return 0;
+}
+
+static void ack_put(uint32_t k1) {
+  /* relaxed: a late handler then finds no match and writes nothing */
+  atomic_store_explicit(&g_acks[k1 - 1].want, 0, memory_order_relaxed);
+}
+
+/* Queue the barrier signal to thread tid for request seq at entry k1;
+ * 1 when queued. */
+static int sig_send(int sig, int32_t tid, uint64_t seq, uint32_t k1) {
+  siginfo_t si;
+  memset(&si, 0, sizeof si);
+  si.si_signo = sig;
+  si.si_code = SI_QUEUE;
+  si.si_pid = getpid();
+  si.si_uid = getuid();
+  si.si_value.sival_ptr = (void *)(uintptr_t)((seq << 10) | (k1 - 1));
+  int saved = errno;
+  long rc = syscall(SYS_rt_tgsigqueueinfo, (long)getpid(), (long)tid, (long)sig, &si);
+  errno = saved;
+  return rc == 0;
+}
+
+void ttft__reclaim_owner_set(ttft__shard *sh) {
+  int saved = errno;
+  int32_t tid = (int32_t)syscall(SYS_gettid);
+  errno = saved;
+  atomic_store_explicit(&sh->owner_tid, tid, memory_order_relaxed);
+  /* release: the tid above is visible to a reclaimer that acquires the
+   * new count (and so sees the previous owner's release of the shard) */
+  atomic_store_explicit(&sh->owner_gen, TTFT__LD(&sh->owner_gen) + 1, memory_order_release);
+}
+#else
+void ttft__reclaim_owner_set(ttft__shard *sh) {
+  atomic_store_explicit(&sh->owner_gen, TTFT__LD(&sh->owner_gen) + 1, memory_order_release);
+}
+#endif
+
+/* Forget every signal request of the batch (answered or not). */
+static void sig_requests_drop(ttft_registry *r) {
+  for (uint32_t i = 0; i < r->nshards; i++) {
+    ttft__shard *sh = &r->shards[i];
+#ifdef TTFT__SIGNAL_BARRIER
+    if (sh->limbo_ack) ack_put(sh->limbo_ack);
+#endif
+    sh->limbo_ack = 0;
+  }
+}
+
+/* The calling shard's registry-wide counter c (class 0) += 1: the
+ * reclaimer runs on the thread that owns self (inside its begin or
+ * stream_end), so a private shard takes a plain update, as ctr_add. */
+static void count_registry(const ttft__shard *self, ttft_counter c) {
+  /* acquire: class 0's record was published at creation */
+  ttft__crec *cr = atomic_load_explicit(&self->cls[0], memory_order_acquire);
+  if (self->shared) atomic_fetch_add_explicit(&cr->ctr[c], 1, memory_order_relaxed);
+  else TTFT__ST(&cr->ctr[c], TTFT__LD(&cr->ctr[c]) + 1);
+}
+
+/* The reclaimer's side of the Dekker pair: 1 = made (fence or
+ * membarrier), 2 = make it with signals (F4: membarrier has failed and
+ * this registry's switch to fence mode is not complete yet), 0 = no
+ * barrier can be made (nothing may be freed). */
+static int heavy_barrier(ttft_registry *r, const ttft__shard *self) {
+  int fm = TTFT__LD(&r->fence_mode);
+  if (fm == 1 || (fm == 2 && r->switch_done)) {
     /* seq_cst: pairs with the seq_cst fence of every private call */
     atomic_thread_fence(memory_order_seq_cst);
+    if (fm == 2) count_registry(self, TTFT_COUNTER_BARRIER_FALLBACKS);
     return 1;
   }
-#if defined(__linux__) && defined(__NR_membarrier)
-  if (atomic_load_explicit(&g_membarrier, memory_order_relaxed) != 1) return 0;
-  int saved = errno;
-  long rc;
-  do {
-    rc = membarrier_call(MEMBARRIER_CMD_PRIVATE_EXPEDITED);
-  } while (rc != 0 && errno == EINTR);
-  errno = saved;
+  if (fm == 2) return 2; /* switching: the owners have not all seen it */
   r->barrier_ns = ttft_now_ns(); /* the reclaim try-lock is held */
-  return rc == 0;
+#if defined(__linux__) && defined(__NR_membarrier)
+  int mb = atomic_load_explicit(&g_membarrier, memory_order_relaxed);
+  if (mb == MB_OK) {
+    int saved = errno;
+    long rc;
+    do {
+      atomic_fetch_add_explicit(&r->dbg_membarriers, 1, memory_order_relaxed);
+      rc = membarrier_call(MEMBARRIER_CMD_PRIVATE_EXPEDITED);
+    } while (rc != 0 && errno == EINTR);
+    errno = saved;
+    if (rc == 0) return 1;
+    /* failing now (EPERM from a seccomp filter installed after the
+     * registration, ...): it will go on failing. Every registry of the
+     * process switches (relaxed: a reclaimer that misses this tries
+     * membarrier once more and gets here too) */
+    atomic_store_explicit(&g_membarrier, MB_FAILED, memory_order_relaxed);
+    mb = MB_FAILED;
+  }
+  if (mb != MB_FAILED) return 0;
+  /* F4: from now on every private call of r fences. seq_cst: before the
+   * reads of `owned` in limbo_start (S), so that a thread that acquires a
+   * shard later reads 2 (shard_acquire); the owners found there are
+   * signalled, and each one's calls after its handler read 2 */
+  atomic_store_explicit(&r->fence_mode, 2, memory_order_seq_cst);
+  return 2;
 #else
+  (void)self;
   return 0;
 #endif
 }
@@ -333,7 +551,13 @@ static void stack_push_chain(ttft_registry *r, ttft__stack *st, uint32_t first, 
 }
 
 /* -------------------------------------------------------- quiescence */
-enum { LIMBO_EMPTY = 0, LIMBO_PRIVATE = 1, LIMBO_SRCU_INACTIVE = 1, LIMBO_SRCU_ACTIVE = 2 };
+enum {
+  LIMBO_EMPTY = 0,
+  LIMBO_PRIVATE = 1,
+  LIMBO_SRCU_INACTIVE = 1,
+  LIMBO_SRCU_ACTIVE = 2,
+  LIMBO_SIGNAL = 3 /* private: waits for the owner's signal acknowledgement (F4) */
+};
 
 /* Index j of the shared shard drained: no call that counted on j before
  * this check is still inside. Order matters: exit first, then enter. */
@@ -345,6 +569,54 @@ static int srcu_drained(const ttft__shard *sh, uint32_t j) {
    * after it see the batch's ENDING states */
   uint64_t n = atomic_load_explicit(&sh->srcu_enter[j], memory_order_seq_cst);
   return x == n;
+}
+
+/* Shard i waits for its owner's signal acknowledgement (F4). 1 when the
+ * wait is over: then limbo_wait[i] is LIMBO_PRIVATE (the owner was inside
+ * a call: wait until its epoch changes) or 0. */
+static int sig_quiescent(ttft_registry *r, uint32_t i) {
+  ttft__shard *sh = &r->shards[i];
+#ifdef TTFT__SIGNAL_BARRIER
+  uint64_t seq = r->limbo_epoch[i];
+  /* acquire: pairs with the handler's release: the owner's barrier point
+   * (and an odd epoch stored before it) happen-before the reads below */
+  if (atomic_load_explicit(&g_acks[sh->limbo_ack - 1].ack, memory_order_acquire) == seq) {
+    ack_put(sh->limbo_ack);
+    sh->limbo_ack = 0;
+    /* acquire: pairs with the owner's release at call exit */
+    uint64_t e = atomic_load_explicit(&sh->epoch, memory_order_acquire);
+    if (e & 1) {
+      r->limbo_epoch[i] = e; /* inside a call: wait until it leaves */
+      r->limbo_wait[i] = LIMBO_PRIVATE;
+    } else {
+      r->limbo_wait[i] = 0;
+    }
+    return 1;
+  }
+  /* acquire (both): the owner released the shard since the request (its
+   * release, or the next owner's acquisition count, carries its calls'
+   * writes): those calls are over, and a later owner's seq_cst
+   * acquisition follows our seq_cst read of `owned`, hence the batch's
+   * ends — its calls see ENDING */
+  if (!atomic_load_explicit(&sh->owned, memory_order_acquire) ||
+      atomic_load_explicit(&sh->owner_gen, memory_order_acquire) != sh->limbo_gen) {
+    ack_put(sh->limbo_ack);
+    sh->limbo_ack = 0;
+    r->limbo_wait[i] = 0;
+    return 1;
+  }
+  if (!sh->limbo_sent) {
+    /* the queue was full: ask again */
+    int sig = sig_installed();
+    if (sig)
+      sh->limbo_sent = sig_send(sig, atomic_load_explicit(&sh->owner_tid, memory_order_relaxed),
+                                seq, sh->limbo_ack);
+  }
+  return 0;
+#else
+  (void)sh;
+  return 0;
+#endif
 }
 
 /* Has every call the batch in limbo must wait for left? Advances the
@@ -362,6 +634,14 @@ static int quiescent(ttft_registry *r, const ttft__shard *self) {
        * on the shared shard, so it never gets here with self its owner's */
       r->limbo_wait[i] = 0;
       continue;
+    }
+    if (w == LIMBO_SIGNAL) {
+      if (!sig_quiescent(r, i)) {
+        done = 0;
+        continue;
+      }
+      if (!r->limbo_wait[i]) continue; /* answered, outside any call */
+      /* answered inside a call: LIMBO_PRIVATE, checked below */
     }
     if (!sh->shared) {
       /* acquire: pairs with the owner's release at call exit, so its slot
@@ -401,12 +681,48 @@ static int other_owners(const ttft_registry *r, const ttft__shard *self) {
   return 0;
 }
 
+/* Arm the signal barrier for private shard sh (index i), owned by
+ * another thread: 1 when a request is out (or none is needed). */
+static int sig_arm(ttft_registry *r, uint32_t i, int sig) {
+  ttft__shard *sh = &r->shards[i];
+#ifdef TTFT__SIGNAL_BARRIER
+  /* acquire: the owner's count and tid (ttft__reclaim_owner_set) */
+  sh->limbo_gen = atomic_load_explicit(&sh->owner_gen, memory_order_acquire);
+  int32_t tid = atomic_load_explicit(&sh->owner_tid, memory_order_relaxed);
+  /* relaxed: a unique number; the entry's CAS publishes it */
+  uint64_t seq = atomic_fetch_add_explicit(&g_ack_seq, 1, memory_order_relaxed) + 1;
+  uint32_t k1 = ack_get(seq);
+  if (!k1) return 0;
+  sh->limbo_ack = k1;
+  r->limbo_epoch[i] = seq;
+  r->limbo_wait[i] = LIMBO_SIGNAL;
+  /* a thread that has exited (ESRCH) released the shard (sig_quiescent
+   * sees it); a full queue is asked again by sig_quiescent */
+  sh->limbo_sent = sig_send(sig, tid, seq, k1);
+  return 1;
+#else
+  (void)r, (void)i, (void)sig, (void)sh;
+  return 0;
+#endif
+}
+
 /* Start waiting for the batch just taken into limbo. 0 when no barrier
- * could be made (the batch then stays in limbo). The barrier is skipped
- * when no other thread owns a private shard (a single recording thread, or
- * threads on the shared shard only): there is no epoch to read. */
+ * could be made (the batch then stays in limbo, unarmed: a later step
+ * arms it again). The barrier is skipped when no other thread owns a
+ * private shard (a single recording thread, or threads on the shared
+ * shard only): there is no epoch to read. */
 static int limbo_start(ttft_registry *r, const ttft__shard *self) {
-  if (other_owners(r, self) && !heavy_barrier(r)) {
+  sig_requests_drop(r);
+  r->limbo_sig = 0;
+  int b = other_owners(r, self) ? heavy_barrier(r, self) : 1;
+  int sig = 0;
+  if (b == 2) {
+#ifdef TTFT__SIGNAL_BARRIER
+    sig = sig_installed();
+#endif
+    if (!sig) b = 0; /* no signal to use: nothing can be freed */
+  }
+  if (!b) {
     for (uint32_t i = 0; i < r->nshards; i++) r->limbo_wait[i] = 0;
     return 0;
   }
@@ -421,6 +737,17 @@ static int limbo_start(ttft_registry *r, const ttft__shard *self) {
     }
     /* our own calls are not running: we are here, outside any call */
     if (sh == self) continue;
+    if (sig) {
+      /* seq_cst: after the batch's ending CASes in S: an owner that
+       * acquires the shard later sees ENDING (sig_quiescent) */
+      if (!atomic_load_explicit(&sh->owned, memory_order_seq_cst)) continue;
+      if (!sig_arm(r, i, sig)) {
+        sig_requests_drop(r);
+        for (uint32_t j = 0; j < r->nshards; j++) r->limbo_wait[j] = 0;
+        return 0;
+      }
+      continue;
+    }
     /* acquire: a shard released by an exiting thread carries that thread's
      * last call exit with it. Read after the barrier: see case 1 above. */
     if (!atomic_load_explicit(&sh->owned, memory_order_acquire)) continue;
@@ -430,6 +757,11 @@ static int limbo_start(ttft_registry *r, const ttft__shard *self) {
       r->limbo_epoch[i] = e; /* inside a call: wait until it leaves */
       r->limbo_wait[i] = LIMBO_PRIVATE;
     }
+  }
+  /* a batch armed with signals instead of membarrier (F4) */
+  if (sig) {
+    r->limbo_sig = 1;
+    count_registry(self, TTFT_COUNTER_BARRIER_FALLBACKS);
   }
   return 1;
 }
@@ -449,6 +781,12 @@ static void limbo_free(ttft_registry *r) {
     stack_push_chain(r, &r->shards[k].free_list, first, last);
   }
   r->limbo_armed = 0;
+  sig_requests_drop(r);
+  /* a batch armed by signals is over: every owner of a shard then owned
+   * has run its handler or released the shard, and so reads fence_mode 2
+   * from now on; later batches fence (F4) */
+  if (r->limbo_sig) r->switch_done = 1;
+  r->limbo_sig = 0;
   TTFT__ST(&r->limbo_head, 0);
 }
 
@@ -504,7 +842,7 @@ static int try_reclaim(ttft_registry *r, const ttft__shard *self, int urgent) {
     }
   }
   int defer = 0;
-  if (!urgent && !TTFT__LD(&r->limbo_head) && !r->fence_mode && other_owners(r, self)) {
+  if (!urgent && !TTFT__LD(&r->limbo_head) && !TTFT__LD(&r->fence_mode) && other_owners(r, self)) {
     uint64_t now = ttft_now_ns();
     if (now - r->barrier_ns < TTFT__BARRIER_INTERVAL_NS) defer = 1;
   }
@@ -576,14 +914,19 @@ uint32_t ttft__slot_acquire(ttft_registry *r, ttft__shard *self) {
    * for time to pass, never yields the CPU and makes no system call but
    * the reclaimer's one barrier per batch. Give up at once when nothing is
    * pending, in limbo or being moved. */
-  for (unsigned k = 0; k < TTFT__EXHAUSTED_POLLS; k++) {
+  unsigned k = 0;
+  while (k < TTFT__EXHAUSTED_POLLS) {
     int busy = any_pending(r) || TTFT__LD(&r->limbo_head) != 0 || TTFT__LD(&r->reclaiming) != 0;
     cpu_relax();
+    k++;
     try_reclaim(r, self, 1);
     s = pop_any(r, self);
-    if (s || !busy) return s;
+    if (s || !busy) break;
   }
-  return 0;
+  /* relaxed: a white-box figure (tests check that no begin polls more) */
+  if (k > atomic_load_explicit(&r->dbg_polls_max, memory_order_relaxed))
+    atomic_store_explicit(&r->dbg_polls_max, k, memory_order_relaxed);
+  return s;
 }
 
 /* ------------------------------------------------------------ fork */
@@ -597,7 +940,9 @@ uint32_t ttft__slot_acquire(ttft_registry *r, ttft__shard *self) {
  * with, or end, the sequences it holds handles for); every other slot is
  * free. Shards not owned by the forking thread lose their owner. Called
  * by registry.c's atfork child handler; no allocation, no lock. */
-void ttft__reclaim_fork_child(ttft_registry *r, const ttft__shard *mine) {
+void ttft__reclaim_fork_child(ttft_registry *r, ttft__shard *mine) {
+  sig_requests_drop(r); /* the parent's requests (the table is the child's copy) */
+  if (mine && !mine->shared) ttft__reclaim_owner_set(mine); /* the child's thread id */
   for (uint32_t k = 0; k < r->nshards; k++) {
     ttft__shard *sh = &r->shards[k];
     TTFT__ST(&sh->pending.head, 0);
@@ -614,6 +959,7 @@ void ttft__reclaim_fork_child(ttft_registry *r, const ttft__shard *mine) {
   }
   TTFT__ST(&r->free_list.head, 0);
   r->limbo_armed = 0;
+  r->limbo_sig = 0;
   TTFT__ST(&r->limbo_head, 0);
   TTFT__ST(&r->reclaiming, 0);
   for (uint32_t i = r->nslots; i-- > 0;)

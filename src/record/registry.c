@@ -368,6 +368,11 @@ static ttft__shard *shard_acquire(ttft_registry *r) {
                                                 memory_order_relaxed)) {
       /* every release closed its owner's last call (shard_release) */
       TTFT_ASSERT(!(TTFT__LD(&sh->epoch) & 1));
+      ttft__reclaim_owner_set(sh); /* who to signal if membarrier fails (F4) */
+      /* seq_cst: a reclaimer that switched r to fence mode (F4) and then
+       * found this shard unowned precedes our CAS in S, hence this load:
+       * it returns 2, and every later call of ours fences */
+      (void)atomic_load_explicit(&r->fence_mode, memory_order_seq_cst);
       TTFT__ST(&sh->used, 1);
       return sh;
     }

@@ -194,6 +194,15 @@ typedef struct ttft__shard {
   TTFT__ALIGNED _Atomic uint64_t srcu_exit[2];
   _Atomic uint32_t srcu_idx;         /* the index new calls count on      */
   TTFT__ALIGNED _Atomic int owned;   /* 1 while a thread holds it exclusively */
+  /* the owner's kernel thread id and a count of acquisitions, for the
+   * signal barrier (reclaim.c, F4): written by the acquiring thread */
+  _Atomic int32_t owner_tid;
+  _Atomic uint32_t owner_gen;
+  /* the reclaimer's signal-barrier request for this shard (reclaim.c;
+   * only the reclaim try-lock holder touches them): ack-table entry + 1
+   * (0 = none), the owner_gen it was sent to, sent or still to send */
+  uint32_t limbo_ack, limbo_gen;
+  int limbo_sent;
   /* slots ended by this shard's thread(s), waiting for a grace period;
    * pushed here so that two threads ending streams don't share a line */
   ttft__stack pending;
@@ -346,7 +355,13 @@ struct ttft_registry {
   ttft_allocator alloc;
   void *base;                     /* the allocation (the struct is 64-aligned) */
   uint64_t id;                    /* process-unique, never reused          */
-  int fence_mode;                 /* 1: no membarrier, private calls fence */
+  /* 0: membarrier; 1: private calls fence (no membarrier when the
+   * registry was made); 2: they fence since membarrier failed at run time
+   * (reclaim.c, F4; stored once, by the reclaimer). Read relaxed by every
+   * private call. */
+  _Atomic int fence_mode;
+  int switch_done;                /* F4: every owner has seen fence_mode 2  */
+  int limbo_sig;                  /* the batch in limbo was armed by signals */
   uint32_t gen_tag;               /* low 8 bits of every generation       */
   struct ttft_registry *live_next, *live_prev; /* registry.c's live list   */
   uint32_t nslots;
@@ -376,6 +391,10 @@ struct ttft_registry {
   uint64_t barrier_ns;            /* when the last membarrier was issued    */
   uint64_t *limbo_epoch;          /* [nshards] epoch seen / SRCU index     */
   unsigned char *limbo_wait;      /* [nshards] what it still waits for     */
+  /* white-box figures of the reclaimer (tests, bench; relaxed): membarrier
+   * system calls made, and the most polls one begin at capacity made */
+  _Atomic uint64_t dbg_membarriers;
+  _Atomic uint32_t dbg_polls_max;
   _Atomic int class_lock;         /* serialises class_add (setup path)     */
   _Atomic size_t memory;          /* bytes allocated (ttft__memory_add)     */
   TTFT__ALIGNED ttft__pool pool;  /* chunks for the live histograms       */
@@ -463,9 +482,15 @@ TTFT_HIDDEN ttft__chunk *ttft__chunk_attach(ttft_registry *r, ttft__hist *h, uin
 TTFT_HIDDEN int ttft__reclaim_init(void);
 TTFT_HIDDEN void ttft__reclaim_atfork_child(void);
 TTFT_HIDDEN void ttft__reclaim_thread_exit(ttft_registry *r);
-TTFT_HIDDEN void ttft__reclaim_fork_child(ttft_registry *r, const ttft__shard *mine);
+TTFT_HIDDEN void ttft__reclaim_fork_child(ttft_registry *r, ttft__shard *mine);
+/* The calling thread has just acquired private shard sh: record its
+ * thread id for the signal barrier (one gettid system call; cold path). */
+TTFT_HIDDEN void ttft__reclaim_owner_set(ttft__shard *sh);
 TTFT_HIDDEN void ttft__slot_retire(ttft_registry *r, ttft__shard *sh, uint32_t idx);
 TTFT_HIDDEN uint32_t ttft__slot_acquire(ttft_registry *r, ttft__shard *self); /* index + 1, 0 = none */
+/* A begin that finds every slot taken polls the reclaimer at most this
+ * often, then refuses: it never waits for time to pass (reclaim.c) */
+#define TTFT__EXHAUSTED_POLLS 64u
 TTFT_HIDDEN void ttft__stack_push(ttft_registry *r, ttft__stack *st, uint32_t idx);
 /* clock.c */
 TTFT_HIDDEN uint64_t ttft__clock_read(ttft_clock c);

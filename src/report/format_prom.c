@@ -103,6 +103,10 @@ const ttft__prom_ctr_def ttft__prom_registry_ctrs[] = {
     {TTFT_COUNTER_STALE, "stale_hook_calls",
      "Hook calls (token, step, mark, end, annotate) refused because their handle had ended or was "
      "unknown: an integration that keeps using ended handles."},
+    {TTFT_COUNTER_BARRIER_FALLBACKS, "reclaim_barrier_fallbacks",
+     "Slot-reclaim batches whose memory barrier was made by signalling the recording threads, "
+     "because membarrier(2) failed at run time (e.g. a seccomp filter installed later). "
+     "Reclamation goes on; non-zero means the process lost membarrier."},
 };
 const size_t ttft__prom_nregistry_ctrs = sizeof ttft__prom_registry_ctrs / sizeof ttft__prom_registry_ctrs[0];
 

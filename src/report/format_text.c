@@ -275,6 +275,9 @@ static void section_counts(ttft__sb *sb, const ttft_snapshot *s) {
                   (unsigned long long)c[TTFT_COUNTER_NO_TPOT]);
   ttft__sb_printf(sb, "stale hook calls (handle ended or unknown): %llu\n",
                   (unsigned long long)c[TTFT_COUNTER_STALE]);
+  if (c[TTFT_COUNTER_BARRIER_FALLBACKS])
+    ttft__sb_printf(sb, "reclaim barrier fallbacks (membarrier failed, signals used): %llu\n",
+                    (unsigned long long)c[TTFT_COUNTER_BARRIER_FALLBACKS]);
   legend(sb, "dropped = begins refused for want of a slot: those streams are not measured at all");
   legend(sb, "stalls are counted and reported, not part of the SLO; stalled now = in flight, silent for");
   legend(sb, "  longer than the stall budget right now (a stream stuck forever never closes its gap)");

@@ -241,6 +241,7 @@ fn constants_match_the_header() {
         ("TTFT_COUNTER_STALE", Counter::STALE.0.into()),
         ("TTFT_COUNTER_SLO_JUDGED", Counter::SLO_JUDGED.0.into()),
         ("TTFT_COUNTER_TRACE_ID_INVALID", Counter::TRACE_ID_INVALID.0.into()),
+        ("TTFT_COUNTER_BARRIER_FALLBACKS", Counter::BARRIER_FALLBACKS.0.into()),
         ("TTFT_COMPLETED", Status::COMPLETED.0.into()),
         ("TTFT_CANCELLED", Status::CANCELLED.0.into()),
         ("TTFT_ERROR", Status::ERROR.0.into()),
