@@ -651,7 +651,13 @@ typedef struct ttft_slow_request {
  * (the window's slowest among the registry's k slowest so far: every one
  * listed ended in the window, but the list can hold fewer than k — see
  * docs/metrics.md "Which requests"). Streams still in flight are not
- * listed. ttft_snapshot_slowest fills *out up to out->struct_size (an
+ * listed. The lists are exact for streams ended on threads with a private
+ * shard. On the shared shard (threads past max_threads, and hooks called
+ * from a signal handler that interrupted a hook) two ends may offer to
+ * the same list at once: the later one scans again while the other
+ * writes, but after ~4096 polls (the writer preempted, or interrupted by
+ * the handler) it leaves its offer out rather than wait in the hook.
+ * ttft_snapshot_slowest fills *out up to out->struct_size (an
  * older, smaller struct is filled up to its size) and returns TTFT_OK,
  * TTFT_ERANGE (index past the count) or TTFT_EINVAL (NULL s/out, bad
  * struct_size, unknown class or ranking). Thread-safe (snapshots are

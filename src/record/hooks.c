@@ -855,38 +855,57 @@ typedef struct slow_offer_t {
   uint32_t status, ids; /* ids: the stream's ids word (TTFT__IDS_*) */
 } slow_offer_t;
 
+/* Polls of a list entry another writer holds before an offer is left out
+ * (slow_offer): a few microseconds, never a wait for a preempted thread. */
+#define TTFT__SLOW_CLAIM_POLLS 4096u
+
+#if defined(__x86_64__) || defined(__i386__)
+#define slow_relax() __builtin_ia32_pause()
+#else
+#define slow_relax() ((void)0)
+#endif
+
 /* Offer the ended sequence of slot idx to list `by` of cr with value v
  * (above the list's floor): it replaces the list's smallest entry when v
- * is larger. The entry is taken with a CAS on its sequence counter; a
- * writer that finds it taken (another thread of the shared shard, or a
- * signal handler ending a stream inside a stream end) leaves the offer
- * out rather than wait. Cold: after the first k ends, only a value that
- * beats the list's floor gets here. */
+ * is larger. The entry is taken with a CAS on its sequence counter. Only
+ * the shared shard's lists have concurrent writers (several threads, or
+ * a signal handler ending a stream inside a stream end: nested calls
+ * record there); a writer that finds the entry taken, or loses the CAS,
+ * scans again, up to TTFT__SLOW_CLAIM_POLLS times, so the list stays
+ * exact while the other writer runs; past that (the holder preempted, or
+ * the thread's own interrupted stream end) it leaves the offer out
+ * rather than wait (ttft.h, ttft_snapshot_slowest). Cold: after the
+ * first k ends, only a value that beats the list's floor gets here. */
 __attribute__((noinline, cold)) static void slow_offer(ttft_registry *r, ttft__crec *cr, int by,
                                                       uint32_t idx, uint64_t v,
                                                       const slow_offer_t *o) {
   uint32_t k = r->slowest_k;
   _Atomic uint64_t *V = cr->slow_val + (size_t)by * k;
-  uint32_t mi = 0;
-  uint64_t mv = UINT64_MAX, second = UINT64_MAX; /* the smallest two values */
-  for (uint32_t i = 0; i < k; i++) {
-    uint64_t x = TTFT__LD(&V[i]);
-    second = x < mv ? mv : (x < second ? x : second);
-    mi = x < mv ? i : mi;
-    mv = x < mv ? x : mv;
-  }
-  uint64_t floor = mv;
-  if (v > mv) {
+  uint64_t floor;
+  for (uint32_t poll = 0;; poll++) {
+    uint32_t mi = 0;
+    uint64_t mv = UINT64_MAX, second = UINT64_MAX; /* the smallest two values */
+    for (uint32_t i = 0; i < k; i++) {
+      uint64_t x = TTFT__LD(&V[i]);
+      second = x < mv ? mv : (x < second ? x : second);
+      mi = x < mv ? i : mi;
+      mv = x < mv ? x : mv;
+    }
+    floor = mv;
+    if (v <= mv) break; /* another writer raised the floor past v */
     ttft__slow_live *e = &cr->slow[(size_t)by * k + mi];
     uint32_t q = TTFT__LD(&e->seq);
     /* relaxed: the counter is only a claim here; the release fence below
      * orders the odd value before the entry's new fields */
     if (!(q & 1u) && atomic_compare_exchange_strong_explicit(&e->seq, &q, q + 1, memory_order_relaxed,
-                                                              memory_order_relaxed)) {
+                                                             memory_order_relaxed)) {
       /* release fence: a snapshot that reads any field written below also
        * sees the odd counter on its second look (seqlock writer) */
       atomic_thread_fence(memory_order_release);
-      if (v > TTFT__LD(&V[mi])) { /* still the smallest's place to take */
+      /* still the value we chose to replace: no writer took the entry
+       * between our scan and our claim */
+      int mine = TTFT__LD(&V[mi]) == mv;
+      if (mine) {
         uint32_t ids = o->ids, idlen = TTFT__IDS_LEN(ids), tr = ids & TTFT__IDS_TRACE;
         const ttft__reqid *ri = &r->reqid[idx];
         TTFT__ST(&V[mi], v);
@@ -906,8 +925,16 @@ __attribute__((noinline, cold)) static void slow_offer(ttft_registry *r, ttft__c
       }
       /* release: the fields above before the even counter a reader checks */
       atomic_store_explicit(&e->seq, q + 2, memory_order_release);
-      floor = v < second ? v : second;
+      if (mine) {
+        floor = v < second ? v : second;
+        break;
+      }
     }
+    /* the entry was held or taken by another writer (the shared shard's
+     * lists only): once it is done the smallest may be elsewhere, so scan
+     * again, a bounded number of times */
+    if (poll >= TTFT__SLOW_CLAIM_POLLS) break; /* the offer is left out */
+    slow_relax();
   }
   /* the new floor: the smallest value after our replacement, from values
    * read before it; values only grow, so it is never above the true one */
