@@ -640,6 +640,23 @@ def main():
                 time.sleep(1.0)
                 t_ws = time.time()
                 time.sleep(WINDOW_PAUSE_S)
+                # the window's first sample of every replica must be a
+                # successful scrape taken before the next phase starts
+                # (under load scrapes can time out for seconds, and a first
+                # sample taken mid-phase would leave part of it out of the
+                # window's rate())
+                while left() > 60:
+                    now = time.time()
+                    raw = query(native.addr, 'up{job="llm"}[%dms]' % int((now - t_ws) * 1000),
+                                now)["result"]
+                    ok = {x["metric"].get("instance") for x in raw
+                          if any(float(v[1]) == 1 for v in x.get("values", []))}
+                    if all(r.target in ok for r in replicas):
+                        break
+                    time.sleep(0.25)
+                else:
+                    fail("no successful scrape of every replica after the window's start")
+                    return 1
             elif k < len(SCALES) - 1:
                 time.sleep(WINDOW_PAUSE_S)
         final = dump_all("final")
@@ -736,6 +753,19 @@ def main():
                 if len(ts) >= 2:
                     factor[series["metric"].get("instance")] = \
                         extrapolation_factor(ts, at - w_ms / 1000.0, at)
+            # each replica's first sample in the window holds exactly the
+            # first phase's observations (what the exact side assumes)
+            for series in raw:
+                hs = series.get("histograms", [])
+                i = next((k for k, r in enumerate(replicas)
+                          if r.target == series["metric"].get("instance")), None)
+                if hs and i is not None and series["metric"].get("class") in ("chat", "batch"):
+                    want = BATCH_BIT if series["metric"]["class"] == "batch" else 0
+                    n_mid = sum(1 for v in mid[i][m] if v & BATCH_BIT == want)
+                    if float(hs[0][1]["count"]) != n_mid:
+                        fail("%s: replica %d's first sample in the window counts %s %s "
+                             "observations, the first phase made %d (a scrape missed?)"
+                             % (short, i, hs[0][1]["count"], series["metric"]["class"], n_mid))
             weights = [factor.get(r.target) for r in replicas]
             if None in weights:
                 fail("%s: no samples of some replica in the window: %s" % (short, factor))
