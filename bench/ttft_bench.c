@@ -3,6 +3,7 @@
  * peer library, measured in one run (docs/performance.md shows a run).
  *
  *   ttft-bench [--quick] [--json FILE] [--reps N] [--only GROUP[,GROUP]]
+ *              [--no-membarrier]
  *
  * Every row is the median of >= 5 repetitions. A repetition runs the loop
  * on fresh threads that start together from a spin barrier, after a
@@ -38,6 +39,7 @@
 #include <unistd.h>
 
 #include "floor.h"
+#include "../tests/deny_membarrier.h"
 #include "peer.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -69,6 +71,7 @@ static struct {
   double rep_ms;       /* wall time one repetition aims at */
   const char *json;
   const char *only;    /* comma-separated groups, NULL = all */
+  int no_membarrier;   /* membarrier(2) denied before any registry: fence mode */
 } opt;
 
 static int group_on(const char *g) {
@@ -877,8 +880,8 @@ static int write_json(const char *path, double total_s) {
   if (uname(&u) != 0) memset(&u, 0, sizeof u);
   fprintf(f, "{\n  \"schema\": \"ttft-bench/1\",\n  \"library_version\": ");
   json_str(f, ttft_version_string());
-  fprintf(f, ",\n  \"quick\": %s,\n  \"reps\": %d,\n  \"seconds\": %.1f,\n",
-          opt.quick ? "true" : "false", opt.reps, total_s);
+  fprintf(f, ",\n  \"quick\": %s,\n  \"no_membarrier\": %s,\n  \"reps\": %d,\n  \"seconds\": %.1f,\n",
+          opt.quick ? "true" : "false", opt.no_membarrier ? "true" : "false", opt.reps, total_s);
   fprintf(f, "  \"machine\": {\"cpu\": ");
   json_str(f, cpu);
   fprintf(f, ", \"online_cpus\": %ld, \"kernel\": ", sysconf(_SC_NPROCESSORS_ONLN));
@@ -958,7 +961,11 @@ static void usage(FILE *f) {
           "                ./bench exists, else ttft-bench.json)\n"
           "  --reps N      repetitions per row, 5 .. %d (default 7; medians are reported)\n"
           "  --only GROUPS comma-separated subset of: baseline,hot,threads,clock,peer,\n"
-          "                step,engine,lifecycle,snapshot,growth,memory\n",
+          "                step,engine,lifecycle,snapshot,growth,memory\n"
+          "  --no-membarrier  deny membarrier(2) (a seccomp filter) before any\n"
+          "                registry exists: every registry runs in fence mode, as\n"
+          "                under a sandbox without it (compare the ratios to the\n"
+          "                floor with a run without this flag)\n",
           MAX_REPS);
 }
 
@@ -980,6 +987,7 @@ int main(int argc, char **argv) {
     else if (strcmp(argv[i], "--json") == 0 && i + 1 < argc) opt.json = argv[++i];
     else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) opt.reps = atoi(argv[++i]);
     else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) opt.only = argv[++i];
+    else if (strcmp(argv[i], "--no-membarrier") == 0) opt.no_membarrier = 1;
     else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
       usage(stdout);
       return 0;
@@ -994,6 +1002,15 @@ int main(int argc, char **argv) {
     struct stat st;
     opt.json = stat("bench", &st) == 0 && S_ISDIR(st.st_mode) ? "bench/results.json" : "ttft-bench.json";
   }
+  if (opt.no_membarrier) {
+#ifdef TTFT_HAVE_DENY_MEMBARRIER
+    int rc = deny_membarrier();
+    if (rc) die("--no-membarrier: the seccomp filter was refused: %s", strerror(-rc));
+    if (membarrier_works()) die("--no-membarrier: membarrier(2) still answers");
+#else
+    die("--no-membarrier: no seccomp filter for this platform (x86_64, aarch64 Linux)");
+#endif
+  }
   gaps_init();
   uint64_t t_start = mono_ns();
   g_load_start = loadavg();
@@ -1007,6 +1024,9 @@ int main(int argc, char **argv) {
          "thread's wall time / all operations (throughput)\n",
          opt.reps);
   printf("load average at start: %.2f (anything else running skews every row)\n", g_load_start);
+  if (opt.no_membarrier)
+    printf("membarrier(2) denied (--no-membarrier): every registry runs in fence mode, a seq_cst\n"
+           "fence in each private-shard hook call\n");
 
   ttft_config cfg;
   ttft_config_init(&cfg);

@@ -42,43 +42,7 @@
 #include "record/registry.h"
 #endif
 
-#if defined(__linux__)
-#include <linux/audit.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
-#include <sys/prctl.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-#if defined(__x86_64__)
-#define AUDIT_ARCH_THIS AUDIT_ARCH_X86_64
-#elif defined(__aarch64__)
-#define AUDIT_ARCH_THIS AUDIT_ARCH_AARCH64
-#endif
-#endif
-
-#if defined(AUDIT_ARCH_THIS) && defined(__NR_membarrier) && defined(SECCOMP_FILTER_FLAG_TSYNC)
-#define HAVE_FILTER 1
-
-/* membarrier(2) -> EPERM, in every thread of the process, from now on */
-static int deny_membarrier(void) {
-  struct sock_filter f[] = {
-      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_THIS, 1, 0),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_membarrier, 0, 1),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-  };
-  struct sock_fprog prog = {(unsigned short)(sizeof f / sizeof f[0]), f};
-  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return -errno;
-  if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog) != 0)
-    return -errno;
-  return 0;
-}
-
-static int membarrier_works(void) { return syscall(__NR_membarrier, 0 /* QUERY */, 0, 0) > 0; }
-#endif
+#include "deny_membarrier.h"
 
 enum { WORKERS = 4, TOKENS = 4 };
 
@@ -165,7 +129,7 @@ static unsigned long total_cycles(void) {
 }
 
 TEST(membarrier_fails_mid_run) {
-#ifndef HAVE_FILTER
+#ifndef TTFT_HAVE_DENY_MEMBARRIER
   fprintf(stderr, "no seccomp filter for this platform (x86_64 and aarch64 Linux only)\n");
   EXPECT_TRUE(0);
 #else

@@ -36,3 +36,16 @@ for t in d["targets"]:
     assert isinstance(t["met"], bool), t
 print("ttft-bench --quick: %d rows, %d targets, valid JSON" % (len(d["rows"]), len(d["targets"])))
 PY
+
+# fence mode (membarrier denied by a seccomp filter before any registry):
+# the hot and lifecycle rows run and the JSON says which mode it measured
+"$bin" --quick --no-membarrier --only baseline,hot,lifecycle --json "$out/fence.json" \
+  > "$out/fence.txt" || { cat "$out/fence.txt"; echo "ttft-bench --no-membarrier failed" >&2; exit 1; }
+python3 - "$out/fence.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["no_membarrier"] is True, d.get("no_membarrier")
+keys = {r["key"] for r in d["rows"]}
+assert {"floor", "tok_1t", "life_1t"} <= keys, keys
+print("ttft-bench --quick --no-membarrier: %d rows, valid JSON" % len(d["rows"]))
+PY
