@@ -248,7 +248,8 @@ TTFT_API void ttft_registry_free(ttft_registry *r);
  * disposition is still SIG_DFL; its handler is then installed) once to
  * each thread that owns a private shard of r, and once every one has run
  * the handler (or released its shard), r's calls fence like a registry
- * made without membarrier (about 20 ns more per hook call). Counted in
+ * made without membarrier (a seq_cst fence per hook call: +1 to +3 ns
+ * measured, ttft-bench --no-membarrier, docs/performance.md). Counted in
  * TTFT_COUNTER_BARRIER_FALLBACKS; a thread that blocks that signal for
  * good holds reclamation back (begins at capacity are then refused and
  * counted as DROPPED). docs/reliability.md, 18.2. */
