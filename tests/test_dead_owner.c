@@ -150,13 +150,37 @@ static void note_call(worker *w) {
                         memory_order_release);
 }
 
-static void *dier_main(void *p) {
-  worker *w = p;
-  if (w->way == WAY_CANCEL) {
-    pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, NULL);
-    pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
-  }
-  if (sigsetjmp(w->jb, 1)) return NULL; /* jumped out of the hook: leave the thread */
+/* AddressSanitizer poisons each instrumented frame's redzones and
+ * unpoisons them when the frame returns, or on a longjmp (its interceptor)
+ * — but not when an asynchronous cancel unwinds the frames (the hook's,
+ * the signal handler's): the thread's exit then writes into stack memory
+ * still marked as a redzone (a false "stack-buffer-underflow" in
+ * sigaltstack). A cleanup handler, which the unwinder runs below every
+ * frame it removes, tells ASan the stack above it is being left. */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define DIER_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define DIER_ASAN 1
+#endif
+#ifdef DIER_ASAN
+#include <sanitizer/asan_interface.h>
+/* the lowest address of the dying thread's stack, read when it started
+ * (__asan_handle_no_return cannot be used here: its own sigaltstack call
+ * lands on the stale redzones) */
+static _Thread_local char *dier_stack_lo;
+static void dier_unwound(void *unused) {
+  (void)unused;
+  char *here = __builtin_frame_address(0);
+  if (dier_stack_lo && here > dier_stack_lo)
+    __asan_unpoison_memory_region(dier_stack_lo, (size_t)(here - dier_stack_lo));
+}
+#endif
+
+static void dier_loop(worker *w) {
+  if (sigsetjmp(w->jb, 1)) return; /* jumped out of the hook: leave the thread */
   const ttft_seq x = atomic_load(&w->x);
   uint64_t t = mono_ns();
   while (!atomic_load_explicit(&w->stop, memory_order_relaxed)) {
@@ -166,6 +190,29 @@ static void *dier_main(void *p) {
     (void)ttft_token_emitted(w->r, x, 1, ++t);
     note_call(w);
   }
+}
+
+static void *dier_main(void *p) {
+  worker *w = p;
+  if (w->way == WAY_CANCEL) {
+    pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, NULL);
+    pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
+  }
+#ifdef DIER_ASAN
+  pthread_attr_t at;
+  void *lo = NULL;
+  size_t sz = 0;
+  if (pthread_getattr_np(pthread_self(), &at) == 0) {
+    pthread_attr_getstack(&at, &lo, &sz);
+    pthread_attr_destroy(&at);
+  }
+  dier_stack_lo = lo;
+  pthread_cleanup_push(dier_unwound, NULL);
+  dier_loop(w);
+  pthread_cleanup_pop(0);
+#else
+  dier_loop(w);
+#endif
   return NULL;
 }
 
