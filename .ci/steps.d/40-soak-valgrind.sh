@@ -31,11 +31,16 @@ for t in $quick; do
   $VG "$bin" >/dev/null
 done
 # issue 18 (static: the white-box rounds run there; valgrind serialises
-# threads, so few rounds): threads dying inside hooks, nested hooks, sums
+# threads, so few rounds): threads dying inside hooks, nested hooks, sums.
+# These tests spin on one thread while waiting for another to make calls:
+# valgrind's default thread lock lets the spinner keep it for seconds, so
+# they run with --fair-sched=yes (threads take turns; without it the
+# emitter of test_reuse never ran within 2 s)
+VGF="$VG --fair-sched=yes"
 echo "== valgrind test_reuse (small: the slot-reuse proofs of issue 9)"
-TTFT_REUSE_ROUNDS=20 TTFT_REUSE_STRESS_MS=300 $VG "$BUILD"/tests/test_reuse_static >/dev/null
+TTFT_REUSE_ROUNDS=20 TTFT_REUSE_STRESS_MS=300 $VGF "$BUILD"/tests/test_reuse_static >/dev/null
 echo "== valgrind test_dead_owner, test_sums (small)"
-TTFT_DEAD_ROUNDS=20 TTFT_NESTED_SIGNALS=200 $VG "$BUILD"/tests/test_dead_owner_static >/dev/null
+TTFT_DEAD_ROUNDS=20 TTFT_NESTED_SIGNALS=200 $VGF "$BUILD"/tests/test_dead_owner_static >/dev/null
 $VG "$BUILD"/tests/test_sums_static >/dev/null
 echo "== valgrind test_stress (small)"
 TTFT_STRESS_THREADS=3 TTFT_STRESS_SEQS=150 $VG "$BUILD"/tests/test_stress_shared >/dev/null
