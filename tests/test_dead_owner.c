@@ -104,6 +104,36 @@ static int inside_call(ttft_registry *r) {
 #endif
 }
 
+/* An asynchronous cancel acts wherever the thread is, including inside
+ * a sanitizer's runtime: ThreadSanitizer's atomic store (g_act's, below)
+ * can hold its per-thread slot lock for a moment after the value is
+ * visible, and a cancel landing there deadlocks the unwinder, which takes
+ * that lock again (seen in CI: 1 run in ~15 of this test under load, a
+ * hang in SlotLock inside _Unwind_ForcedUnwind). So the dying thread's
+ * last act is a spin in code no sanitizer instruments, which it announces
+ * with a plain volatile store (not instrumented either; main reads it with
+ * an atomic load), and main cancels only once it has seen that. */
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define DIER_TSAN 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define DIER_TSAN 1
+#endif
+#ifdef DIER_TSAN
+#define DIER_UNINSTRUMENTED __attribute__((noinline, no_sanitize("thread")))
+#else
+#define DIER_UNINSTRUMENTED __attribute__((noinline))
+#endif
+static volatile int g_spinning; /* 1: the dying thread spins, uninstrumented */
+
+DIER_UNINSTRUMENTED static void spin_until_cancelled(void) {
+  g_spinning = 1;
+  for (;;) {
+  }
+}
+
 static void on_die(int sig) {
   (void)sig;
   int saved = errno;
@@ -119,8 +149,7 @@ static void on_die(int sig) {
   case WAY_EXIT: pthread_exit(NULL);
   case WAY_LONGJMP: siglongjmp(w->jb, 1);
   default: /* asynchronous cancel: wait here, inside the hook, for it */
-    for (;;) {
-    }
+    spin_until_cancelled();
   }
 }
 
@@ -268,6 +297,7 @@ static int seq_clean(ttft_registry *r, ttft_seq y) {
 
 /* D dies inside a call on handle x. 1 when it did. */
 static int kill_inside(worker *d) {
+  g_spinning = 0; /* no other thread runs on_die now */
   atomic_store(&g_act, 0);
   atomic_store(&g_w, d);
   uint64_t t0 = mono_ns();
@@ -277,7 +307,18 @@ static int kill_inside(worker *d) {
     struct timespec ts = {0, 20000};
     nanosleep(&ts, NULL);
   }
-  if (d->way == WAY_CANCEL) pthread_cancel(d->th);
+  if (d->way == WAY_CANCEL) {
+    /* not before the thread is in its uninstrumented spin (above);
+     * acquire pairs with nothing a sanitizer sees: the store is plain */
+    while (!__atomic_load_n(&g_spinning, __ATOMIC_ACQUIRE)) {
+      if (mono_ns() - t0 > 20000000000u) {
+        fprintf(stderr, "the dying thread acted but never reached its spin\n");
+        abort();
+      }
+      sched_yield();
+    }
+    pthread_cancel(d->th);
+  }
   pthread_join(d->th, NULL);
   return 1;
 }
