@@ -38,6 +38,7 @@
 
 #include "ttft.h"
 #include "task.h"
+#include "begin_retry.h"
 #ifdef TTFT_TEST_STATIC
 #include "record/registry.h"
 #endif
@@ -57,18 +58,12 @@ static pthread_cond_t g_cv = PTHREAD_COND_INITIALIZER;
 static void *worker_main(void *p) {
   unsigned w = (unsigned)(uintptr_t)p;
   while (!atomic_load_explicit(&g_stop, memory_order_relaxed)) {
-    ttft_seq s = 0;
     /* a refused begin is retried (bounded: a reclaimer that stopped for
      * good shows as a begin never accepted again; a correct one needs a
      * few tries at worst, a few thousand on a loaded machine) */
     unsigned long k = 0;
-    for (; !s && k < 100000; k++) {
-      s = ttft_begin(g_r, TTFT_NOW);
-      if (!s) {
-        atomic_fetch_add(&g_refused, 1);
-        sched_yield();
-      }
-    }
+    ttft_seq s = begin_retry(g_r, NULL, TTFT_NOW, 100000, &k);
+    atomic_fetch_add(&g_refused, k);
     if (k > atomic_load(&g_worst)) atomic_store(&g_worst, k); /* racy max: a figure */
     if (!s) {
       atomic_fetch_add(&g_lost, 1);
@@ -90,14 +85,11 @@ static void *worker_main(void *p) {
 /* A begin that retries when refused (the workers keep every slot busy:
  * a refusal is counted in DROPPED, so in g_refused too) */
 static ttft_seq begin_counted(void) {
-  for (int tries = 0; tries < 1000000; tries++) {
-    ttft_seq s = ttft_begin(g_r, TTFT_NOW);
-    if (s) return s;
-    atomic_fetch_add(&g_refused, 1);
-    sched_yield();
-  }
-  atomic_fetch_add(&g_lost, 1);
-  return 0;
+  unsigned long k = 0;
+  ttft_seq s = begin_retry(g_r, NULL, TTFT_NOW, 1000000, &k);
+  atomic_fetch_add(&g_refused, k);
+  if (!s) atomic_fetch_add(&g_lost, 1);
+  return s;
 }
 
 static void *stale_main(void *p) {

@@ -10,6 +10,7 @@
 
 #include "ttft.h"
 #include "task.h"
+#include "begin_retry.h"
 
 /* -------------------------------------------------- counting allocator */
 #define HDR 16
@@ -55,16 +56,9 @@ static void traffic(ttft_registry *r, int cls, unsigned n, uint64_t seed, uint64
     q.class_id = cls;
     q.prompt_tokens = 1 + (uint32_t)(rng(&rs) % 20000);
     q.prefix_hit = (int)(rng(&rs) % 2);
-    /* 4 x 64 x 20 streams pass through 4096 slots: an ended slot serves
-     * again only after every shard was seen outside a call, and on a loaded
-     * machine a thread preempted inside a hook holds that back for a while
-     * (the begin is refused and counted as dropped, by design). This test is
-     * about memory, not capacity: wait for a reclaimed slot, boundedly. */
-    ttft_seq s = ttft_begin_ex(r, &q, *t);
-    for (int tries = 0; s == 0 && tries < 200000; tries++) {
-      sched_yield();
-      s = ttft_begin_ex(r, &q, *t);
-    }
+    /* 4 x 64 x 20 streams pass through 4096 slots; this test is about
+     * memory, not capacity: wait for a reclaimed slot (begin_retry.h) */
+    ttft_seq s = begin_retry(r, &q, *t, 200000, NULL);
     EXPECT_TRUE(s != 0);
     (void)ttft_mark(r, s, TTFT_PHASE_SCHEDULED, *t + (1 + rng(&rs) % 50) * MS);
     uint64_t u = *t + (20 + rng(&rs) % 2000) * MS;

@@ -21,6 +21,7 @@
 
 #include "ttft.h"
 #include "task.h"
+#include "begin_retry.h"
 
 #define MS UINT64_C(1000000)
 #define T0 UINT64_C(1000000000000)
@@ -62,14 +63,9 @@ static void play(ttft_registry *r, int cls, unsigned i) {
   q.request_id = rid;
   q.trace_id = tid;
   uint64_t t = T0 + (uint64_t)i * MS;
-  ttft_seq s = ttft_begin_ex(r, &q, t);
-  /* on a loaded machine (or under TSan) a thread preempted inside a hook
-   * holds reclamation back, and a begin is refused for lack of a
-   * reclaimed slot, by design (test_memory): wait for one, bounded */
-  for (int tries = 0; !s && tries < 200000; tries++) {
-    sched_yield();
-    s = ttft_begin_ex(r, &q, t);
-  }
+  /* on a loaded machine (or under TSan) a begin may be refused for lack
+   * of a reclaimed slot, by design (begin_retry.h): wait for one */
+  ttft_seq s = begin_retry(r, &q, t, 200000, NULL);
   EXPECT_TRUE(s != 0);
   t += w_ttft(i);
   EXPECT_ERR(TTFT_OK, ttft_token_emitted(r, s, 1, t));
