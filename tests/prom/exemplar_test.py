@@ -22,41 +22,22 @@ Cleans up every process and the data dirs whatever happens.
 
 Missing prometheus: FAIL under CI (CI set), otherwise exit 77 (ctest SKIP).
 """
-import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.parse
-import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from promtest import api, fail, failures, free_port, http_text, prometheus_binary  # noqa: E402
 
 DEADLINE = time.monotonic() + 55
 OM_ACCEPT = "application/openmetrics-text;version=1.0.0"
 TTFT = "gen_ai_server_time_to_first_token_seconds"
 ITL = "llm_inter_token_latency_seconds"
 GAPMAX = "llm_request_inter_token_latency_max_seconds"
-failures = []
-
-
-def fail(msg):
-    failures.append(msg)
-    print("FAIL: " + msg, flush=True)
-
-
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def http_get(url, headers=None, timeout=5):
-    req = urllib.request.Request(url, headers=headers or {})
-    with urllib.request.urlopen(req, timeout=timeout) as r:
-        return r.status, r.read().decode("utf-8")
 
 
 EX_RE = re.compile(r'^(\w+)_bucket\{(.*)\} (\d+) # \{trace_id="([0-9a-f]{32})"\} (\S+) (\S+)$')
@@ -77,13 +58,9 @@ def om_exemplars(text):
 
 
 def query_exemplars(prom, expr, start, end):
-    args = urllib.parse.urlencode({"query": expr, "start": "%.3f" % start, "end": "%.3f" % end})
-    _, body = http_get("http://%s/api/v1/query_exemplars?%s" % (prom, args))
-    doc = json.loads(body)
-    if doc.get("status") != "success":
-        raise RuntimeError("query_exemplars %s: %s" % (expr, doc))
+    args = {"query": expr, "start": "%.3f" % start, "end": "%.3f" % end}
     got = []
-    for series in doc["data"]:
+    for series in api(prom, "/api/v1/query_exemplars", args):
         for e in series.get("exemplars", []):
             got.append((series["seriesLabels"].get("class"), e["labels"].get("trace_id"),
                         float(e["value"]), float(e["timestamp"])))
@@ -111,13 +88,7 @@ def main():
         print(__doc__)
         return 2
     workload = sys.argv[1]
-    prometheus = sys.argv[2] if len(sys.argv) > 2 and sys.argv[2] else shutil.which("prometheus")
-    if not prometheus or not os.access(prometheus, os.X_OK):
-        if os.environ.get("CI"):
-            print("FAIL: prometheus server not found (Debian package 'prometheus')")
-            return 1
-        print("SKIP: prometheus server not found (apt-get install prometheus)")
-        return 77
+    prometheus = prometheus_binary(sys.argv[2] if len(sys.argv) > 2 else "")
     tmp = tempfile.mkdtemp(prefix="ttft-exemplar-")
     procs = []
     try:
@@ -143,8 +114,8 @@ def main():
         listed = {tid for v in slowest.values() for tid, _ in v}
 
         # 2. the exposition
-        _, om = http_get("http://%s/metrics" % target, {"Accept": OM_ACCEPT})
-        _, text = http_get("http://%s/metrics" % target)
+        _, om = http_text("http://%s/metrics" % target, headers={"Accept": OM_ACCEPT})
+        _, text = http_text("http://%s/metrics" % target)
         if "trace_id" in text:
             fail("the Prometheus 0.0.4 text exposition carries exemplars")
         ex = om_exemplars(om)

@@ -47,18 +47,17 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.error
-import urllib.parse
-import urllib.request
 from fractions import Fraction
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pbdecode  # noqa: E402
+from promtest import (api, fail, failures, free_port, http_get, prometheus_binary,  # noqa: E402
+                      query, scalar)
 
 BUDGET_S = 110
 DEADLINE = time.monotonic() + BUDGET_S
@@ -76,12 +75,6 @@ BATCH_BIT = 1 << 63
 SCRAPE_MS = 250  # the native server's scrape interval
 WINDOW_PAUSE_S = 4.0  # quiet time around each window round
 QS = ["0.5", "0.9", "0.99"]
-failures = []
-
-
-def fail(msg):
-    failures.append(msg)
-    print("FAIL: " + msg, flush=True)
 
 
 def left():
@@ -91,46 +84,6 @@ def left():
 def native_bound(schema):
     """The bound of src/report/format_protobuf.c: B (1 + 1/256) - 1."""
     return 2.0 ** (2.0 ** -schema) * (1 + 1 / 256.0) - 1
-
-
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def http_get(url, timeout=5, headers=None):
-    req = urllib.request.Request(url, headers=headers or {})
-    with urllib.request.urlopen(req, timeout=timeout) as r:
-        return r.status, r.headers.get("Content-Type", ""), r.read()
-
-
-def api(prom, path, args=None):
-    url = "http://%s%s" % (prom, path)
-    if args:
-        url += "?" + urllib.parse.urlencode(args)
-    try:
-        _, _, body = http_get(url, timeout=10)
-    except urllib.error.HTTPError as e:  # 400/422 carry a JSON error
-        body = e.read()
-    doc = json.loads(body.decode("utf-8"))
-    if doc.get("status") != "success":
-        raise RuntimeError("%s %s: %s" % (path, args, doc.get("error", doc)))
-    return doc["data"]
-
-
-def query(prom, expr, at=None):
-    args = {"query": expr}
-    if at is not None:
-        args["time"] = "%.3f" % at
-    return api(prom, "/api/v1/query", args)
-
-
-def scalar(prom, expr, at=None):
-    res = query(prom, expr, at)["result"]
-    if len(res) != 1 or "value" not in res[0]:
-        return None
-    return float(res[0]["value"][1])
 
 
 # ------------------------------------------------------------- processes
@@ -579,13 +532,7 @@ def main():
     ap.add_argument("--rules")
     ap.add_argument("--schema", type=int, default=None)
     args = ap.parse_args()
-    prometheus = args.prometheus or shutil.which("prometheus")
-    if not prometheus or not os.access(prometheus, os.X_OK):
-        if os.environ.get("CI"):
-            print("FAIL: prometheus server not found (Debian package 'prometheus'); CI requires it")
-            return 1
-        print("SKIP: prometheus server not found (apt-get install prometheus)")
-        return 77
+    prometheus = prometheus_binary(args.prometheus)
     schema = 7 if args.schema is None else args.schema
 
     tmp = tempfile.mkdtemp(prefix="ttft-fleet-")

@@ -25,65 +25,26 @@ Cleans up both processes and the data dir whatever happens.
 
 Missing prometheus: FAIL under CI (CI set), otherwise exit 77 (ctest SKIP).
 """
-import json
 import math
 import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.parse
-import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from promtest import api, fail, failures, free_port, http_text, prometheus_binary, scalar  # noqa: E402
 
 DEADLINE = time.monotonic() + 55
 PROM_ACCEPT = ("application/openmetrics-text;version=1.0.0,application/openmetrics-text;"
                "version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1")
-failures = []
-
-
-def fail(msg):
-    failures.append(msg)
-    print("FAIL: " + msg, flush=True)
 
 
 def left():
     return DEADLINE - time.monotonic()
-
-
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def http_get(url, timeout=5, headers=None):
-    req = urllib.request.Request(url, headers=headers or {})
-    with urllib.request.urlopen(req, timeout=timeout) as r:
-        return r.status, r.read().decode("utf-8")
-
-
-def query(prom, expr, at=None):
-    args = {"query": expr}
-    if at is not None:
-        args["time"] = "%.3f" % at
-    url = "http://%s/api/v1/query?%s" % (prom, urllib.parse.urlencode(args))
-    _, body = http_get(url)
-    doc = json.loads(body)
-    if doc.get("status") != "success":
-        raise RuntimeError("query %s: %s" % (expr, doc))
-    return doc["data"]["result"]
-
-
-def scalar(prom, expr, at=None):
-    """The value of a one-element instant vector, None when empty."""
-    res = query(prom, expr, at)
-    if len(res) != 1:
-        return None
-    return float(res[0]["value"][1])
 
 
 # ------------------------------------------------- the Prometheus algorithm
@@ -134,13 +95,7 @@ def main():
         print(__doc__)
         return 2
     workload = sys.argv[1]
-    prometheus = sys.argv[2] if len(sys.argv) > 2 and sys.argv[2] else shutil.which("prometheus")
-    if not prometheus or not os.access(prometheus, os.X_OK):
-        if os.environ.get("CI"):
-            print("FAIL: prometheus server not found (Debian package 'prometheus')")
-            return 1
-        print("SKIP: prometheus server not found (apt-get install prometheus)")
-        return 77
+    prometheus = prometheus_binary(sys.argv[2] if len(sys.argv) > 2 else "")
 
     tmp = tempfile.mkdtemp(prefix="ttft-prom-")
     wl = prom_proc = None
@@ -168,11 +123,11 @@ def main():
         # the endpoint answers, in both formats, before Prometheus comes in:
         # plain text for a plain client, OpenMetrics for the Accept header
         # Prometheus 2.x sends (so the server below scrapes OpenMetrics)
-        st, text = http_get("http://%s/metrics" % target)
+        st, text = http_text("http://%s/metrics" % target)
         if st != 200 or "gen_ai_server_time_to_first_token_seconds_bucket" not in text \
                 or "# EOF" in text:
             fail("GET /metrics (text): status %s" % st)
-        st, om = http_get("http://%s/metrics" % target, headers={"Accept": PROM_ACCEPT})
+        st, om = http_text("http://%s/metrics" % target, headers={"Accept": PROM_ACCEPT})
         if st != 200 or not om.endswith("# EOF\n") or "# TYPE llm_measurement info" not in om:
             fail("GET /metrics (Accept: OpenMetrics): status %s, no OpenMetrics body" % st)
 
@@ -226,12 +181,12 @@ def main():
         if total != want_n:
             fail("the final state never reached Prometheus: %s != %s" % (total, want_n))
             return 1
-        st, final_text = http_get("http://%s/metrics" % target)
+        st, final_text = http_text("http://%s/metrics" % target)
         at = time.time()
         window = int(at - t_start) + 10
 
-        targets = json.loads(http_get("http://%s/api/v1/targets" % prom)[1])
-        for t in targets["data"]["activeTargets"]:
+        targets = api(prom, "/api/v1/targets")
+        for t in targets["activeTargets"]:
             if t.get("lastError"):
                 fail("scrape error: %s" % t["lastError"])
 
