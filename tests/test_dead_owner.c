@@ -270,6 +270,19 @@ static void *next_main(void *p) {
   return NULL;
 }
 
+/* Wait until *flag == want, giving the CPU away; a wait past 20 s is a
+ * hang: say which, and abort (a message instead of ctest's timeout) */
+static void wait_flag(_Atomic int *flag, int want, const char *what) {
+  uint64_t t0 = mono_ns();
+  while (atomic_load(flag) != want) {
+    if (mono_ns() - t0 > 20000000000u) {
+      fprintf(stderr, "hang: %s\n", what);
+      abort();
+    }
+    sched_yield();
+  }
+}
+
 /* main's waits give the CPU away: on 2 loaded cores the thread waited
  * for may be the one main would spin against */
 static int wait_calls(worker *w, unsigned long more) {
@@ -403,8 +416,7 @@ static void dead_owner(uint32_t max_threads, int fence, int way) {
     ttft_seq y = x;
     if (!skip_idle) {
       atomic_store(&nx.pause, 1);
-    while (!atomic_load(&nx.paused))
-      sched_yield();
+    wait_flag(&nx.paused, 1, "the next owner never paused between calls");
     EXPECT_ERR(TTFT_OK, ttft_stream_end(r, x, TTFT_CANCELLED, TTFT_NOW));
     y = ttft_begin(r, TTFT_NOW);
     if (!y) {
@@ -433,8 +445,7 @@ static void dead_owner(uint32_t max_threads, int fence, int way) {
     ttft_seq z = ttft_begin(r, TTFT_NOW);
     if (!z) refused++; /* N is inside: the only slot must wait for it */
     atomic_store(&g_freeze, 0);
-    while (atomic_load(&g_frozen))
-      sched_yield();
+    wait_flag(&g_frozen, 0, "the frozen next owner never left its handler");
     if (!wait_calls(&nx, 3)) break; /* N has left the call */
     if (!z) {
       z = ttft_begin(r, TTFT_NOW);
