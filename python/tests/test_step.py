@@ -285,4 +285,17 @@ class EngineSteps(unittest.TestCase):
             reg.engine_step(prefill_tokens=-1)
         with self.assertRaises((ValueError, TypeError)):
             reg.engine_step(t_start_ns=0)
+        # every field: the checks are inline for plain ints, full otherwise
+        for field in ("prefill_tokens", "decode_seqs", "preempted_seqs", "kind"):
+            for bad, err in ((-1, ValueError), (2 ** 32, ValueError), (True, TypeError),
+                             (1.0, TypeError), ("1", TypeError)):
+                with self.assertRaises(err, msg="%s=%r" % (field, bad)) as cm:
+                    reg.engine_step(**{field: bad})
+                self.assertIn(field, str(cm.exception))
+        # an int subclass and an __index__ type pass the full checks
+        class Idx:
+            def __index__(self):
+                return 7
+        reg.engine_step(prefill_tokens=Idx(), decode_seqs=2 ** 32 - 1, kind=0)
         self.assertEqual(reg.snapshot().engine_step_count(False), 1)
+        self.assertEqual(reg.snapshot().engine_step_count(True), 1)

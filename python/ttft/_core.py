@@ -28,20 +28,23 @@ from ._errors import (ClosedError, Error, InvalidArgumentError,
 # Hot-path C functions, bound by _bind() when the library is first loaded.
 # Module globals are the cheapest lookup from a method body.
 _begin = _begin_ex = _mark = _token_emitted = _stream_end = None
-_annotate = _step_emitted = None
+_annotate = _step_emitted = _engine_step = None
+_StepInfo = _lib.StepInfo
+_STEP_INFO_SIZE = ctypes.sizeof(_lib.StepInfo)
 _L = None  # the CDLL
 
 
 def _bind():
     """Load libttft (once) and bind the hot functions to module globals."""
     global _L, _begin, _begin_ex, _mark, _token_emitted, _stream_end
-    global _annotate, _step_emitted
+    global _annotate, _step_emitted, _engine_step
     if _L is None:
         lib = _lib.load()
         _begin, _begin_ex = lib.ttft_begin, lib.ttft_begin_ex
         _mark, _token_emitted = lib.ttft_mark, lib.ttft_token_emitted
         _stream_end = lib.ttft_stream_end
         _annotate, _step_emitted = lib.ttft_annotate, lib.ttft_step_emitted
+        _engine_step = lib.ttft_engine_step
         _L = lib
     return _L
 
@@ -1070,16 +1073,23 @@ class Registry:
         now). The library uses the last steps to give every stall its
         cause (Snapshot.stall_causes) and records the step's duration
         (Snapshot.engine_step_quantile)."""
-        info = _lib.StepInfo()
-        info.struct_size = ctypes.sizeof(_lib.StepInfo)
-        info.prefill_tokens = _int_arg(prefill_tokens, "prefill_tokens", 0, _U32)
-        info.decode_seqs = _int_arg(decode_seqs, "decode_seqs", 0, _U32)
-        info.preempted_seqs = _int_arg(preempted_seqs, "preempted_seqs", 0, _U32)
-        info.kind = _int_arg(kind, "kind", 0, _U32)
-        t0 = _t_arg(t_start_ns, "t_start_ns")
-        t1 = _t_arg(t_end_ns, "t_end_ns")
+        # once per engine iteration: the checks of plain ints are inline
+        # (as in Stream.token); anything else takes the full checks, with
+        # their messages. A struct per call: the call releases the GIL, so
+        # one shared struct could be rewritten by another thread during it.
+        if not (type(prefill_tokens) is int and 0 <= prefill_tokens <= _U32):
+            prefill_tokens = _int_arg(prefill_tokens, "prefill_tokens", 0, _U32)
+        if not (type(decode_seqs) is int and 0 <= decode_seqs <= _U32):
+            decode_seqs = _int_arg(decode_seqs, "decode_seqs", 0, _U32)
+        if not (type(preempted_seqs) is int and 0 <= preempted_seqs <= _U32):
+            preempted_seqs = _int_arg(preempted_seqs, "preempted_seqs", 0, _U32)
+        if not (type(kind) is int and 0 <= kind <= _U32):
+            kind = _int_arg(kind, "kind", 0, _U32)
+        t0 = 0 if t_start_ns is None else _t_arg(t_start_ns, "t_start_ns")
+        t1 = 0 if t_end_ns is None else _t_arg(t_end_ns, "t_end_ns")
+        info = _StepInfo(_STEP_INFO_SIZE, prefill_tokens, decode_seqs, preempted_seqs, kind)
         o = self._o  # a local keeps the registry alive during the call
-        rc = _L.ttft_engine_step(_registry_ptr(o), ctypes.byref(info), t0, t1)
+        rc = _engine_step(_registry_ptr(o), info, t0, t1)
         if rc:
             raise from_code(rc, "Registry.engine_step")
 
