@@ -23,7 +23,14 @@ Fleet percentiles through a real Prometheus, loopback only, about a minute:
     and under 1 %; the classic error is printed beside it;
  5. every PromQL expression of the Grafana dashboard, with its variables
     substituted twice (all values, then one model and one class), must
-    evaluate without error to a non-empty result with a number in it;
+    evaluate without error to a non-empty result with a number in it; and
+    every one, over a 5m window since the first scrape, is compared series
+    by series with the value the replicas' own records give (dashboard_vs_
+    exact: quantiles as weighted nearest ranks, rates weighted by PromQL's
+    extrapolation, the per-user p95 gap, abandoned waits, stalled seconds,
+    TTFT by prefix cache and engine steps from the dump's value lists,
+    objectives, info labels and registry memory exactly); an expression
+    with no known exact value fails;
  4b. over a rate() window that starts after the first phase and covers two
     phases whose durations are scaled by 0.4 and 2.5 (new minima and maxima
     of every metric): histogram_quantile(q, sum(rate(M[w]))) for TTFT,
@@ -72,6 +79,11 @@ METRICS = [("TTFT", "gen_ai_server_time_to_first_token_seconds"),
 # rounds (after the first) move every metric's minimum and maximum.
 SCALES = [1.0, 0.4, 2.5]
 BATCH_BIT = 1 << 63
+FLAG_BIT = 1 << 62  # replica.c: PFXC a prefix-cache hit, STEP a prefill step
+# the attainment objectives of the rules (class:llm_slo_objective:ratio):
+# batch 95 %, every other class 99 % (replica.c's header comment)
+OBJECTIVES = {"chat": 0.99, "batch": 0.95, "default": 0.99}
+SEQ_P95_RES = 1 / 32.0  # a stream's own p95 gap: the midpoint of its 16-per-octave bucket
 SCRAPE_MS = 250  # the native server's scrape interval
 WINDOW_PAUSE_S = 4.0  # quiet time around each window round
 QS = ["0.5", "0.9", "0.99"]
@@ -229,6 +241,39 @@ def read_values(path):
         pos += n
         cnts[name] = [u64() for _ in range(u64())]
     out.append(cnts)  # per class name: the registry's counters by ttft_counter
+
+    # then tagged sections (replica.c's header comment); a dump of an
+    # older replica ends here
+    def values():
+        n = u64()
+        a = array.array("Q")
+        a.frombytes(data[pos:pos + 8 * n])
+        if sys.byteorder != "little":
+            a.byteswap()
+        return a, pos + 8 * n
+
+    def string():
+        nonlocal pos
+        n = u64()
+        pos += n
+        return data[pos - n:pos].decode()
+    extra = {}
+    while pos < len(data):
+        tag = data[pos:pos + 4].decode("ascii", "replace")
+        pos += 4
+        if tag in ("P95G", "ABWT", "PFXC", "STEP"):
+            extra[tag], pos = values()
+        elif tag == "STLL":  # per class: stalls, stalled ns
+            extra[tag] = {cls: (u64(), u64()) for cls in ("chat", "batch")}
+        elif tag == "MEMB":
+            extra[tag] = u64()
+        elif tag == "INFO":  # start_point, token_point, version
+            extra[tag] = (string(), string(), string())
+        else:
+            raise RuntimeError("%s: unknown section %r at %d" % (path, tag, pos - 4))
+    if pos != len(data):
+        raise RuntimeError("%s: truncated" % path)
+    out.append(extra)  # the tagged sections by tag
     return out
 
 
@@ -338,9 +383,14 @@ COUNTER_FAMS = {"llm_stalls_total": [6], "llm_stalled_requests_total": [7],
                 "llm_requests_abandoned_before_first_token_total": [8],
                 "llm_requests_slo_met_total": [9], "llm_requests_slo_judged_total": [14],
                 "llm_requests_dropped_total": [4], "llm_output_tokens_total": [5],
-                "llm_stale_hook_calls_total": [13]}
+                "llm_stale_hook_calls_total": [13],
+                "llm_stall_seconds_total": []}  # not a counter of the dump: STLL
 STATUS_CTR = {"completed": 1, "cancelled": 2, "error": 3}
 RATE = r"rate\((\w+)\{([^}]*)\}\[(\w+)\]\)"
+# histograms of the dashboard whose exact values are a value list of the
+# replicas' dump (replica.c's tagged sections), not one of METRICS
+EXTRA = {"llm_request_inter_token_latency_p95_seconds": "P95G",
+         "llm_abandoned_wait_seconds": "ABWT"}
 
 
 def counter_factor(times, values, start, end):
@@ -372,13 +422,37 @@ _pairs = {}
 def class_pairs(final, initial, m, cls, weights):
     """(value, weight) of metric m's observations of class cls since the
     first scrape, sorted by value, each weighted by its replica's weight:
-    cached, as several quantiles and rules ask the same (1.4 M ITL values)"""
-    key = (m, cls, tuple(weights))
+    cached, as several quantiles and rules ask the same (1.4 M ITL values).
+    m: an index of METRICS, or a value list's tag in the dump (P95G, ABWT);
+    cls None: every class"""
+    if cls is None:  # two sorted runs: timsort merges them in one pass
+        return sorted(class_pairs(final, initial, m, "chat", weights) +
+                      class_pairs(final, initial, m, "batch", weights))
+    want = BATCH_BIT if cls == "batch" else 0
+    return split_pairs(final, initial, m, "class=%s" % cls, weights,
+                       lambda v: cls is None or v & BATCH_BIT == want)
+
+
+def split_pairs(final, initial, m, what, weights, keep):
+    """class_pairs for the values v of list m (a METRICS index or a tag)
+    with keep(v), cached under what; the values without their flag bits"""
+    key = (m, what, tuple(weights))
     if key not in _pairs:
-        want = BATCH_BIT if cls == "batch" else 0
-        _pairs[key] = sorted((v & ~BATCH_BIT, weights[i]) for i, rep in enumerate(final)
-                             for v in rep[m][len(initial[i][m]):] if v & BATCH_BIT == want)
+        def vals(rep):
+            return rep[m] if isinstance(m, int) else rep[6].get(m, [])
+        _pairs[key] = sorted((v & ~(BATCH_BIT | FLAG_BIT), weights[i])
+                             for i, rep in enumerate(final)
+                             for v in vals(rep)[len(vals(initial[i])):] if keep(v))
     return _pairs[key]
+
+
+def rank_or_tie(pairs, q):
+    """the weighted nearest rank of q in seconds, a pair of the two sides
+    at a rank tie (rank_tie_next), NaN without values"""
+    if not pairs:
+        return float("nan")
+    v, nxt = weighted_rank(pairs, q) / 1e9, rank_tie_next(pairs, q)
+    return v if nxt is None else (v, nxt / 1e9)
 
 
 def scrape_factors(addr, t_end, w_s):
@@ -397,17 +471,22 @@ def scrape_factors(addr, t_end, w_s):
     return _scrape_factors[key]
 
 
-def dashboard_vs_exact(addr, exprs, replicas, initial, final, at):
+def dashboard_vs_exact(addr, exprs, replicas, initial, final, at, schema):
     """Evaluates each dashboard expression over a window covering the run
     since the first scrape and compares every series it returns with the
     value computed from the replicas' own records (values and counters
     dumped at the first scrape and at the end), weighted per series by
     PromQL's extrapolation. Returns (series compared, worst relative
-    error, expressions not compared with why)."""
+    error, expressions not compared with why, worst relative error per
+    expression)."""
     vals = {"model": ".*", "class": ".*", "viewpoint": "engine", "__rate_interval": "5m",
             "__interval": "15s", "__range": "5m"}
     inst = {r.target: i for i, r in enumerate(replicas)}
-    ncmp, worst, skipped = 0, 0.0, []
+    ncmp, worst, skipped, per_expr = 0, 0.0, [], {}
+    # a stream's own p95 gap as the library keeps it (the midpoint of its
+    # bucket, SEQ_P95_RES) and then in a native bucket: its quantiles are
+    # within this of the exact ones
+    p95_bound = (1 + SEQ_P95_RES) * (1 + native_bound(schema)) - 1
 
     def window_s(w):
         return {"5m": 300.0, "1h": 3600.0}[w]
@@ -435,7 +514,11 @@ def dashboard_vs_exact(addr, exprs, replicas, initial, final, at):
                 raise RuntimeError("%s: series of an unknown instance %s" % (fam, ins))
             ks = [STATUS_CTR[status]] if status else idx
             c = cls if cls else "*"
-            d = sum(final[i][5][c][k] - initial[i][5][c][k] for k in ks)
+            if fam == "llm_stall_seconds_total":  # the gaps the replica made above the budget
+                cs = ("chat", "batch") if c == "*" else (c,) if c in ("chat", "batch") else ()
+                d = sum(final[i][6]["STLL"][x][1] - initial[i][6]["STLL"][x][1] for x in cs) / 1e9
+            else:
+                d = sum(final[i][5][c][k] - initial[i][5][c][k] for k in ks)
             if cause not in (None, "unknown"):
                 d = 0  # the replicas run no engine loop: every cause is unknown
             g = tuple({"class": cls, "status": status, "instance": ins,
@@ -443,8 +526,14 @@ def dashboard_vs_exact(addr, exprs, replicas, initial, final, at):
             out[g] = out.get(g, 0.0) + f * d / window_s(w)
         return out
 
+    def weights(w):
+        fs = scrape_factors(addr, at, int(window_s(w)))
+        if any(r.target not in fs for r in replicas):
+            raise RuntimeError("no scrape of some replica in the window: %s" % fs)
+        return [fs[r.target] for r in replicas]
+
     def quantiles(fam, w, q):
-        m = [f for _, f in METRICS].index(fam)
+        m = [f for _, f in METRICS].index(fam) if fam in [f for _, f in METRICS] else EXTRA[fam]
         fs = scrape_factors(addr, at, int(window_s(w)))
         out = {}
         if any(r.target not in fs for r in replicas):
@@ -461,11 +550,19 @@ def dashboard_vs_exact(addr, exprs, replicas, initial, final, at):
         out[("default",)] = float("nan")  # a dropped begin's class: no observation
         return out
 
-    def compare(title, e, exact):
+    def compare(title, e, exact, bound=0.01, complete=False):
+        """every series of e against exact["values"] (by the labels of
+        exact["group"]) within the relative bound (0: equal); complete:
+        every expected series must be there"""
         nonlocal ncmp, worst
         got = [(x["metric"], float(x["value"][1])) for x in query(addr, e, at)["result"]]
         if not got:
             fail("dashboard panel %r: no series for %s" % (title, e))
+        if complete:
+            have = {tuple(lab.get(k) for k in exact["group"]) for lab, _ in got}
+            for key, want in exact["values"].items():
+                if key not in have and not (isinstance(want, float) and math.isnan(want)):
+                    fail("dashboard panel %r: no series %s (exact %s) in %s" % (title, key, want, e))
         for lab, v in got:
             key = tuple(lab.get(k) for k in exact["group"])
             want = exact["values"].get(key)
@@ -480,16 +577,111 @@ def dashboard_vs_exact(addr, exprs, replicas, initial, final, at):
                 continue
             err = abs(v - want) / abs(want) if want else abs(v)
             ncmp += 1
-            worst = max(worst, err)
-            if math.isnan(v) or err >= 0.01:
+            if bound <= 0.01:  # the worst of the 1 % comparisons
+                worst = max(worst, err)
+            per_expr[e] = max(per_expr.get(e, 0.0), err)
+            if math.isnan(v) or (err > 0 if bound == 0 else err >= bound):
                 fail("dashboard panel %r %s: %s, exact %s (%s)" % (title, lab, v, want, e))
 
     for title, expr in exprs:
         e = substitute(expr, vals)
         m = re.fullmatch(r"histogram_quantile\(([\d.]+), sum by \(class\) \(" + RATE + r"\)\)", e)
-        if m and m.group(2) in [f for _, f in METRICS]:
+        if m and (m.group(2) in [f for _, f in METRICS] or m.group(2) in EXTRA):
+            # a stream's own p95 gap: the library keeps it to SEQ_P95_RES
             compare(title, e, {"group": ("class",),
-                               "values": quantiles(m.group(2), m.group(4), m.group(1))})
+                               "values": quantiles(m.group(2), m.group(4), m.group(1))},
+                    bound=p95_bound if m.group(2) == "llm_request_inter_token_latency_p95_seconds"
+                    else 0.01, complete=True)
+            continue
+        m = re.fullmatch(r"1 - histogram_fraction\(0, ([\d.]+), sum by \(class\) \(" + RATE + r"\)\)", e)
+        if m and m.group(2) == "llm_request_inter_token_latency_p95_seconds":
+            # the weighted share of the streams whose own p95 gap exceeded
+            # the edge x: each stream's value is kept to SEQ_P95_RES and
+            # then placed in a native bucket (p95_bound), so the answer lies
+            # between the exact shares above x (1 + p95_bound) and above
+            # x / (1 + p95_bound)
+            x, ws = float(m.group(1)), weights(m.group(4))
+            got = {r["metric"].get("class"): float(r["value"][1])
+                   for r in query(addr, e, at)["result"]}
+            for cls in ("chat", "batch", "default"):
+                pairs = class_pairs(final, initial, "P95G", cls, ws) if cls != "default" else []
+                v = got.get(cls)
+                if not pairs:  # no stream of its own: NaN (no histogram) or no series
+                    if v is not None and not math.isnan(v):
+                        fail("dashboard panel %r {class=%s}: %s where no stream exists"
+                             % (title, cls, v))
+                    continue
+                total = math.fsum(w for _, w in pairs)
+
+                def above(edge):
+                    return math.fsum(w for y, w in pairs if y > edge * 1e9) / total
+                exact, lo, hi = above(x), above(x * (1 + p95_bound)), above(x / (1 + p95_bound))
+                if v is None or math.isnan(v) or not lo - 1e-9 <= v <= hi + 1e-9:
+                    fail("dashboard panel %r {class=%s}: %s, exact %.6f (the resolution allows "
+                         "%.6f .. %.6f) (%s)" % (title, cls, v, exact, lo, hi, e))
+                    continue
+                err = abs(v - exact) / exact if exact else abs(v)
+                print("     %s{class=%s}: %.6f, exact %.6f, the resolution allows %.6f .. %.6f"
+                      % (e[:40], cls, v, exact, lo, hi))
+                ncmp += 1
+                per_expr[e] = max(per_expr.get(e, 0.0), err)
+            continue
+        m = re.fullmatch(r"histogram_quantile\(([\d.]+), sum by \((prefix_cache|prefill)\) \("
+                         + RATE + r"\)\)", e)
+        if m and m.group(3) in ("llm_time_to_first_token_by_prefix_cache_seconds",
+                                "llm_engine_step_seconds"):
+            # TTFT of the streams that reported a prefix-cache outcome
+            # (replica 1: a hit below 300 ms) / the engine steps' durations
+            # (every replica), split by the flag bit (replica.c PFXC, STEP)
+            tag = "PFXC" if m.group(2) == "prefix_cache" else "STEP"
+            sides = ({("hit",): True, ("miss",): False} if tag == "PFXC"
+                     else {("true",): True, ("false",): False})
+            ws, q = weights(m.group(5)), m.group(1)
+            values = {k: rank_or_tie(split_pairs(final, initial, tag, "%s" % flag, ws,
+                                                 lambda v, f=flag: bool(v & FLAG_BIT) == f), q)
+                      for k, flag in sides.items()}
+            if tag == "PFXC":
+                values[("partial",)] = float("nan")  # no replica reports a partial hit
+            compare(title, e, {"group": (m.group(2),), "values": values}, complete=True)
+            continue
+        if re.fullmatch(r"class:llm_slo_objective:ratio\{[^}]*\}", e):
+            compare(title, e, {"group": ("class",),
+                               "values": {(c,): v for c, v in OBJECTIVES.items()}},
+                    bound=0, complete=True)
+            continue
+        m = re.fullmatch(r"count by \(model, start_point, token_point, version\) "
+                         r"\(llm_measurement_info\{[^}]*\}\)", e)
+        if m:  # one series a replica, with what it configured (replica.c INFO)
+            values = {}
+            for rep in final:
+                k = ("fleet-test-8b",) + rep[6]["INFO"]
+                values[k] = values.get(k, 0.0) + 1
+            compare(title, e, {"group": ("model", "start_point", "token_point", "version"),
+                               "values": values}, bound=0, complete=True)
+            continue
+        if re.fullmatch(r"sum by \(instance\) \(llm_registry_memory_bytes\{[^}]*\}\)", e):
+            # ttft_registry_memory() at the final dump: nothing was
+            # recorded since, so it has not moved
+            compare(title, e, {"group": ("instance",), "values": {
+                (r.target,): float(final[i][6]["MEMB"]) for i, r in enumerate(replicas)}},
+                bound=0, complete=True)
+            continue
+        m = re.fullmatch(r"sum\(" + RATE + r"\)", e)
+        if m and m.group(1) == "llm_inter_token_latency_seconds":
+            # a native histogram (the heatmap): its count and sum per second
+            # are the replicas' gaps since the first scrape, each replica's
+            # weighted by its extrapolation factor; and one quantile
+            ws = weights(m.group(3))
+            n = lambda rep, i: len(rep[2]) - len(initial[i][2])  # noqa: E731
+            cnt = math.fsum(ws[i] * n(rep, i) for i, rep in enumerate(final)) / window_s(m.group(3))
+            tot = math.fsum(ws[i] * math.fsum(v & ~BATCH_BIT for v in rep[2][len(initial[i][2]):])
+                            for i, rep in enumerate(final)) / 1e9 / window_s(m.group(3))
+            compare(title, "histogram_count(%s)" % e, {"group": (), "values": {(): cnt}},
+                    complete=True)
+            compare(title, "histogram_sum(%s)" % e, {"group": (), "values": {(): tot}},
+                    complete=True)
+            compare(title, "histogram_quantile(0.9, %s)" % e, {"group": (), "values": {
+                (): rank_or_tie(class_pairs(final, initial, 2, None, ws), "0.9")}}, complete=True)
             continue
         m = re.fullmatch(r"sum by \(([\w, ]+)\) \(" + RATE + r"\)", e)
         if m and m.group(2) in COUNTER_FAMS:
@@ -521,7 +713,7 @@ def dashboard_vs_exact(addr, exprs, replicas, initial, final, at):
                                "values": {(r.target,): 0.0 for r in replicas}})
             continue
         skipped.append("%s: %s" % (title, e))
-    return ncmp, worst, skipped
+    return ncmp, worst, skipped, per_expr
 
 # ------------------------------------------------------------------ main
 def main():
@@ -641,6 +833,14 @@ def main():
             elif k < len(SCALES) - 1:
                 time.sleep(WINDOW_PAUSE_S)
         final = dump_all("final")
+        # the replicas' own count of the gaps over the stall budget is the
+        # library's (TTFT_COUNTER_STALLS): their stalled seconds are then
+        # those of the same gaps
+        for i, rep in enumerate(final):
+            for cls in ("chat", "batch"):
+                if rep[6]["STLL"][cls][0] != rep[5][cls][6]:
+                    fail("replica %d %s: %d gaps over the stall budget, the library counted %d "
+                         "stalls" % (i, cls, rep[6]["STLL"][cls][0], rep[5][cls][6]))
 
         def obs(m, start=None, cls=None):  # final values after start, one class or all
             out = []
@@ -829,13 +1029,20 @@ def main():
             # window that covers the run since the first scrape (5m, as the
             # rules; the 1h attainment over 1h)
             t_d = time.monotonic()
-            ncmp, worst_d, skipped = dashboard_vs_exact(
-                native.addr, exprs, replicas, initial, final, at)
-            for what in skipped:
-                print("     not compared: %s" % what)
-            if ncmp < 60:
+            ncmp, worst_d, skipped, per_expr = dashboard_vs_exact(
+                native.addr, exprs, replicas, initial, final, at, schema)
+            for e in sorted(per_expr):
+                print("     worst %8.4f %%  %s" % (100 * per_expr[e], e))
+            print("     (bounds: 1 %%; 0 for objectives, info, memory; per-user p95 %.2f %%: "
+                  "the library keeps a stream's p95 to %.2f %%, then native %.2f %%)"
+                  % (100 * ((1 + SEQ_P95_RES) * (1 + native_bound(schema)) - 1),
+                     100 * SEQ_P95_RES, 100 * native_bound(schema)))
+            for what in skipped:  # issue 17: every dashboard expression is compared
+                fail("dashboard: no exact value known for %s" % what)
+            if ncmp < 95:
                 fail("dashboard: only %d panel series compared with exact values" % ncmp)
-            print("ok   dashboard panels: %d series vs the exact values, worst %.3f %%, %d "
+            print("ok   dashboard panels: %d series vs the exact values, worst %.3f %% (of the 1 %% "
+                  "ones), %d "
                   "expressions without an independent exact value (listed) (%.1f s)"
                   % (ncmp, 100 * worst_d, len(skipped), time.monotonic() - t_d), flush=True)
 

@@ -21,7 +21,16 @@
  *                        token, and one begin refused per round (a full
  *                        registry)
  * Classes "chat" (SLO TTFT 500 ms, TPOT 60 ms, stall 400 ms) and "batch"
- * (TTFT 5 s), model "fleet-test-8b", constant label viewpoint="engine".
+ * (TTFT 5 s, the registry's default stall budget 500 ms), model
+ * "fleet-test-8b", start_point "server_arrival", token_point "sse_flush",
+ * constant label viewpoint="engine". The attainment objectives are the
+ * rules' (deploy/prometheus/ttft.rules.yml): batch 95 %, every other
+ * class ("chat", "default") 99 %.
+ * Engine steps: every round also records 600 engine steps (ttft_engine_step;
+ * 30 % carry prefill) on a stretch of the caller clock of their own, before
+ * any stream's (steps end before 1000 s, streams begin at 1000 s), so the
+ * step-duration histograms get known values while no step ends inside any
+ * stream's gap: every stall's cause stays unknown (docs/metrics.md, rule 1).
  *
  * protocol (stdin, one command a line; answers on stdout):
  *   at start   prints "port <n>" once /metrics is served
@@ -36,6 +45,27 @@
  *              then "CNTS": the registry's counters, totals ("*") then
  *              per class (a uint64 entry count; per entry its name as a uint64 length and
  *              bytes, a uint64 K and K uint64 counters by ttft_counter);
+ *              then tagged sections, each a 4-byte tag and its body (a
+ *              reader that stops after CNTS still reads the above):
+ *                "P95G" a value list (uint64 count, values as TTFV's, bit
+ *                       63 = batch): each ended stream's own p95 gap, the
+ *                       nearest rank ceil(0.95 g) of its g >= 1 gaps (SPEC
+ *                       §1, docs/metrics.md SEQ_ITL_P95), in end order
+ *                "ABWT" a value list: the waits of the streams cancelled
+ *                       before their first token (ABANDONED_WAIT)
+ *                "STLL" per class (chat, batch) two uint64: the gaps above
+ *                       the class's stall budget (chat 400 ms, batch the
+ *                       registry's default 500 ms) and their summed length
+ *                       in ns (llm_stall_seconds_total: the whole gap)
+ *                "PFXC" a value list: the TTFT of each stream that
+ *                       reported its prefix cache (replica 1), bit 62 set
+ *                       for a hit (the others are misses)
+ *                "STEP" a value list: the engine steps' durations (bit 62
+ *                       set: the step carried prefill)
+ *                "MEMB" one uint64: ttft_registry_memory() now
+ *                "INFO" three strings (uint64 length, bytes): the
+ *                       configured start_point, token_point, and
+ *                       ttft_version_string()
  *              prints "dumped <n_ttft> <n_tpot> <n_itl> <n_e2e>"
  *   quit, EOF  stops and exits 0
  * Exits by itself after 240 s (SIGALRM) so a killed driver leaves nothing.
@@ -73,7 +103,12 @@ typedef struct vec {
   size_t n, cap;
 } vec;
 static vec g_ttft, g_tpot, g_itl, g_e2e;
+static vec g_p95, g_abwait, g_pfx, g_steps; /* P95G, ABWT, PFXC, STEP of the dump */
 #define BATCH_BIT (UINT64_C(1) << 63) /* the value's class is batch */
+#define FLAG_BIT (UINT64_C(1) << 62)  /* PFXC: a prefix-cache hit; STEP: prefill */
+/* per class (0 chat, 1 batch): the gaps above its stall budget, their ns */
+static uint64_t g_stalls[2], g_stalled_ns[2];
+static const uint64_t g_stall_budget[2] = {400000000, 500000000};
 /* per class (0 chat, 1 batch): ended streams, those the SLO judges, the
  * good ones — the verdict of docs/metrics.md, worked out here from the
  * stream's own numbers */
@@ -102,6 +137,9 @@ static void push(vec *a, uint64_t x) {
 }
 
 /* ----------------------------------------------------------- workload */
+#define START_POINT "server_arrival"
+#define TOKEN_POINT "sse_flush"
+
 static ttft_registry *g_r;
 static int g_id, g_chat, g_batch;
 static uint64_t g_t = UINT64_C(1000000000000); /* caller clock, ns */
@@ -156,14 +194,22 @@ static plan make_plan(void) {
   return p;
 }
 
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
 /* Play one begun sequence to its end; record the exact values as the
  * library defines them (docs/metrics.md). */
-static void play(ttft_seq s, uint64_t t_begin, const plan *p) {
+static void play(ttft_seq s, uint64_t t_begin, const plan *p, int prefix_hit) {
+  static uint64_t gaps[4096]; /* this stream's gaps (at most 1999) */
+  size_t ng = 0;
   uint64_t t = t_begin, cls = p->class_id == g_batch ? BATCH_BIT : 0;
   if (!p->ttft) { /* abandoned: waited, then the client went away */
     uint64_t wait = scaled(lognormal_ns(3.0, 0.5));
     ttft_stream_end(g_r, s, TTFT_CANCELLED, t + wait);
     push(&g_e2e, wait | cls);
+    push(&g_abwait, wait | cls);
     verdict(cls != 0, TTFT_CANCELLED, wait, 0, 0); /* no token: TTFT budget vs the wait */
     return;
   }
@@ -171,6 +217,7 @@ static void play(ttft_seq s, uint64_t t_begin, const plan *p) {
   t += p->ttft;
   ttft_token_emitted(g_r, s, 1, t);
   push(&g_ttft, p->ttft | cls);
+  if (prefix_hit >= 0) push(&g_pfx, p->ttft | cls | (prefix_hit ? FLAG_BIT : 0));
   uint64_t t_first = t;
   unsigned n = 1;
   while (n < limit) {
@@ -180,12 +227,42 @@ static void play(ttft_seq s, uint64_t t_begin, const plan *p) {
     t += d;
     ttft_token_emitted(g_r, s, k, t);
     push(&g_itl, d | cls);
+    if (ng < sizeof gaps / sizeof gaps[0]) gaps[ng++] = d;
+    if (d > g_stall_budget[cls != 0]) g_stalls[cls != 0]++, g_stalled_ns[cls != 0] += d;
     n += k;
+  }
+  if (ng) { /* the stream's own p95 gap: nearest rank ceil(0.95 g) */
+    qsort(gaps, ng, sizeof gaps[0], cmp_u64);
+    push(&g_p95, gaps[(95 * ng + 99) / 100 - 1] | cls);
   }
   if (n >= 2) push(&g_tpot, ((t - t_first) / (n - 1)) | cls);
   ttft_stream_end(g_r, s, p->end, t + 1000);
   push(&g_e2e, (t + 1000 - t_begin) | cls);
   verdict(cls != 0, p->end, p->ttft, n >= 2, n >= 2 ? (t - t_first) / (n - 1) : 0);
+}
+
+/* A round's engine steps, on their own stretch of the caller clock (the
+ * header comment): they end before 1000 s, where the streams begin. */
+static uint64_t g_ts = UINT64_C(1000000000);
+static void engine_steps(void) {
+  for (int i = 0; i < 600; i++) {
+    ttft_step_info info;
+    ttft_step_info_init(&info);
+    int prefill = unit() < 0.3;
+    info.prefill_tokens = prefill ? (uint32_t)uniform(256, 8192) : 0;
+    info.decode_seqs = (uint32_t)uniform(1, 64);
+    uint64_t d = prefill ? scaled(lognormal_ns(0.150, 0.5)) : scaled(lognormal_ns(0.020, 0.3));
+    if (g_ts + d + 1000 >= UINT64_C(1000000000000)) {
+      fprintf(stderr, "replica %d: engine steps reached the streams' clock\n", g_id);
+      exit(1);
+    }
+    if (ttft_engine_step(g_r, &info, g_ts, g_ts + d) != TTFT_OK) {
+      fprintf(stderr, "replica %d: ttft_engine_step failed\n", g_id);
+      exit(1);
+    }
+    push(&g_steps, d | (prefill ? FLAG_BIT : 0));
+    g_ts += d + 1000;
+  }
 }
 
 static unsigned round_size(void) { return g_id == 0 ? 700 : g_id == 1 ? 450 : 500; }
@@ -198,12 +275,14 @@ static void one_round(void) {
     ttft_seq seqs[BLOCK];
     uint64_t t0[BLOCK];
     plan plans[BLOCK];
+    int hit[BLOCK];
     for (unsigned i = 0; i < k; i++) { /* begin a block, as a busy server would */
       ttft_request req;
       ttft_request_init(&req);
       plans[i] = make_plan();
       req.class_id = plans[i].class_id;
       req.prefix_hit = g_id == 1 ? (plans[i].ttft < 300000000) : -1;
+      hit[i] = req.prefix_hit;
       req.prompt_tokens = (uint32_t)uniform(64, 20000);
       t0[i] = g_t;
       g_t += 1000;
@@ -215,18 +294,31 @@ static void one_round(void) {
         fprintf(stderr, "replica %d: begin refused unexpectedly\n", g_id);
         exit(1);
       }
-      play(seqs[i], t0[i], &plans[i]);
+      play(seqs[i], t0[i], &plans[i], hit[i]);
     }
     done += k;
   }
   g_t += UINT64_C(1000000000);
   g_rounds++;
+  engine_steps();
 }
 
 static int put_u64(FILE *f, uint64_t v) { /* little-endian; 1 on error */
   unsigned char b[8];
   for (int i = 0; i < 8; i++) b[i] = (unsigned char)(v >> (8 * i));
   return fwrite(b, 1, 8, f) != 8;
+}
+
+static int put_list(FILE *f, const char *tag, const vec *a) { /* 1 on error */
+  int bad = fwrite(tag, 1, 4, f) != 4;
+  bad |= put_u64(f, a->n);
+  for (size_t j = 0; j < a->n; j++) bad |= put_u64(f, a->v[j]);
+  return bad;
+}
+
+static int put_str(FILE *f, const char *str) { /* 1 on error */
+  size_t len = strlen(str);
+  return put_u64(f, len) | (len && fwrite(str, 1, len, f) != len);
 }
 
 static int dump(const char *path) {
@@ -276,6 +368,17 @@ static int dump(const char *path) {
                               : ttft_snapshot_class_counter(s, c, (ttft_counter)k));
   }
   ttft_snapshot_free(s);
+  /* then the tagged sections of the header comment */
+  bad |= put_list(f, "P95G", &g_p95);
+  bad |= put_list(f, "ABWT", &g_abwait);
+  bad |= fwrite("STLL", 1, 4, f) != 4;
+  for (int c = 0; c < 2; c++) bad |= put_u64(f, g_stalls[c]) | put_u64(f, g_stalled_ns[c]);
+  bad |= put_list(f, "PFXC", &g_pfx);
+  bad |= put_list(f, "STEP", &g_steps);
+  bad |= fwrite("MEMB", 1, 4, f) != 4;
+  bad |= put_u64(f, ttft_registry_memory(g_r));
+  bad |= fwrite("INFO", 1, 4, f) != 4;
+  bad |= put_str(f, START_POINT) | put_str(f, TOKEN_POINT) | put_str(f, ttft_version_string());
   bad |= fclose(f) != 0;
   return bad ? -1 : 0;
 }
@@ -296,6 +399,8 @@ int main(int argc, char **argv) {
   ttft_config c;
   ttft_config_init(&c);
   c.model = "fleet-test-8b";
+  c.start_point = START_POINT;
+  c.token_point = TOKEN_POINT;
   c.const_labels = &lbl;
   c.n_const_labels = 1;
   if (argc > 2) c.native_schema = atoi(argv[2]);
@@ -366,5 +471,10 @@ int main(int argc, char **argv) {
   free(g_ttft.v);
   free(g_tpot.v);
   free(g_itl.v);
+  free(g_e2e.v);
+  free(g_p95.v);
+  free(g_abwait.v);
+  free(g_pfx.v);
+  free(g_steps.v);
   return 0;
 }
