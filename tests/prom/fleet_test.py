@@ -48,6 +48,7 @@ Missing prometheus: FAIL under CI (CI set), otherwise exit 77 (ctest SKIP).
 """
 import argparse
 import array
+import bisect
 import json
 import math
 import os
@@ -423,11 +424,7 @@ def class_pairs(final, initial, m, cls, weights):
     """(value, weight) of metric m's observations of class cls since the
     first scrape, sorted by value, each weighted by its replica's weight:
     cached, as several quantiles and rules ask the same (1.4 M ITL values).
-    m: an index of METRICS, or a value list's tag in the dump (P95G, ABWT);
-    cls None: every class"""
-    if cls is None:  # two sorted runs: timsort merges them in one pass
-        return sorted(class_pairs(final, initial, m, "chat", weights) +
-                      class_pairs(final, initial, m, "batch", weights))
+    m: an index of METRICS, or a value list's tag in the dump (P95G, ABWT)"""
     want = BATCH_BIT if cls == "batch" else 0
     return split_pairs(final, initial, m, "class=%s" % cls, weights,
                        lambda v: cls is None or v & BATCH_BIT == want)
@@ -444,6 +441,40 @@ def split_pairs(final, initial, m, what, weights, keep):
                              for i, rep in enumerate(final)
                              for v in vals(rep)[len(vals(initial[i])):] if keep(v))
     return _pairs[key]
+
+
+def rank_of_runs(runs, weights, q):
+    """rank_or_tie over every class at once, without building the pairs:
+    runs[i] is replica i's values (bit 63 = batch) sorted as integers, so
+    its chat values come first and its batch values after; the weighted
+    count at or below x is then a bisection per replica, and the nearest
+    rank the smallest value where it reaches q x the total weight (the
+    ITL heatmap: a million values, where sorting (value, weight) pairs
+    costs seconds on a loaded machine)"""
+    split = [bisect.bisect_left(r, BATCH_BIT) for r in runs]
+
+    def below(x):  # the weight of the values <= x
+        return math.fsum(w * (bisect.bisect_right(r, x, 0, k) +
+                              bisect.bisect_right(r, x | BATCH_BIT, k) - k)
+                         for r, w, k in zip(runs, weights, split))
+    total = math.fsum(w * len(r) for r, w in zip(runs, weights))
+    if not total:
+        return float("nan")
+    target = float(q) * total
+    lo, hi = 0, max(max(r[k - 1] if k else 0, (r[-1] & ~BATCH_BIT) if len(r) > k else 0)
+                    for r, k in zip(runs, split))
+    while lo < hi:  # the smallest x with below(x) >= target
+        mid = (lo + hi) // 2
+        if below(mid) >= target * (1 - 1e-12):
+            hi = mid
+        else:
+            lo = mid + 1
+    if abs(below(lo) - target) > 1e-9 * total:
+        return lo / 1e9
+    nxt = [r[j] for r, k in zip(runs, split) for j in (bisect.bisect_right(r, lo, 0, k),)
+           if j < k] + [r[j] & ~BATCH_BIT for r, k in zip(runs, split)
+                        for j in (bisect.bisect_right(r, lo | BATCH_BIT, k),) if j < len(r)]
+    return (lo / 1e9, min(nxt) / 1e9) if nxt else lo / 1e9
 
 
 def rank_or_tie(pairs, q):
@@ -583,8 +614,12 @@ def dashboard_vs_exact(addr, exprs, replicas, initial, final, at, schema):
             if math.isnan(v) or (err > 0 if bound == 0 else err >= bound):
                 fail("dashboard panel %r %s: %s, exact %s (%s)" % (title, lab, v, want, e))
 
+    took, t_prev, e_prev = {}, time.monotonic(), None  # seconds per expression
     for title, expr in exprs:
         e = substitute(expr, vals)
+        if e_prev is not None:
+            took[e_prev] = time.monotonic() - t_prev
+        t_prev, e_prev = time.monotonic(), e
         m = re.fullmatch(r"histogram_quantile\(([\d.]+), sum by \(class\) \(" + RATE + r"\)\)", e)
         if m and (m.group(2) in [f for _, f in METRICS] or m.group(2) in EXTRA):
             # a stream's own p95 gap: the library keeps it to SEQ_P95_RES
@@ -671,17 +706,18 @@ def dashboard_vs_exact(addr, exprs, replicas, initial, final, at, schema):
             # a native histogram (the heatmap): its count and sum per second
             # are the replicas' gaps since the first scrape, each replica's
             # weighted by its extrapolation factor; and one quantile
-            ws = weights(m.group(3))
-            n = lambda rep, i: len(rep[2]) - len(initial[i][2])  # noqa: E731
-            cnt = math.fsum(ws[i] * n(rep, i) for i, rep in enumerate(final)) / window_s(m.group(3))
-            tot = math.fsum(ws[i] * math.fsum(v & ~BATCH_BIT for v in rep[2][len(initial[i][2]):])
-                            for i, rep in enumerate(final)) / 1e9 / window_s(m.group(3))
+            ws, w = weights(m.group(3)), window_s(m.group(3))
+            runs = [sorted(rep[2][len(initial[i][2]):]) for i, rep in enumerate(final)]
+            cnt = math.fsum(ws[i] * len(r) for i, r in enumerate(runs)) / w
+            # a replica's sum: every value, less bit 63 of its batch values
+            tot = math.fsum(ws[i] * (sum(r) - BATCH_BIT * (len(r) - bisect.bisect_left(r, BATCH_BIT)))
+                            for i, r in enumerate(runs)) / 1e9 / w
             compare(title, "histogram_count(%s)" % e, {"group": (), "values": {(): cnt}},
                     complete=True)
             compare(title, "histogram_sum(%s)" % e, {"group": (), "values": {(): tot}},
                     complete=True)
             compare(title, "histogram_quantile(0.9, %s)" % e, {"group": (), "values": {
-                (): rank_or_tie(class_pairs(final, initial, 2, None, ws), "0.9")}}, complete=True)
+                (): rank_of_runs(runs, ws, "0.9")}}, complete=True)
             continue
         m = re.fullmatch(r"sum by \(([\w, ]+)\) \(" + RATE + r"\)", e)
         if m and m.group(2) in COUNTER_FAMS:
@@ -713,6 +749,10 @@ def dashboard_vs_exact(addr, exprs, replicas, initial, final, at, schema):
                                "values": {(r.target,): 0.0 for r in replicas}})
             continue
         skipped.append("%s: %s" % (title, e))
+    if e_prev is not None:
+        took[e_prev] = time.monotonic() - t_prev
+    slow = sorted(took, key=took.get, reverse=True)[:3]
+    print("     slowest: %s" % ", ".join("%.1f s %s" % (took[e], e[:60]) for e in slow))
     return ncmp, worst, skipped, per_expr
 
 # ------------------------------------------------------------------ main
