@@ -95,8 +95,8 @@ if(TTFT_WITH_HTTP AND TTFT_HAVE_PTHREADS)
             $<TARGET_FILE:ttft_prom_replica> "${TTFT_PROMETHEUS_BIN}"
             --dashboard ${PROJECT_SOURCE_DIR}/deploy/grafana/ttft-dashboard.json
             --rules ${PROJECT_SOURCE_DIR}/deploy/prometheus/ttft.rules.yml)
-  # one Prometheus-server test at a time on a 2-core machine; ~80 s alone,
-  # up to ~180 s while a full parallel suite loads both cores
+  # one Prometheus-server test at a time on a 2-core machine; ~45 s alone,
+  # 50-90 s inside a full parallel suite, ~115 s beside other heavy jobs
   set_tests_properties(prom_fleet PROPERTIES
     LABELS "prometheus;integration" SKIP_RETURN_CODE 77 TIMEOUT 300
     RESOURCE_LOCK prometheus_server)
