@@ -46,13 +46,21 @@ void ttft__hist_sum_add_shared(ttft__hist *h, uint64_t v) {
     /* acquire: the half that goes with this sum (or a later one) */
     uint64_t l = atomic_load_explicit(&h->sum, memory_order_acquire);
     for (;;) {
-      /* acquire: read after l, so never more than one crossing behind it */
+      /* acquire: the crossings counted so far. Loaded after l, it may
+       * already count a crossing made after l (another writer added and
+       * settled in between): (l, half) is a pair of one instant only if
+       * sum still holds l after this load (below, or the CAS) */
       uint64_t half = atomic_load_explicit(&h->half, memory_order_acquire);
       if ((half ^ (l >> 63)) & 1u) {
-        /* one crossing pending: count it before adding, so that no add
-         * can make a second one while it is */
-        half_settle(h, l, half);
-        l = atomic_load_explicit(&h->sum, memory_order_acquire);
+        /* acquire: as above */
+        uint64_t now = atomic_load_explicit(&h->sum, memory_order_acquire);
+        /* a pair of one instant (sum cannot come back to l: that would
+         * take 2^64 ns of adds): one crossing pending; count it before
+         * adding, so that no add can make a second one while it is.
+         * Otherwise l was stale and half ahead of it: nothing to settle
+         * (1.2.0 settled it all the same and counted crossings twice). */
+        if (now == l) half_settle(h, l, half);
+        l = now;
         continue;
       }
       /* release: as in ttft__hist_sum_add; acquire on failure: as above */
