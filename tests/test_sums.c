@@ -243,7 +243,7 @@ TEST(shared_shard_sum_monotone_under_concurrent_writers) {
  * crossings of 2^63 (one every 4 adds of 2^61 + 1), while a reader checks
  * that hi:lo never goes down. The final sum is exact: a writer that read
  * a stale `sum` and a newer `half` must not take the pair for a pending
- * crossing and count it a second time (1.2.0 did: hi came out one high
+ * crossing and count it a second time (an earlier 1.2 build did: hi came out one high
  * in CI, once in ~1600 snapshots of the test above). */
 #ifdef TTFT_TEST_STATIC
 #define RACE_THREADS 3

@@ -71,7 +71,8 @@ typedef struct ttft__hist {
  * moves `sum` by less than 2^63 (larger values are added in parts), so it
  * flips the top bit at most once, and a writer settles `half` before its
  * next add can flip it again (private shard: program order; shared shard:
- * a CAS on `sum` happens only from a settled state, see
+ * a CAS on `sum` happens only from a settled state, and a crossing is
+ * settled only from a (sum, half) pair that held at one instant, see
  * ttft__hist_sum_add_shared). Hence a reader that sees `half` unchanged
  * around its load of `sum` (release stores, acquire loads) sees it either
  * settled or exactly one crossing behind, and parity tells which: a

@@ -58,7 +58,7 @@ void ttft__hist_sum_add_shared(ttft__hist *h, uint64_t v) {
          * take 2^64 ns of adds): one crossing pending; count it before
          * adding, so that no add can make a second one while it is.
          * Otherwise l was stale and half ahead of it: nothing to settle
-         * (1.2.0 settled it all the same and counted crossings twice). */
+         * (settling it all the same counts a crossing twice). */
         if (now == l) half_settle(h, l, half);
         l = now;
         continue;
