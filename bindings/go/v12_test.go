@@ -418,8 +418,12 @@ func TestConcurrentEngineSteps(t *testing.T) {
 			s.End(Completed)
 		}()
 	}
-	done := make(chan struct{})
+	// The snapshot goroutine is joined before the test returns: Close (the
+	// test's cleanup) must not race a call on the registry. Not joining it
+	// let a Snapshot run on the freed registry (a SIGSEGV in CI).
+	done, stopped := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(stopped)
 		for {
 			select {
 			case <-done:
@@ -434,6 +438,7 @@ func TestConcurrentEngineSteps(t *testing.T) {
 	}()
 	wg.Wait()
 	close(done)
+	<-stopped
 	sn := snap(t, r)
 	eq(t, "prefill steps", uint64(G*N/2), sn.EngineStepCount(true))
 	eq(t, "decode steps", uint64(G*N/2), sn.EngineStepCount(false))
