@@ -16,14 +16,21 @@
  * to an observation whose min/max store this thread does not see yet, and
  * it is in the next snapshot instead (min and max only widen, so a bucket
  * once inside stays inside: no count of a later snapshot goes down). A
- * histogram with neither set has nothing to read. Returns the coarse
- * observations it added. */
+ * histogram whose min is not seen yet has nothing to read, even when its
+ * max is: the two loads are not one instant, and a max seen without a min
+ * (another writer stored both between them) bounds nothing below, so
+ * reading every bucket could count a third writer's observation that the
+ * next snapshot, with min seen, leaves outside (1.2.0 did: a count that
+ * went down; test_races). A min once seen stays seen, so skipping never
+ * hides what an earlier snapshot counted. The one value that stores no
+ * min, UINT64_MAX (~v == 0; the hooks never record it: TTFT_NOW is 0),
+ * alone: its bucket only, the top one, inside every later range.
+ * Returns the coarse observations it added. */
 static uint64_t hist_copy_add(ttft__hacc *acc, const ttft__hist *src) {
   uint64_t mnw = TTFT__LD(&src->min), mx = TTFT__LD(&src->max); /* min is stored inverted */
-  if (!mnw && !mx) return 0;
-  uint32_t lo = mnw ? ttft__hist_index(~mnw) : 0;
+  if (!mnw && mx != UINT64_MAX) return 0;
+  uint32_t lo = ttft__hist_index(mnw ? ~mnw : UINT64_MAX);
   uint32_t hi = ttft__hist_index(mx) + 1;
-  if (!mnw) hi = TTFT__HIST_BUCKETS; /* max seen, min not yet: read all */
   uint64_t n = 0, coarse = 0;
   for (uint32_t c = lo >> TTFT__CHUNK_BITS; c <= (hi - 1) >> TTFT__CHUNK_BITS; c++) {
     uint32_t base = c * TTFT__CHUNK_BUCKETS;
