@@ -190,12 +190,17 @@ TEST(sum_of_a_writer_that_died_between_its_stores) {
 #define W_STREAMS 200
 
 static _Atomic int w_stop;
+/* streams recorded: a begin is refused (DROPPED) while every free slot
+ * waits in limbo behind a writer preempted inside a call, which a loaded
+ * 2-core machine does often with 3 writers (~140 of 600 seen) */
+static _Atomic uint64_t w_done;
 
 static void *w_main(void *p) {
   ttft_registry *r = p;
   for (int k = 0; k < W_STREAMS; k++) {
     ttft_seq s = ttft_begin(r, 1);
-    if (s) (void)ttft_stream_end(r, s, TTFT_COMPLETED, 1 + (UINT64_C(1) << 60));
+    if (s && ttft_stream_end(r, s, TTFT_COMPLETED, 1 + (UINT64_C(1) << 60)) == TTFT_OK)
+      atomic_fetch_add(&w_done, 1);
   }
   return NULL;
 }
@@ -223,6 +228,7 @@ TEST(shared_shard_sum_monotone_under_concurrent_writers) {
   ttft_registry *r = reg(0);
   if (!r) return;
   atomic_store(&w_stop, 0);
+  atomic_store(&w_done, 0);
   pthread_t w[W_THREADS], rd;
   EXPECT_EQ_INT(0, pthread_create(&rd, NULL, reader_main, r));
   for (int i = 0; i < W_THREADS; i++) EXPECT_EQ_INT(0, pthread_create(&w[i], NULL, w_main, r));
@@ -233,9 +239,11 @@ TEST(shared_shard_sum_monotone_under_concurrent_writers) {
   EXPECT_EQ_U64(0, (uint64_t)(uintptr_t)bad);
   uint64_t hi, lo;
   wide_sum(r, TTFT_METRIC_E2E, &hi, &lo);
-  /* 600 * 2^60 = 37.5 * 2^64 */
-  EXPECT_EQ_U64((uint64_t)W_THREADS * W_STREAMS / 16, hi);
-  EXPECT_EQ_U64(((uint64_t)W_THREADS * W_STREAMS % 16) << 60, lo);
+  /* n * 2^60 = (n / 16) * 2^64 + (n % 16) * 2^60 (600 streams: 37.5 * 2^64) */
+  const uint64_t n = atomic_load(&w_done);
+  EXPECT_GT_U64(n, 0);
+  EXPECT_EQ_U64(n / 16, hi);
+  EXPECT_EQ_U64((n % 16) << 60, lo);
   ttft_registry_free(r);
 }
 
