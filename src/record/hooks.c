@@ -284,6 +284,12 @@ static ttft_seq begin_common(ttft_registry *r, uint32_t cls, uint32_t prompt_tok
   }
   if (t == TTFT_NOW) t = ttft__now(r);
   ttft__slot *sl = &r->slots[s1 - 1];
+  /* release fence (compiler-only on x86): the end of the slot's last
+   * sequence (its ENDING CAS, which happened-before our pop of the slot)
+   * is visible to a live reader (ttft_seq_stats, a seqlock reader of the
+   * old handle) that reads any field stored below, so its re-check of
+   * the state sees the old sequence ended */
+  atomic_thread_fence(memory_order_release);
   TTFT__ST(&sl->t_begin, t);
   TTFT__ST(&sl->t_sched, 0);
   TTFT__ST(&sl->t_first, 0);
@@ -762,11 +768,14 @@ int ttft_engine_step(ttft_registry *r, const ttft_step_info *info, uint64_t t_st
   uint64_t old = TTFT__LD(&e->seq);
   /* an entry of a later lap (a writer that overtook this one) is kept;
    * anything older, complete or abandoned mid-write (a thread that died,
-   * a fork child), is taken over. relaxed CAS + release fence: the odd
-   * seq is visible before any field store below (a reader that sees a
-   * new field then sees seq changed on its re-check) */
+   * a fork child), is taken over. acquire on success: pairs with the
+   * previous lap's release of its even seq, so our field stores come
+   * after its own in each field's order (else a reader could accept a
+   * previous lap's field under our 2k + 2); relaxed on failure. Release
+   * fence: the odd seq is visible before any field store below (a
+   * reader that sees a new field then sees seq changed on its re-check) */
   if (TTFT_LIKELY(old < 2 * k + 1) &&
-      atomic_compare_exchange_strong_explicit(&e->seq, &old, 2 * k + 1, memory_order_relaxed,
+      atomic_compare_exchange_strong_explicit(&e->seq, &old, 2 * k + 1, memory_order_acquire,
                                               memory_order_relaxed)) {
     atomic_thread_fence(memory_order_release);
     TTFT__ST(&e->t_start, t_start_ns);
@@ -895,9 +904,14 @@ __attribute__((noinline, cold)) static void slow_offer(ttft_registry *r, ttft__c
     if (v <= mv) break; /* another writer raised the floor past v */
     ttft__slow_live *e = &cr->slow[(size_t)by * k + mi];
     uint32_t q = TTFT__LD(&e->seq);
-    /* relaxed: the counter is only a claim here; the release fence below
-     * orders the odd value before the entry's new fields */
-    if (!(q & 1u) && atomic_compare_exchange_strong_explicit(&e->seq, &q, q + 1, memory_order_relaxed,
+    /* acquire on success: pairs with the previous holder's release of q,
+     * so the check of V[mi] below sees its value (a relaxed claim, as in
+     * 1.2.0, may read the stale mv, take the entry for still ours and
+     * overwrite a larger value with v: a lost slowest entry) and our
+     * stores follow its stores to the entry. Relaxed on failure: nothing
+     * is read through it. The release fence below orders the odd value
+     * before the entry's new fields */
+    if (!(q & 1u) && atomic_compare_exchange_strong_explicit(&e->seq, &q, q + 1, memory_order_acquire,
                                                              memory_order_relaxed)) {
       /* release fence: a snapshot that reads any field written below also
        * sees the odd counter on its second look (seqlock writer) */

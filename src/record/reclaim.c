@@ -505,7 +505,12 @@ void ttft__stack_push(ttft_registry *r, ttft__stack *st, uint32_t idx) {
 static void pending_push(ttft_registry *r, ttft__stack *st, uint32_t idx) {
   TTFT_ASSERT(idx < r->nslots);
   ttft__slot *sl = &r->slots[idx];
-  uint64_t h = TTFT__LD(&st->head);
+  /* acquire (here and on CAS failure): top's tail below is read through
+   * this head, and was stored by top's pusher before its release CAS —
+   * several threads of the shared shard push here. A relaxed head, as in
+   * 1.2.0, may pair a head with an older tail of the same slot (its last
+   * time on a stack): a wrong chain end for the reclaimer */
+  uint64_t h = atomic_load_explicit(&st->head, memory_order_acquire);
   uint64_t nh;
   do {
     uint32_t top = (uint32_t)h;
@@ -516,7 +521,7 @@ static void pending_push(ttft_registry *r, ttft__stack *st, uint32_t idx) {
     /* release: the links, and the end's CAS on the slot state before them,
      * happen-before the reclaimer that takes the stack (acq_rel below) */
   } while (!atomic_compare_exchange_weak_explicit(&st->head, &h, nh, memory_order_release,
-                                                  memory_order_relaxed));
+                                                  memory_order_acquire));
 }
 
 static uint32_t stack_pop(ttft_registry *r, ttft__stack *st) {

@@ -868,12 +868,17 @@ int ttft_seq_stats(const ttft_registry *r, ttft_seq s, ttft_seq_info *out) {
     v.itl_p95_ns = ttft__seq_gap_quantile(sl, 0.95, 0);
     v.itl_max_ns = TTFT__LD(&sl->max_gap);
   }
-  /* acquire: the field loads above cannot move after it, so the re-check
-   * below sees any end that happened before them: a sequence that ended
-   * meanwhile is reported stale, not half-read */
-  v.stalls = atomic_load_explicit(&sl->stalls, memory_order_acquire);
+  v.stalls = TTFT__LD(&sl->stalls);
   v.preemptions = TTFT__LD(&sl->preemptions);
   v.last_stall_cause = v.stalls ? (int)((TTFT__LD(&sl->flags) & SF_CAUSE_MASK) >> SF_CAUSE_SHIFT) : -1;
+  /* acquire fence: the field loads above complete before the re-check
+   * below, and one that read a field of the slot's next sequence pairs
+   * with begin's release fence (begin_common), so the re-check sees that
+   * this sequence ended: it is reported stale, not half-read. (1.2.0
+   * made the load of `stalls` an acquire: that keeps later loads after
+   * it, not earlier ones, which could still be satisfied after the
+   * re-check.) */
+  atomic_thread_fence(memory_order_acquire);
   if (TTFT__LD(&sl->state) != live) return TTFT_ESTALE;
   memcpy(out, &v, out->struct_size);
   return TTFT_OK;
