@@ -15,6 +15,7 @@
  * (Prometheus reads a decrease as a counter reset). */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ttft.h"
@@ -116,7 +117,14 @@ TEST(count_never_drops_when_max_is_seen_before_min) {
  * double count or a torn min/max shows). Each writer records the global
  * minimum and maximum of TTFT and ITL once, at a different point. */
 #define RS_WRITERS 3
-#define RS_STREAMS 30000
+/* streams per writer: TTFT_RACE_STREAMS, else 30000 (~0.05 s; CI's TSan
+ * step runs fewer, TSan being ~50x slower here) */
+static int rs_streams(void) {
+  const char *e = getenv("TTFT_RACE_STREAMS");
+  int n = e ? atoi(e) : 0;
+  return n >= 100 ? n : 30000;
+}
+static int rs_n; /* streams per writer, this run */
 typedef struct rs_tally {
   ttft_registry *r;
   int w;
@@ -124,19 +132,19 @@ typedef struct rs_tally {
 } rs_tally;
 static _Atomic int rs_stop;
 static uint64_t rs_ttft(int w, int i) {
-  if (i == RS_STREAMS / 4 * (w + 1)) return 7 + (uint64_t)w; /* the minimum: w = 0's */
-  if (i == RS_STREAMS / 5 * (w + 1)) return UINT64_C(9000000000) + (uint64_t)w; /* the maximum */
+  if (i == rs_n / 4 * (w + 1)) return 7 + (uint64_t)w; /* the minimum: w = 0's */
+  if (i == rs_n / 5 * (w + 1)) return UINT64_C(9000000000) + (uint64_t)w; /* the maximum */
   return 1000 + ((uint64_t)i * 7919 + (uint64_t)w * 104729) % 5000000;
 }
 static uint64_t rs_gap(int w, int i) {
-  if (i == RS_STREAMS / 3 * (w + 1) - 1) return 3 + (uint64_t)w;
-  if (i == RS_STREAMS / 6 * (w + 1) + 1) return UINT64_C(400000000) + (uint64_t)w; /* < the stall budget */
+  if (i == rs_n / 3 * (w + 1) - 1) return 3 + (uint64_t)w;
+  if (i == rs_n / 6 * (w + 1) + 1) return UINT64_C(400000000) + (uint64_t)w; /* < the stall budget */
   return 500 + ((uint64_t)i * 6007 + (uint64_t)w * 15485863) % 20000000;
 }
 static void *rs_writer(void *p) {
   rs_tally *t = p;
   t->ttft_min = t->itl_min = UINT64_MAX;
-  for (int i = 0; i < RS_STREAMS; i++) {
+  for (int i = 0; i < rs_n; i++) {
     uint64_t t0 = 1000000 + (uint64_t)i * 10, a = rs_ttft(t->w, i), g = rs_gap(t->w, i);
     ttft_seq s = ttft_begin(t->r, t0);
     if (!s) { /* every slot in limbo behind a preempted call: counted */
@@ -214,6 +222,7 @@ static void *rs_reader_run(void *p) {
 }
 
 static void racing_streams(uint32_t max_threads) {
+  rs_n = rs_streams();
   ttft_registry *r = reg(max_threads, 64);
   if (!r) return;
   atomic_store(&rs_stop, 0);
@@ -242,7 +251,7 @@ static void racing_streams(uint32_t max_threads) {
     imin = t[i].itl_min < imin ? t[i].itl_min : imin;
     imax = t[i].itl_max > imax ? t[i].itl_max : imax;
   }
-  EXPECT_EQ_U64((uint64_t)RS_WRITERS * RS_STREAMS, n + dropped);
+  EXPECT_EQ_U64((uint64_t)RS_WRITERS * rs_n, n + dropped);
   fprintf(stderr, "max_threads %u: %ld snapshots while writing, %llu begins dropped\n", max_threads,
           rd.snapshots, (unsigned long long)dropped);
   ttft_snapshot *s = ttft_snapshot_take(r);
