@@ -283,4 +283,115 @@ static void racing_streams(uint32_t max_threads) {
 TEST(shared_shard_exact_under_racing_streams) { racing_streams(0); }
 TEST(outnumbered_private_shard_exact_under_racing_streams) { racing_streams(1); }
 
+/* ---------------------------------------- a slowest-list claim left held
+ * A stream end that offers to a slowest list claims the entry it
+ * replaces (its counter odd), writes it, and releases it (even). A thread
+ * that dies in between (pthread_exit from a signal handler, an async
+ * cancel: reclaim.c's F1, "handled by construction") leaves the entry
+ * claimed for good. 1.2.0: the shard's next owner found it held at each
+ * offer that chose it, polled ~4096 times in the hook and left the offer
+ * out, so once it was the list's smallest the list froze (the header
+ * promises exact lists on private shards), and every snapshot yielded
+ * ~1000 times over it. The thread that dies now gives the entry back
+ * empty at its exit (with the call it died inside); the next owner's
+ * offers fill it. White-box: the dying writer's state (epoch odd, the
+ * entry claimed, its value half replaced) is made by the thread itself,
+ * which then exits. */
+#ifdef TTFT_TEST_STATIC
+typedef struct dh_arg {
+  ttft_registry *r;
+  uint64_t ttft0; /* the streams' TTFTs: ttft0, 2 ttft0, ... */
+  int streams;
+  int die; /* 1: leave an entry claimed and the call open (a private shard,
+              killed before slow_offer's claim record); 2: an entry claimed
+              and recorded as slow_offer does (the shared shard) */
+} dh_arg;
+static void *dh_thread(void *p) {
+  dh_arg *a = p;
+  for (int i = 1; i <= a->streams; i++) {
+    ttft_seq s = ttft_begin(a->r, 1000);
+    EXPECT_TRUE(s != 0);
+    EXPECT_ERR(TTFT_OK, ttft_token_emitted(a->r, s, 1, 1000 + a->ttft0 * (uint64_t)i));
+    EXPECT_ERR(TTFT_OK, ttft_stream_end(a->r, s, TTFT_COMPLETED, 2000 + a->ttft0 * (uint64_t)i));
+  }
+  if (a->die) {
+    /* stopped inside slow_offer, after its claim of the TTFT list's
+     * smallest entry and its store of the new value into slow_val: */
+    ttft__shard *sh = ttft__tl_cache[0].sh;
+    EXPECT_EQ_INT(a->die == 2, sh->shared);
+    ttft__crec *cr = atomic_load(&sh->cls[0]);
+    uint32_t k = a->r->slowest_k, mi = 0;
+    for (uint32_t i = 1; i < k; i++)
+      if (atomic_load(&cr->slow_val[i]) < atomic_load(&cr->slow_val[mi])) mi = i;
+    ttft__slow_live *e = &cr->slow[TTFT_SLOWEST_TTFT * k + mi];
+    if (a->die == 1) atomic_store(&sh->epoch, atomic_load(&sh->epoch) | 1);
+    uint32_t q = atomic_fetch_add(&e->seq, 1) + 1;
+    if (a->die == 2) {
+      ttft__tl_claim.reg_id = a->r->id;
+      ttft__tl_claim.val = &cr->slow_val[TTFT_SLOWEST_TTFT * k + mi];
+      ttft__tl_claim.floor = &cr->slow_floor[TTFT_SLOWEST_TTFT];
+      ttft__tl_claim.seq = q;
+      ttft__tl_claim.e = e;
+    }
+    atomic_store(&cr->slow_val[TTFT_SLOWEST_TTFT * k + mi], UINT64_C(999999));
+  }
+  return NULL;
+}
+#endif
+
+#ifdef TTFT_TEST_STATIC
+/* die = 1: a private shard (max_threads 1: the second thread takes the
+ * first's); 2: the shared shard (max_threads 0) */
+static void dead_claim(int die) {
+  ttft_config c;
+  ttft_config_init(&c);
+  c.max_inflight = 16;
+  c.max_threads = die == 1 ? 1 : 0;
+  c.slowest_k = 4;
+  ttft_registry *r = ttft_registry_new(&c);
+  EXPECT_NOT_NULL(r);
+  if (!r) return;
+  pthread_t t;
+  dh_arg a = {r, 10, 4, die}; /* TTFTs 10..40, then dies replacing 10 */
+  EXPECT_EQ_INT(0, pthread_create(&t, NULL, dh_thread, &a));
+  pthread_join(t, NULL);
+  dh_arg b = {r, 1000, 2, 0}; /* TTFTs 1000, 2000 on the same shard */
+  EXPECT_EQ_INT(0, pthread_create(&t, NULL, dh_thread, &b));
+  pthread_join(t, NULL);
+  ttft_snapshot *s = ttft_snapshot_take(r);
+  EXPECT_NOT_NULL(s);
+  if (s) {
+    /* 10 was being replaced by a stream the dead thread never finished:
+     * that one is lost, 20 and 30 make way for 1000 and 2000 */
+    static const uint64_t want[4] = {2000, 1000, 40, 30};
+    EXPECT_EQ_INT(4, ttft_snapshot_slowest_count(s, TTFT_CLASS_ALL, TTFT_SLOWEST_TTFT));
+    for (unsigned i = 0; i < 4; i++) {
+      ttft_slow_request q;
+      memset(&q, 0, sizeof q);
+      q.struct_size = sizeof q;
+      EXPECT_ERR(TTFT_OK, ttft_snapshot_slowest(s, TTFT_CLASS_ALL, TTFT_SLOWEST_TTFT, i, &q));
+      EXPECT_EQ_U64(want[i], q.value_ns);
+    }
+  }
+  ttft_snapshot_free(s);
+  ttft_registry_free(r);
+}
+#endif
+
+TEST(slowest_entry_left_claimed_by_a_dead_owner_is_reused) {
+#ifndef TTFT_TEST_STATIC
+  fprintf(stderr, "white-box: runs in test_races_static (the internals are hidden in the .so)\n");
+#else
+  dead_claim(1);
+#endif
+}
+
+TEST(slowest_entry_left_claimed_on_the_shared_shard_is_reused) {
+#ifndef TTFT_TEST_STATIC
+  fprintf(stderr, "white-box: runs in test_races_static (the internals are hidden in the .so)\n");
+#else
+  dead_claim(2);
+#endif
+}
+
 TU_MAIN()

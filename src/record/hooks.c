@@ -891,6 +891,9 @@ __attribute__((noinline, cold)) static void slow_offer(ttft_registry *r, ttft__c
   uint32_t k = r->slowest_k;
   _Atomic uint64_t *V = cr->slow_val + (size_t)by * k;
   uint64_t floor;
+  /* the claim record of an offer this one interrupted (a signal handler's
+   * hook), put back below */
+  const ttft__slow_claim outer = ttft__tl_claim;
   for (uint32_t poll = 0;; poll++) {
     uint32_t mi = 0;
     uint64_t mv = UINT64_MAX, second = UINT64_MAX; /* the smallest two values */
@@ -913,6 +916,17 @@ __attribute__((noinline, cold)) static void slow_offer(ttft_registry *r, ttft__c
      * before the entry's new fields */
     if (!(q & 1u) && atomic_compare_exchange_strong_explicit(&e->seq, &q, q + 1, memory_order_acquire,
                                                              memory_order_relaxed)) {
+      /* recorded for our exit handler, should this thread die holding
+       * the entry (a thread killed between the claim and this record
+       * leaves it held: offers that choose it are left out) */
+      ttft__tl_claim.e = NULL;
+      atomic_signal_fence(memory_order_seq_cst); /* compiler only: a handler sees it whole */
+      ttft__tl_claim.reg_id = r->id;
+      ttft__tl_claim.val = &V[mi];
+      ttft__tl_claim.floor = &cr->slow_floor[by];
+      ttft__tl_claim.seq = q + 1;
+      atomic_signal_fence(memory_order_seq_cst);
+      ttft__tl_claim.e = e;
       /* release fence: a snapshot that reads any field written below also
        * sees the odd counter on its second look (seqlock writer) */
       atomic_thread_fence(memory_order_release);
@@ -939,6 +953,8 @@ __attribute__((noinline, cold)) static void slow_offer(ttft_registry *r, ttft__c
       }
       /* release: the fields above before the even counter a reader checks */
       atomic_store_explicit(&e->seq, q + 2, memory_order_release);
+      atomic_signal_fence(memory_order_seq_cst); /* compiler only: released, then forgotten */
+      ttft__tl_claim.e = NULL;
       if (mine) {
         floor = v < second ? v : second;
         break;
@@ -953,6 +969,59 @@ __attribute__((noinline, cold)) static void slow_offer(ttft_registry *r, ttft__c
   /* the new floor: the smallest value after our replacement, from values
    * read before it; values only grow, so it is never above the true one */
   TTFT__ST(&cr->slow_floor[by], floor);
+  atomic_signal_fence(memory_order_seq_cst); /* compiler only */
+  ttft__tl_claim = outer;
+}
+
+void ttft__slow_claim_drop(void) {
+  ttft__slow_claim *c = &ttft__tl_claim;
+  /* still our claim: an odd counter changes only by its holder (or a fork
+   * child's repair, after which it is even) */
+  if (!c->e || TTFT__LD(&c->e->seq) != c->seq) return;
+  TTFT__ST(c->val, 0);
+  TTFT__ST(&c->e->value, 0);
+  TTFT__ST(c->floor, 0); /* the list has an empty entry */
+  /* release: the empty value before the even counter a reader checks */
+  atomic_store_explicit(&c->e->seq, c->seq + 1, memory_order_release);
+  c->e = NULL;
+}
+
+/* Give back, empty, every entry of sh's slowest lists that a writer left
+ * claimed (odd counter) and will never release: called where no writer
+ * of those lists can still run — a private shard released after its
+ * owner died inside a call (registry.c, shard_release: its lists have no
+ * other writer), every shard of a fork child (reclaim.c: no other thread
+ * exists). The half-written entry's offer is lost (the stream that made
+ * it is the one the dead call was ending); value 0 marks the entry empty
+ * (snapshots skip it, the next offer fills it first, the list's floor is
+ * 0 again). 1.2.0 left it claimed: every later offer that chose it
+ * polled ~4096 times and left itself out, and every snapshot yielded
+ * ~1000 times over it. Cold: thread death and fork only. */
+void ttft__slow_abandoned(ttft_registry *r, ttft__shard *sh) {
+  const uint32_t k = r->slowest_k;
+  if (!k) return;
+  /* acquire: the class records published by class_add */
+  const uint32_t nc = atomic_load_explicit(&r->nclasses, memory_order_acquire);
+  for (uint32_t c = 0; c < nc; c++) {
+    /* acquire: as crec_of */
+    ttft__crec *cr = atomic_load_explicit(&sh->cls[c], memory_order_acquire);
+    if (!cr || !cr->slow) continue;
+    for (int by = 0; by < TTFT_SLOWEST_COUNT_; by++) {
+      int emptied = 0;
+      for (uint32_t i = 0; i < k; i++) {
+        const size_t j = (size_t)by * k + i;
+        ttft__slow_live *e = &cr->slow[j];
+        const uint32_t q = TTFT__LD(&e->seq);
+        if (!(q & 1u)) continue;
+        TTFT__ST(&cr->slow_val[j], 0);
+        TTFT__ST(&e->value, 0);
+        /* release: the empty value before the even counter a reader checks */
+        atomic_store_explicit(&e->seq, q + 1, memory_order_release);
+        emptied = 1;
+      }
+      if (emptied) TTFT__ST(&cr->slow_floor[by], 0); /* the list has an empty entry */
+    }
+  }
 }
 
 int ttft_stream_end(ttft_registry *r, ttft_seq s, ttft_status status, uint64_t t_ns) {

@@ -31,6 +31,12 @@
  *      the worst case is a leaked chain (capacity shrinks), never a slot
  *      on two lists. A slot a dying begin popped but never published, or
  *      a dying stream_end ended but never retired, is leaked the same way.
+ *      A slowest-list entry a dying stream_end held claimed (hooks.c,
+ *      slow_offer) is given back empty at its exit: through the thread's
+ *      claim record (ttft__tl_claim), or, for a private shard, by
+ *      shard_release (its lists have no other writer), so later offers
+ *      fill it; only the dying stream's own offer is lost (1.2.0 left the
+ *      entry held: the list froze once it was the smallest).
  *      Test: test_dead_owner (each way, private shards with membarrier,
  *      fence mode, the shared shard; 500 rounds).
  *  F2. A signal handler calls a hook while a hook of the same thread is
@@ -950,6 +956,9 @@ void ttft__reclaim_fork_child(ttft_registry *r, ttft__shard *mine) {
   if (mine && !mine->shared) ttft__reclaim_owner_set(mine); /* the child's thread id */
   for (uint32_t k = 0; k < r->nshards; k++) {
     ttft__shard *sh = &r->shards[k];
+    /* a stream end the parent's threads were inside may hold a slowest-list
+     * entry: no writer survives to release it */
+    ttft__slow_abandoned(r, sh);
     TTFT__ST(&sh->pending.head, 0);
     TTFT__ST(&sh->free_list.head, 0);
     if (sh->shared) {

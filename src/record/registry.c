@@ -290,6 +290,7 @@ static pthread_once_t g_fork_once = PTHREAD_ONCE_INIT;
 typedef ttft__tls_ent tls_ent;
 _Thread_local ttft__tls_ent ttft__tl_cache[TTFT__TLS_WAYS];
 _Thread_local ttft__open_calls ttft__tl_open;
+_Thread_local ttft__slow_claim ttft__tl_claim;
 #define tl_cache ttft__tl_cache
 
 /* Give a private shard back. The thread is outside any call on it, or
@@ -300,10 +301,15 @@ _Thread_local ttft__open_calls ttft__tl_open;
  * change (reclaim.c, "fault model"). release: this thread's shard writes
  * happen-before the next owner's, and before the waiting reclaimer's
  * acquire of the epoch. */
-static void shard_release(ttft__shard *sh) {
+static void shard_release(ttft_registry *r, ttft__shard *sh) {
   if (sh->shared) return;
   uint64_t e = TTFT__LD(&sh->epoch);
-  if (e & 1) atomic_store_explicit(&sh->epoch, e + 1, memory_order_release);
+  if (e & 1) {
+    /* a stream end it died inside may hold a slowest-list entry: only
+     * this shard's owner writes its lists, so none can be running */
+    if (r) ttft__slow_abandoned(r, sh);
+    atomic_store_explicit(&sh->epoch, e + 1, memory_order_release);
+  }
   atomic_store_explicit(&sh->owned, 0, memory_order_release);
 }
 
@@ -338,13 +344,17 @@ static void on_thread_exit(void *unused) {
       atomic_fetch_add_explicit(&ttft__tl_open.c[k].sh->srcu_exit[ttft__tl_open.c[k].idx], 1,
                                 memory_order_release);
   ttft__tl_open.n = 0;
+  /* a slowest-list entry it died holding (a stream end on the shared
+   * shard; a private shard's are given back by shard_release too) */
+  if (ttft__tl_claim.e && registry_alive_locked(ttft__tl_claim.reg_id)) ttft__slow_claim_drop();
+  ttft__tl_claim.e = NULL;
   for (int i = 0; i < TLS_WAYS; i++) {
     if (!tl_cache[i].reg_id) continue;
     /* the registry may have been freed: touch its shard only if not */
     ttft_registry *r = registry_find_locked(tl_cache[i].reg_id);
     if (r) {
       ttft__reclaim_thread_exit(r); /* died holding the reclaimer's lock? */
-      shard_release(tl_cache[i].sh);
+      shard_release(r, tl_cache[i].sh);
     }
     tl_cache[i].reg_id = 0;
     tl_cache[i].sh = NULL;
@@ -446,7 +456,9 @@ static ttft__shard *shard_get_slow_body(ttft_registry *r) {
       return &r->shards[r->nshards - 1];
     }
     at = (int)(victim - tl_cache);
-    if (victim->reg_id && victim_alive(victim->reg_id)) shard_release(victim->sh);
+    /* not inside a call on it (victim_busy): its epoch is even, so its
+     * registry is not needed */
+    if (victim->reg_id && victim_alive(victim->reg_id)) shard_release(NULL, victim->sh);
 #ifdef TTFT_HAVE_PTHREADS
     pthread_mutex_unlock(&g_live_mu);
 #endif
@@ -468,7 +480,7 @@ int ttft_thread_release(ttft_registry *r) {
   if (!r) return TTFT_EINVAL;
   for (int i = 0; i < TLS_WAYS; i++) {
     if (tl_cache[i].reg_id != r->id) continue;
-    shard_release(tl_cache[i].sh);
+    shard_release(r, tl_cache[i].sh);
     memmove(&tl_cache[i], &tl_cache[i + 1], (size_t)(TLS_WAYS - 1 - i) * sizeof tl_cache[0]);
     tl_cache[TLS_WAYS - 1].reg_id = 0;
     tl_cache[TLS_WAYS - 1].sh = NULL;

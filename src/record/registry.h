@@ -452,6 +452,21 @@ typedef struct ttft__open_calls {
 } ttft__open_calls;
 extern _Thread_local ttft__open_calls ttft__tl_open
     __attribute__((tls_model("initial-exec"), visibility("hidden")));
+/* The slowest-list entry this thread holds claimed (hooks.c, slow_offer,
+ * between its claim and its release), for its exit handler: a thread
+ * that dies holding one gives it back empty (registry.c), as it balances
+ * its open shared-shard calls. e == NULL: none. A hook nested in a signal
+ * handler saves the interrupted offer's record and puts it back. Plain
+ * TLS, as ttft__tl_open. */
+typedef struct ttft__slow_claim {
+  uint64_t reg_id;
+  ttft__slow_live *e;
+  _Atomic uint64_t *val;   /* the entry's slow_val word                */
+  _Atomic uint64_t *floor; /* its list's slow_floor                    */
+  uint32_t seq;            /* the odd counter of our claim             */
+} ttft__slow_claim;
+extern _Thread_local ttft__slow_claim ttft__tl_claim
+    __attribute__((tls_model("initial-exec"), visibility("hidden")));
 /* A non-zero value unique to the calling thread while it lives (the
  * reclaimer's try-lock holds it). */
 static inline uintptr_t ttft__thread_token(void) { return (uintptr_t)&ttft__tl_open; }
@@ -493,6 +508,12 @@ TTFT_HIDDEN uint32_t ttft__slot_acquire(ttft_registry *r, ttft__shard *self); /*
  * often, then refuses: it never waits for time to pass (reclaim.c) */
 #define TTFT__EXHAUSTED_POLLS 64u
 TTFT_HIDDEN void ttft__stack_push(ttft_registry *r, ttft__stack *st, uint32_t idx);
+/* hooks.c: empty the slowest-list entries a dead writer left claimed on
+ * sh (no writer of sh's lists may be running) */
+TTFT_HIDDEN void ttft__slow_abandoned(ttft_registry *r, ttft__shard *sh);
+/* hooks.c: the calling thread is exiting: give back, empty, the entry
+ * its claim record names if the claim still stands (registry alive) */
+TTFT_HIDDEN void ttft__slow_claim_drop(void);
 /* clock.c */
 TTFT_HIDDEN uint64_t ttft__clock_read(ttft_clock c);
 TTFT_HIDDEN int ttft__tsc_usable(void);
