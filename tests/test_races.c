@@ -14,6 +14,8 @@
  * a snapshot exports never goes down from one snapshot to the next
  * (Prometheus reads a decrease as a counter reset). */
 #include <pthread.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -340,6 +342,7 @@ static void *dh_thread(void *p) {
 #endif
 
 #ifdef TTFT_TEST_STATIC
+static void dead_claim_check(ttft_registry *r);
 /* die = 1: a private shard (max_threads 1: the second thread takes the
  * first's); 2: the shared shard (max_threads 0) */
 static void dead_claim(int die) {
@@ -358,22 +361,7 @@ static void dead_claim(int die) {
   dh_arg b = {r, 1000, 2, 0}; /* TTFTs 1000, 2000 on the same shard */
   EXPECT_EQ_INT(0, pthread_create(&t, NULL, dh_thread, &b));
   pthread_join(t, NULL);
-  ttft_snapshot *s = ttft_snapshot_take(r);
-  EXPECT_NOT_NULL(s);
-  if (s) {
-    /* 10 was being replaced by a stream the dead thread never finished:
-     * that one is lost, 20 and 30 make way for 1000 and 2000 */
-    static const uint64_t want[4] = {2000, 1000, 40, 30};
-    EXPECT_EQ_INT(4, ttft_snapshot_slowest_count(s, TTFT_CLASS_ALL, TTFT_SLOWEST_TTFT));
-    for (unsigned i = 0; i < 4; i++) {
-      ttft_slow_request q;
-      memset(&q, 0, sizeof q);
-      q.struct_size = sizeof q;
-      EXPECT_ERR(TTFT_OK, ttft_snapshot_slowest(s, TTFT_CLASS_ALL, TTFT_SLOWEST_TTFT, i, &q));
-      EXPECT_EQ_U64(want[i], q.value_ns);
-    }
-  }
-  ttft_snapshot_free(s);
+  dead_claim_check(r);
   ttft_registry_free(r);
 }
 #endif
@@ -393,5 +381,71 @@ TEST(slowest_entry_left_claimed_on_the_shared_shard_is_reused) {
   dead_claim(2);
 #endif
 }
+
+/* The same in a fork child: the parent's thread that held the entry does
+ * not exist there (here the holder is the parent's main thread, which
+ * lets go after the fork). */
+TEST(slowest_entry_held_at_fork_is_reused_in_the_child) {
+#ifndef TTFT_TEST_STATIC
+  fprintf(stderr, "white-box: runs in test_races_static (the internals are hidden in the .so)\n");
+#else
+  ttft_config c;
+  ttft_config_init(&c);
+  c.max_inflight = 16;
+  c.max_threads = 0;
+  c.slowest_k = 4;
+  ttft_registry *r = ttft_registry_new(&c);
+  EXPECT_NOT_NULL(r);
+  if (!r) return;
+  dh_arg a = {r, 10, 4, 0};
+  (void)dh_thread(&a);
+  ttft__shard *sh = &r->shards[r->nshards - 1];
+  ttft__crec *cr = atomic_load(&sh->cls[0]);
+  const uint32_t k = r->slowest_k;
+  uint32_t mi = 0;
+  for (uint32_t i = 1; i < k; i++)
+    if (atomic_load(&cr->slow_val[i]) < atomic_load(&cr->slow_val[mi])) mi = i;
+  ttft__slow_live *e = &cr->slow[TTFT_SLOWEST_TTFT * k + mi];
+  atomic_fetch_add(&e->seq, 1); /* claimed, half written */
+  atomic_store(&cr->slow_val[TTFT_SLOWEST_TTFT * k + mi], UINT64_C(999999));
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) {
+    dh_arg b = {r, 1000, 2, 0};
+    (void)dh_thread(&b);
+    dead_claim_check(r);
+    _exit(tu_failures() ? 1 : 0);
+  }
+  EXPECT_TRUE(pid > 0);
+  int st = 0;
+  if (pid > 0) waitpid(pid, &st, 0);
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  /* the parent's holder finishes: its value, released */
+  atomic_store(&e->value, UINT64_C(999999));
+  atomic_fetch_add(&e->seq, 1);
+  ttft_registry_free(r);
+#endif
+}
+
+#ifdef TTFT_TEST_STATIC
+static void dead_claim_check(ttft_registry *r) {
+  ttft_snapshot *s = ttft_snapshot_take(r);
+  EXPECT_NOT_NULL(s);
+  if (s) {
+    /* 10 was being replaced by a stream the dead thread never finished:
+     * that one is lost, 20 and 30 make way for 1000 and 2000 */
+    static const uint64_t want[4] = {2000, 1000, 40, 30};
+    EXPECT_EQ_INT(4, ttft_snapshot_slowest_count(s, TTFT_CLASS_ALL, TTFT_SLOWEST_TTFT));
+    for (unsigned i = 0; i < 4; i++) {
+      ttft_slow_request q;
+      memset(&q, 0, sizeof q);
+      q.struct_size = sizeof q;
+      EXPECT_ERR(TTFT_OK, ttft_snapshot_slowest(s, TTFT_CLASS_ALL, TTFT_SLOWEST_TTFT, i, &q));
+      EXPECT_EQ_U64(want[i], q.value_ns);
+    }
+  }
+  ttft_snapshot_free(s);
+}
+#endif
 
 TU_MAIN()
