@@ -85,6 +85,8 @@ FLAG_BIT = 1 << 62  # replica.c: PFXC a prefix-cache hit, STEP a prefill step
 # batch 95 %, every other class 99 % (replica.c's header comment)
 OBJECTIVES = {"chat": 0.99, "batch": 0.95, "default": 0.99}
 SEQ_P95_RES = 1 / 32.0  # a stream's own p95 gap: the midpoint of its 16-per-octave bucket
+# ttft_stall_cause order (include/ttft.h), the `cause` label's values
+CAUSES = ["unknown", "prefill", "preempted", "not_scheduled", "engine_idle"]
 SCRAPE_MS = 250  # the native server's scrape interval
 WINDOW_PAUSE_S = 4.0  # quiet time around each window round
 QS = ["0.5", "0.9", "0.99"]
@@ -266,6 +268,11 @@ def read_values(path):
             extra[tag], pos = values()
         elif tag == "STLL":  # per class: stalls, stalled ns
             extra[tag] = {cls: (u64(), u64()) for cls in ("chat", "batch")}
+        elif tag == "CAUS":  # [class][injected][attributed] -> (stalls, ns)
+            extra[tag] = {cls: [[(u64(), u64()) for _ in CAUSES] for _ in CAUSES]
+                          for cls in ("chat", "batch")}
+        elif tag == "STCA":  # [class][cause] -> the library's (stalls, ns)
+            extra[tag] = {cls: [(u64(), u64()) for _ in CAUSES] for cls in ("chat", "batch")}
         elif tag == "MEMB":
             extra[tag] = u64()
         elif tag == "INFO":  # start_point, token_point, version
@@ -392,6 +399,16 @@ RATE = r"rate\((\w+)\{([^}]*)\}\[(\w+)\]\)"
 # replicas' dump (replica.c's tagged sections), not one of METRICS
 EXTRA = {"llm_request_inter_token_latency_p95_seconds": "P95G",
          "llm_abandoned_wait_seconds": "ABWT"}
+
+
+def stall_causes(rep, cls, seconds=False, injected=False):
+    """cause -> the stalls of class cls of one replica's dump (their gaps
+    in seconds with seconds) by the cause the library attributed, or with
+    injected by the cause the replica injected (CAUS)"""
+    m = rep[6]["CAUS"][cls]
+    k = 1 if seconds else 0
+    return {c: math.fsum(m[i][j][k] if injected else m[j][i][k] for j in range(len(CAUSES)))
+            / (1e9 if seconds else 1) for i, c in enumerate(CAUSES)}
 
 
 def counter_factor(times, values, start, end):
@@ -565,13 +582,18 @@ def dashboard_vs_exact(addr, exprs, replicas, initial, final, at, schema):
                 raise RuntimeError("%s: series of an unknown instance %s" % (fam, ins))
             ks = [STATUS_CTR[status]] if status else idx
             c = cls if cls else "*"
-            if fam == "llm_stall_seconds_total":  # the gaps the replica made above the budget
-                cs = ("chat", "batch") if c == "*" else (c,) if c in ("chat", "batch") else ()
+            cs = ("chat", "batch") if c == "*" else (c,) if c in ("chat", "batch") else ()
+            if cause is not None and fam in ("llm_stalls_total", "llm_stall_seconds_total"):
+                # the stalls the library gave this cause, as the replica
+                # read each one back (CAUS: equal to the library's own
+                # per-cause counters, checked after the final dump)
+                d = sum(stall_causes(final[i], x, fam == "llm_stall_seconds_total")[cause] -
+                        stall_causes(initial[i], x, fam == "llm_stall_seconds_total")[cause]
+                        for x in cs)
+            elif fam == "llm_stall_seconds_total":  # the gaps the replica made above the budget
                 d = sum(final[i][6]["STLL"][x][1] - initial[i][6]["STLL"][x][1] for x in cs) / 1e9
             else:
                 d = sum(final[i][5][c][k] - initial[i][5][c][k] for k in ks)
-            if cause not in (None, "unknown"):
-                d = 0  # the replicas run no engine loop: every cause is unknown
             g = tuple({"class": cls, "status": status, "instance": ins,
                        "model": "fleet-test-8b", "cause": cause}[k] for k in group)
             out[g] = out.get(g, 0.0) + f * d / window_s(w)
@@ -692,6 +714,23 @@ def dashboard_vs_exact(addr, exprs, replicas, initial, final, at, schema):
             if tag == "PFXC":
                 values[("partial",)] = float("nan")  # no replica reports a partial hit
             compare(title, e, {"group": (m.group(2),), "values": values}, complete=True)
+            if tag == "STEP" and "histogram_count(%s)" % e[e.index("sum by (prefill)"):-1] \
+                    not in per_expr:
+                # the panel's steps per second and step seconds per second,
+                # by prefill: each replica's steps since the first scrape,
+                # weighted by its extrapolation factor
+                inner = e[e.index("sum by (prefill)"):-1]
+                w = window_s(m.group(5))
+                cnt, tot = {}, {}
+                for k, flag in sides.items():
+                    sel = [[v & ~FLAG_BIT for v in rep[6]["STEP"][len(initial[i][6]["STEP"]):]
+                            if bool(v & FLAG_BIT) == flag] for i, rep in enumerate(final)]
+                    cnt[k] = math.fsum(ws[i] * len(x) for i, x in enumerate(sel)) / w
+                    tot[k] = math.fsum(ws[i] * math.fsum(x) for i, x in enumerate(sel)) / 1e9 / w
+                compare(title, "histogram_count(%s)" % inner, {"group": ("prefill",), "values": cnt},
+                        complete=True)
+                compare(title, "histogram_sum(%s)" % inner, {"group": ("prefill",), "values": tot},
+                        complete=True)
             continue
         if re.fullmatch(r"class:llm_slo_objective:ratio\{[^}]*\}", e):
             compare(title, e, {"group": ("class",),
@@ -895,6 +934,43 @@ def main():
                 if rep[6]["STLL"][cls][0] != rep[5][cls][6]:
                     fail("replica %d %s: %d gaps over the stall budget, the library counted %d "
                          "stalls" % (i, cls, rep[6]["STLL"][cls][0], rep[5][cls][6]))
+                # each stall's cause as the replica read it back after the
+                # token that closed it adds up to the library's counters
+                lib = rep[6]["STCA"][cls]
+                for k, c in enumerate(CAUSES):
+                    mine = (stall_causes(rep, cls)[c], stall_causes(rep, cls, True)[c] * 1e9)
+                    if mine[0] != lib[k][0] or abs(mine[1] - lib[k][1]) > 1e-6 * max(lib[k][1], 1):
+                        fail("replica %d %s cause %s: the replica read %d stalls (%d ns) back, "
+                             "the library counts %d (%d ns)" % (i, cls, c, mine[0], mine[1],
+                                                                lib[k][0], lib[k][1]))
+                if sum(x[0] for x in lib) != rep[5][cls][6] or \
+                        sum(x[1] for x in lib) != rep[6]["STLL"][cls][1]:
+                    fail("replica %d %s: stalls by cause %s do not add up to %d stalls, %d ns"
+                         % (i, cls, lib, rep[5][cls][6], rep[6]["STLL"][cls][1]))
+        # the causes the library gave the injected stalls (replica.c: each
+        # stall's cause is drawn, the engine steps and marks made for it):
+        # at least 95 % of each injected cause's stalls get that cause
+        # (SPEC §9), over the whole run of every replica
+        inj = {c: [0] * len(CAUSES) for c in CAUSES}
+        for rep in final:
+            for cls in ("chat", "batch"):
+                for a, c in enumerate(CAUSES):
+                    for b in range(len(CAUSES)):
+                        inj[c][b] += rep[6]["CAUS"][cls][a][b][0]
+        print("stall causes: injected (rows) vs attributed by the library (columns), "
+              "3 replicas, every round")
+        print("%-14s %8s %s %9s" % ("", "stalls", " ".join("%13s" % c for c in CAUSES), "agree"))
+        for a, c in enumerate(CAUSES):
+            n = sum(inj[c])
+            rate = inj[c][a] / n if n else float("nan")
+            print("%-14s %8d %s %8.2f%%" % (c, n, " ".join("%13d" % x for x in inj[c]), 100 * rate))
+            if n < 100:
+                fail("stall cause %s: only %d injected stalls (the replicas inject every cause)"
+                     % (c, n))
+            elif rate < 0.95:
+                fail("stall cause %s: %.2f %% of its %d injected stalls got it (95 %% at least)"
+                     % (c, 100 * rate, n))
+        print(flush=True)
 
         def obs(m, start=None, cls=None):  # final values after start, one class or all
             out = []
@@ -1032,6 +1108,70 @@ def main():
                      "with extrapolation)" % (short, cnt, len(wv), hi))
         print("worst rate() window error %.3f %%\n" % (100 * worst_w), flush=True)
 
+        # ------------------------------------- stall causes, through Prometheus
+        # The fleet's stalls by cause as Prometheus holds them: the counters
+        # at the end equal the library's (exactly; stalled seconds to float
+        # rounding), and per cause they hold at least 95 % of the stalls
+        # injected with it (a cause's stalls cannot have got it more often
+        # than the counter says); the same over the 5 m rates the dashboard
+        # reads (each series extrapolated by its factor; the panels are
+        # compared with the attributed rates in dashboard_vs_exact)
+        print("stall causes through Prometheus (native server), all classes:")
+        print("%-14s %10s %10s %10s %12s %10s %12s %10s" % (
+            "cause", "stalls", "library", "injected", "seconds", "injected", "5m rate/s",
+            "inj. rate"))
+        got_n = {r["metric"].get("cause"): float(r["value"][1]) for r in
+                 query(native.addr, 'sum by (cause) (llm_stalls_total{job="llm"})', at)["result"]}
+        got_s = {r["metric"].get("cause"): float(r["value"][1]) for r in
+                 query(native.addr, 'sum by (cause) (llm_stall_seconds_total{job="llm"})',
+                       at)["result"]}
+        rate_q = 'sum by (cause) (rate(llm_stalls_total{job="llm"}[5m]))'
+        got_r = {r["metric"].get("cause"): float(r["value"][1])
+                 for r in query(native.addr, rate_q, at)["result"]}
+        fr = {}  # (instance, class, cause) -> the rate()'s extrapolation factor
+        for x in query(native.addr, 'llm_stalls_total{job="llm"}[5m]', at)["result"]:
+            pts = x.get("values", [])
+            if len(pts) >= 2:
+                lab = x["metric"]
+                fr[(lab.get("instance"), lab.get("class"), lab.get("cause"))] = counter_factor(
+                    [float(p[0]) for p in pts], [float(p[1]) for p in pts], at - 300, at)
+        for c in CAUSES:
+            lib_n = sum(rep[6]["STCA"][cls][CAUSES.index(c)][0]
+                        for rep in final for cls in ("chat", "batch"))
+            lib_s = sum(rep[6]["STCA"][cls][CAUSES.index(c)][1]
+                        for rep in final for cls in ("chat", "batch")) / 1e9
+            inj_n = sum(stall_causes(rep, cls, False, True)[c] for rep in final
+                        for cls in ("chat", "batch"))
+            inj_s = sum(stall_causes(rep, cls, True, True)[c] for rep in final
+                        for cls in ("chat", "batch"))
+            inj_r = 0.0
+            for i, rep in enumerate(final):
+                for cls in ("chat", "batch"):
+                    f = fr.get((replicas[i].target, cls, c))
+                    if f is None:
+                        fail("llm_stalls_total{instance=%s,class=%s,cause=%s}: no samples in 5m"
+                             % (replicas[i].target, cls, c))
+                        continue
+                    inj_r += f * (stall_causes(rep, cls, False, True)[c] -
+                                  stall_causes(initial[i], cls, False, True)[c]) / 300.0
+            n, sec, r = got_n.get(c), got_s.get(c), got_r.get(c)
+            print("%-14s %10s %10d %10d %12.3f %10.3f %12s %10.4f"
+                  % (c, n, lib_n, inj_n, sec if sec is not None else float("nan"), inj_s,
+                     "%.4f" % r if r is not None else None, inj_r))
+            if n != lib_n:
+                fail("sum(llm_stalls_total{cause=%s}): %s, the replicas' libraries count %d"
+                     % (c, n, lib_n))
+            if sec is None or abs(sec - lib_s) > 1e-9 * max(lib_s, 1):
+                fail("sum(llm_stall_seconds_total{cause=%s}): %s, the replicas' libraries %.9f"
+                     % (c, sec, lib_s))
+            if n is None or n < 0.95 * inj_n:
+                fail("cause %s through Prometheus: %s stalls, under 95 %% of the %d injected"
+                     % (c, n, inj_n))
+            if r is None or r < 0.95 * inj_r:
+                fail("cause %s through Prometheus over 5m: %s stalls/s, under 95 %% of the "
+                     "injected %.4f/s" % (c, r, inj_r))
+        print(flush=True)
+
         # --------------------------------------------------- the dashboard
         if args.dashboard:
             dash, exprs, variables = dashboard_exprs(args.dashboard)
@@ -1070,9 +1210,7 @@ def main():
                         continue
                     if not res:
                         fail("dashboard panel %r: empty result for %s" % (title, e))
-                    elif not has_number(res) and "llm_engine_step_seconds" not in e:
-                        # the replicas model no engine loop (no ttft_engine_step):
-                        # the engine-step panel evaluates, with no numbers
+                    elif not has_number(res):
                         fail("dashboard panel %r: only NaN for %s" % (title, e))
                     else:
                         nok += 1
@@ -1161,10 +1299,40 @@ def main():
                             elif "goodput" in name:
                                 exact = good / 300.0
                             elif "stall_seconds_prefill" in name:
-                                # the replicas run no engine loop (no
-                                # ttft_engine_step): every stall's cause is
-                                # unknown, so prefill's share is exactly 0
-                                exact = 0.0
+                                # prefill's share of the stalled seconds: the
+                                # gaps of the stalls the library gave that
+                                # cause (CAUS), each series (instance, cause)
+                                # extrapolated by its own factor over the
+                                # rule's window (a counter: to its zero too)
+                                raw = query(native.addr, 'llm_stall_seconds_total{class="%s"}[5m]'
+                                            % cls, t_eval)["result"]
+                                num = den = 0.0
+                                for x in raw:
+                                    lab, pts = x["metric"], x.get("values", [])
+                                    i = next((k for k, rep in enumerate(replicas)
+                                              if rep.target == lab.get("instance")), None)
+                                    if i is None or len(pts) < 2:
+                                        continue
+                                    f = counter_factor([float(p[0]) for p in pts],
+                                                       [float(p[1]) for p in pts], t_eval - 300, t_eval)
+                                    c = lab.get("cause")
+                                    inc = f * (stall_causes(final[i], cls, True)[c] -
+                                               stall_causes(initial[i], cls, True)[c])
+                                    den += inc
+                                    num += inc if c == "prefill" else 0.0
+                                if not den:
+                                    fail("rule %s{class=%s}: no stalled seconds to compare" % (name, cls))
+                                    continue
+                                exact = num / den
+                                # and the share by the injected causes (what
+                                # the rule should say about this fleet)
+                                inj = [math.fsum(stall_causes(final[i], cls, True, True)[c] -
+                                                 stall_causes(initial[i], cls, True, True)[c]
+                                                 for i in range(len(final))) for c in CAUSES]
+                                print("     %s{class=%s}: %.6f, exact %.6f; the injected prefill "
+                                      "stalls' share of the stalled seconds %.6f"
+                                      % (name, cls, float(series["value"][1]), exact,
+                                         inj[1] / math.fsum(inj)))
                             else:
                                 fail("rule %s: no exact value known for it" % name)
                                 continue

@@ -26,11 +26,30 @@
  * constant label viewpoint="engine". The attainment objectives are the
  * rules' (deploy/prometheus/ttft.rules.yml): batch 95 %, every other
  * class ("chat", "default") 99 %.
- * Engine steps: every round also records 600 engine steps (ttft_engine_step;
- * 30 % carry prefill) on a stretch of the caller clock of their own, before
- * any stream's (steps end before 1000 s, streams begin at 1000 s), so the
- * step-duration histograms get known values while no step ends inside any
- * stream's gap: every stall's cause stays unknown (docs/metrics.md, rule 1).
+ * Engine steps and stall causes: the replica drives engine steps
+ * (ttft_engine_step) and preemption marks interleaved with its streams,
+ * around each stall (a gap above the class's stall budget): before the
+ * token that closes the gap (a, b] it reports the engine's 16 decode steps
+ * that ended just before a (the ones that produced the stream's recent
+ * tokens, which the rule reads for the stream's usual step), then what
+ * happened inside the gap, with a cause drawn from a random stream of its
+ * own (so the recorded values are those of a replica without steps):
+ *   prefill        30 %  another request's prefill in one long step (or two
+ *                        chunks), maybe after one decode step without the
+ *                        stream
+ *   preempted      15 %  PREEMPTED at 2-40 % of the gap; decode steps of
+ *                        the others; RESUMED and the stream's own recompute
+ *                        (a prefill step of 5-25 % of the gap) at the end
+ *   not_scheduled  25 %  decode steps without the stream all through the
+ *                        gap (30 %: one short prefill chunk among them, at
+ *                        most 25 % of the gap)
+ *   engine_idle    20 %  a freeze of 55-90 % of the gap with decode steps
+ *                        around it (25 %: also PREEMPTED in its first half,
+ *                        a freeze during a preemption)
+ *   unknown        10 %  no step reported inside the gap
+ * (docs/metrics.md's meaning of each cause), then reads the cause the
+ * library gave the stall (ttft_seq_stats, last_stall_cause): the CAUS
+ * section counts each stall by (injected, attributed) cause.
  *
  * protocol (stdin, one command a line; answers on stdout):
  *   at start   prints "port <n>" once /metrics is served
@@ -62,6 +81,12 @@
  *                       for a hit (the others are misses)
  *                "STEP" a value list: the engine steps' durations (bit 62
  *                       set: the step carried prefill)
+ *                "CAUS" per class (chat, batch), per injected cause, per
+ *                       attributed cause (ttft_stall_cause order each):
+ *                       two uint64, the stalls and their summed gaps (ns)
+ *                "STCA" per class (chat, batch), per cause: the library's
+ *                       ttft_snapshot_stalls_by_cause and
+ *                       ttft_snapshot_stall_seconds_by_cause (ns)
  *                "MEMB" one uint64: ttft_registry_memory() now
  *                "INFO" three strings (uint64 length, bytes): the
  *                       configured start_point, token_point, and
@@ -199,6 +224,123 @@ static int cmp_u64(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+/* ------------------------------------------------ engine steps, causes
+ * The header comment: the steps around each stall, from a random stream
+ * of their own (g_erng), so that the workload's values do not move. */
+static uint64_t g_erng = UINT64_C(0xE61E0000);
+static uint64_t ernd(void) { /* splitmix64 */
+  uint64_t z = (g_erng += UINT64_C(0x9E3779B97F4A7C15));
+  z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+  z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+  return z ^ (z >> 31);
+}
+static double eunit(void) { return ((double)(ernd() >> 11) + 0.5) * 0x1.0p-53; }
+static double ebetween(double lo, double hi) { return lo + (hi - lo) * eunit(); }
+static uint64_t elognormal_ns(uint64_t median_ns, double sigma) {
+  double z = sqrt(-2.0 * log(eunit())) * cos(6.283185307179586 * eunit());
+  return (uint64_t)((double)median_ns * exp(sigma * z)) + 1;
+}
+
+#define HOST_NS UINT64_C(100000) /* the host's time between two steps */
+/* per class, injected cause, attributed cause: stalls and their gaps (ns) */
+static uint64_t g_cause_n[2][TTFT_STALL_CAUSE_COUNT][TTFT_STALL_CAUSE_COUNT];
+static uint64_t g_cause_ns[2][TTFT_STALL_CAUSE_COUNT][TTFT_STALL_CAUSE_COUNT];
+
+static void step(uint64_t t0, uint64_t t1, uint32_t prefill_tokens) {
+  ttft_step_info info;
+  ttft_step_info_init(&info);
+  info.prefill_tokens = prefill_tokens;
+  info.decode_seqs = (uint32_t)(1 + ernd() % 64);
+  if (t1 <= t0) t1 = t0 + 1;
+  if (ttft_engine_step(g_r, &info, t0, t1) != TTFT_OK) {
+    fprintf(stderr, "replica %d: ttft_engine_step failed\n", g_id);
+    exit(1);
+  }
+  push(&g_steps, (t1 - t0) | (prefill_tokens ? FLAG_BIT : 0));
+}
+
+/* decode steps (no prefill) of about u each, back to back from t0, the
+ * last one cut to end at t1; nothing when t1 <= t0 */
+static void decode_steps(uint64_t t0, uint64_t t1, uint64_t u) {
+  uint64_t t = t0;
+  while (t < t1) {
+    uint64_t d = elognormal_ns(u, 0.2);
+    if (t + d + HOST_NS >= t1) d = t1 - t;
+    step(t, t + d, 0);
+    t += d + HOST_NS;
+  }
+}
+
+/* the replica's usual decode step (its gaps' median), this round */
+static uint64_t usual_step(void) {
+  return scaled(g_id == 0 ? 30000000 : g_id == 1 ? 45000000 : 25000000);
+}
+
+/* What the engine did before and during the stall (a, b] of s: steps and
+ * marks for a cause drawn here (the header comment). Returns the cause. */
+static ttft_stall_cause stall_engine(ttft_seq s, uint64_t a, uint64_t b) {
+  const uint64_t D = b - a, u = usual_step();
+  uint64_t ctx[16], total = 0;
+  for (int i = 0; i < 16; i++) total += (ctx[i] = elognormal_ns(u, 0.2)) + HOST_NS;
+  uint64_t t = a - HOST_NS / 2 - total; /* the last one ends just before a */
+  for (int i = 0; i < 16; i++) step(t, t + ctx[i], 0), t += ctx[i] + HOST_NS;
+  const double x = eunit();
+  const uint64_t t_in = a + HOST_NS, t_out = b - HOST_NS; /* the gap's busy span */
+  if (x < 0.30) { /* prefill: another request's prompt in one long step or two chunks */
+    t = t_in;
+    if (eunit() < 0.5) { /* one decode step without the stream first */
+      uint64_t d = elognormal_ns(u, 0.2);
+      if (d > D / 4) d = D / 4;
+      step(t, t + d, 0);
+      t += d + HOST_NS;
+    }
+    uint32_t tokens = (uint32_t)(2048 + ernd() % 14336);
+    if (eunit() < 0.3) {
+      uint64_t mid = t + (uint64_t)((double)(t_out - t) * ebetween(0.4, 0.6));
+      step(t, mid, tokens / 2);
+      step(mid + HOST_NS, t_out, tokens - tokens / 2);
+    } else {
+      step(t, t_out, tokens);
+    }
+    return TTFT_STALL_PREFILL;
+  }
+  if (x < 0.45) { /* preempted under KV pressure, resumed with a recompute */
+    uint64_t tp = a + (uint64_t)((double)D * ebetween(0.02, 0.40));
+    uint64_t rc = (uint64_t)((double)D * ebetween(0.05, 0.25));
+    uint64_t t_res = t_out - rc;
+    if (ttft_mark(g_r, s, TTFT_PHASE_PREEMPTED, tp) != TTFT_OK) exit(1);
+    decode_steps(t_in, t_res - HOST_NS, u);
+    if (ttft_mark(g_r, s, TTFT_PHASE_RESUMED, t_res) != TTFT_OK) exit(1);
+    step(t_res, t_out, (uint32_t)(256 + ernd() % 8192)); /* its own context again */
+    return TTFT_STALL_PREEMPTED;
+  }
+  if (x < 0.70) { /* not scheduled: the others' decodes, maybe one short chunk */
+    if (eunit() < 0.3) {
+      uint64_t len = (uint64_t)((double)D * ebetween(0.05, 0.25));
+      uint64_t at = t_in + (uint64_t)((double)(D - len - 4 * HOST_NS) * eunit());
+      decode_steps(t_in, at - HOST_NS, u);
+      step(at, at + len, (uint32_t)(256 + ernd() % 2048));
+      decode_steps(at + len + HOST_NS, t_out, u);
+    } else {
+      decode_steps(t_in, t_out, u);
+    }
+    return TTFT_STALL_NOT_SCHEDULED;
+  }
+  if (x < 0.90) { /* engine idle: the process froze for most of the gap */
+    double f = ebetween(0.55, 0.90), h = ebetween(0.0, 0.95 - f);
+    uint64_t fs = a + (uint64_t)((double)D * h), fe = fs + (uint64_t)((double)D * f);
+    if (eunit() < 0.25) { /* frozen during a preemption */
+      if (ttft_mark(g_r, s, TTFT_PHASE_PREEMPTED, a + (uint64_t)((double)D * ebetween(0.02, 0.45))) !=
+          TTFT_OK)
+        exit(1);
+    }
+    decode_steps(t_in, fs, u);
+    decode_steps(fe, t_out, u);
+    return TTFT_STALL_ENGINE_IDLE;
+  }
+  return TTFT_STALL_UNKNOWN; /* no step reported inside the gap */
+}
+
 /* Play one begun sequence to its end; record the exact values as the
  * library defines them (docs/metrics.md). */
 static void play(ttft_seq s, uint64_t t_begin, const plan *p, int prefix_hit) {
@@ -224,11 +366,25 @@ static void play(ttft_seq s, uint64_t t_begin, const plan *p, int prefix_hit) {
     unsigned k = g_id == 1 ? (unsigned)uniform(1, 4) : 1; /* speculative steps */
     if (k > limit - n) k = limit - n;
     uint64_t d = gap();
+    const int stall = d > g_stall_budget[cls != 0];
+    ttft_stall_cause injected = stall ? stall_engine(s, t, t + d) : TTFT_STALL_UNKNOWN;
     t += d;
     ttft_token_emitted(g_r, s, k, t);
     push(&g_itl, d | cls);
     if (ng < sizeof gaps / sizeof gaps[0]) gaps[ng++] = d;
-    if (d > g_stall_budget[cls != 0]) g_stalls[cls != 0]++, g_stalled_ns[cls != 0] += d;
+    if (stall) {
+      g_stalls[cls != 0]++, g_stalled_ns[cls != 0] += d;
+      ttft_seq_info info;
+      memset(&info, 0, sizeof info);
+      info.struct_size = sizeof info;
+      if (ttft_seq_stats(g_r, s, &info) != TTFT_OK || info.last_stall_cause < 0 ||
+          info.last_stall_cause >= TTFT_STALL_CAUSE_COUNT) {
+        fprintf(stderr, "replica %d: no stall cause after a stall\n", g_id);
+        exit(1);
+      }
+      g_cause_n[cls != 0][injected][info.last_stall_cause]++;
+      g_cause_ns[cls != 0][injected][info.last_stall_cause] += d;
+    }
     n += k;
   }
   if (ng) { /* the stream's own p95 gap: nearest rank ceil(0.95 g) */
@@ -239,30 +395,6 @@ static void play(ttft_seq s, uint64_t t_begin, const plan *p, int prefix_hit) {
   ttft_stream_end(g_r, s, p->end, t + 1000);
   push(&g_e2e, (t + 1000 - t_begin) | cls);
   verdict(cls != 0, p->end, p->ttft, n >= 2, n >= 2 ? (t - t_first) / (n - 1) : 0);
-}
-
-/* A round's engine steps, on their own stretch of the caller clock (the
- * header comment): they end before 1000 s, where the streams begin. */
-static uint64_t g_ts = UINT64_C(1000000000);
-static void engine_steps(void) {
-  for (int i = 0; i < 600; i++) {
-    ttft_step_info info;
-    ttft_step_info_init(&info);
-    int prefill = unit() < 0.3;
-    info.prefill_tokens = prefill ? (uint32_t)uniform(256, 8192) : 0;
-    info.decode_seqs = (uint32_t)uniform(1, 64);
-    uint64_t d = prefill ? scaled(lognormal_ns(0.150, 0.5)) : scaled(lognormal_ns(0.020, 0.3));
-    if (g_ts + d + 1000 >= UINT64_C(1000000000000)) {
-      fprintf(stderr, "replica %d: engine steps reached the streams' clock\n", g_id);
-      exit(1);
-    }
-    if (ttft_engine_step(g_r, &info, g_ts, g_ts + d) != TTFT_OK) {
-      fprintf(stderr, "replica %d: ttft_engine_step failed\n", g_id);
-      exit(1);
-    }
-    push(&g_steps, d | (prefill ? FLAG_BIT : 0));
-    g_ts += d + 1000;
-  }
 }
 
 static unsigned round_size(void) { return g_id == 0 ? 700 : g_id == 1 ? 450 : 500; }
@@ -300,7 +432,6 @@ static void one_round(void) {
   }
   g_t += UINT64_C(1000000000);
   g_rounds++;
-  engine_steps();
 }
 
 static int put_u64(FILE *f, uint64_t v) { /* little-endian; 1 on error */
@@ -367,7 +498,6 @@ static int dump(const char *path) {
       bad |= put_u64(f, c < 0 ? ttft_snapshot_counter(s, (ttft_counter)k)
                               : ttft_snapshot_class_counter(s, c, (ttft_counter)k));
   }
-  ttft_snapshot_free(s);
   /* then the tagged sections of the header comment */
   bad |= put_list(f, "P95G", &g_p95);
   bad |= put_list(f, "ABWT", &g_abwait);
@@ -375,6 +505,18 @@ static int dump(const char *path) {
   for (int c = 0; c < 2; c++) bad |= put_u64(f, g_stalls[c]) | put_u64(f, g_stalled_ns[c]);
   bad |= put_list(f, "PFXC", &g_pfx);
   bad |= put_list(f, "STEP", &g_steps);
+  bad |= fwrite("CAUS", 1, 4, f) != 4;
+  for (int c = 0; c < 2; c++)
+    for (int i = 0; i < TTFT_STALL_CAUSE_COUNT; i++)
+      for (int j = 0; j < TTFT_STALL_CAUSE_COUNT; j++)
+        bad |= put_u64(f, g_cause_n[c][i][j]) | put_u64(f, g_cause_ns[c][i][j]);
+  bad |= fwrite("STCA", 1, 4, f) != 4;
+  for (int c = 0; c < 2; c++)
+    for (int k = 0; k < TTFT_STALL_CAUSE_COUNT; k++)
+      bad |= put_u64(f, ttft_snapshot_stalls_by_cause(s, c == 0 ? g_chat : g_batch, (ttft_stall_cause)k)) |
+             put_u64(f, ttft_snapshot_stall_seconds_by_cause(s, c == 0 ? g_chat : g_batch,
+                                                            (ttft_stall_cause)k));
+  ttft_snapshot_free(s);
   bad |= fwrite("MEMB", 1, 4, f) != 4;
   bad |= put_u64(f, ttft_registry_memory(g_r));
   bad |= fwrite("INFO", 1, 4, f) != 4;
