@@ -298,41 +298,13 @@ def extrapolation_factor(times, start, end):
     return ext / sampled
 
 
-def weighted_rank(pairs, q):
-    """Nearest rank of q in (value, weight) pairs sorted by value."""
-    total = math.fsum(w for _, w in pairs)
-    target, run = float(q) * total, 0.0
-    for v, w in pairs:
-        run += w
-        if run >= target * (1 - 1e-12):
-            return v
-    return pairs[-1][0]
-
-
-def rank_tie_next(pairs, q):
-    """When q x (total weight) falls on the boundary after the nearest-rank
-    value (0.99 x 3300 = 3267 exactly), the quantile is that value or the
-    next one: PromQL's rank is q x (extrapolated count), whose rounding
-    picks either side. Returns the next value then, else None."""
-    total = math.fsum(w for _, w in pairs)
-    target, run = float(q) * total, 0.0
-    for k, (v, w) in enumerate(pairs):
-        run += w
-        if run >= target * (1 - 1e-12):
-            if abs(run - target) <= 1e-9 * total and k + 1 < len(pairs):
-                return pairs[k + 1][0]
-            return None
-    return None
-
-
-def tie_error(got, exact, pairs, q):
-    """got / exact - 1, or against the next value at a rank tie when that
-    is nearer (rank_tie_next); and the value it was measured against"""
-    e = got / exact - 1
-    nxt = rank_tie_next(pairs, q)
-    if nxt is not None and abs(got / (nxt / 1e9) - 1) < abs(e):
-        return got / (nxt / 1e9) - 1, nxt / 1e9
-    return e, exact
+def tie_error(got, exact):
+    """got / exact - 1 for exact from rank_of_runs, at a rank tie (a pair)
+    against the nearer of its two sides; and the value it was measured
+    against"""
+    if not isinstance(exact, tuple):
+        return got / exact - 1, exact
+    return min(((got / x - 1, x) for x in exact), key=lambda ex: abs(ex[0]))
 
 
 def nearest_rank(sorted_vals, q):
@@ -434,93 +406,75 @@ def counter_factor(times, values, start, end):
 
 
 _scrape_factors = {}
-_pairs = {}
+_runs = {}
 
 
-def class_pairs(final, initial, m, cls, weights):
-    """(value, weight) of metric m's observations of class cls since the
-    first scrape, sorted by value, each weighted by its replica's weight:
-    cached, as several quantiles and rules ask the same (1.4 M ITL values).
-    m: an index of METRICS, or a value list's tag in the dump (P95G, ABWT)"""
-    want = BATCH_BIT if cls == "batch" else 0
-    return split_pairs(final, initial, m, "class=%s" % cls, weights,
-                       lambda v: cls is None or v & BATCH_BIT == want)
-
-
-def split_pairs(final, initial, m, what, weights, keep):
-    """class_pairs for the values v of list m (a METRICS index or a tag)
-    with keep(v), cached under what; the values without their flag bits"""
-    key = (m, what, tuple(weights))
-    if key not in _pairs:
+def sorted_runs(final, initial, m, start=None):
+    """per replica, list m's values since the first scrape (or since the
+    dump start) sorted as integers, flag bits and all (bit 63 = batch, bit
+    62 = FLAG_BIT: each replica's run is then one sorted segment per
+    combination of the two, chat values first): what rank_of_runs reads,
+    whatever the weights (cached). m: an index of METRICS, or a value
+    list's tag in the dump (P95G, ABWT, PFXC, STEP)"""
+    start = initial if start is None else start
+    key = (m, id(final), id(start))
+    if key not in _runs:
         def vals(rep):
             return rep[m] if isinstance(m, int) else rep[6].get(m, [])
-        _pairs[key] = sorted((v & ~(BATCH_BIT | FLAG_BIT), weights[i])
-                             for i, rep in enumerate(final)
-                             for v in vals(rep)[len(vals(initial[i])):] if keep(v))
-    return _pairs[key]
+        _runs[key] = [sorted(vals(rep)[len(vals(start[i])):]) for i, rep in enumerate(final)]
+    return _runs[key]
 
 
-def sorted_runs(final, initial, m):
-    """per replica, list m's values since the first scrape sorted as
-    integers (bit 63 = batch: its chat values first, then its batch
-    values): what rank_of_runs reads, whatever the weights (cached)"""
-    key = ("runs", m)
-    if key not in _pairs:
-        def vals(rep):
-            return rep[m] if isinstance(m, int) else rep[6].get(m, [])
-        _pairs[key] = [sorted(vals(rep)[len(vals(initial[i])):]) for i, rep in enumerate(final)]
-    return _pairs[key]
+def segments(runs, cls=None, flag=None):
+    """per run, the (prefix, lo, hi) of the selected values: class cls
+    ("chat", "batch"; None: both) and FLAG_BIT set (flag True), clear
+    (False) or either (None); a value v of a segment is v - prefix"""
+    pre = [c * BATCH_BIT + f * FLAG_BIT
+           for c in {None: (0, 1), "chat": (0,), "batch": (1,)}[cls]
+           for f in {None: (0, 1), False: (0,), True: (1,)}[flag]]
+    return [[(p, bisect.bisect_left(r, p), bisect.bisect_left(r, p + FLAG_BIT)) for p in pre]
+            for r in runs]
 
 
-def rank_of_runs(runs, weights, q, cls=None):
-    """rank_or_tie of class cls's values (None: every class) without
-    building (value, weight) pairs: runs from sorted_runs, so the weighted
-    count at or below x is a bisection per replica, and the nearest rank
-    the smallest value where it reaches q x the total weight (ITL: a
-    million values, whose pairs take seconds to sort on a loaded machine,
-    again for every set of weights)"""
-    split = [bisect.bisect_left(r, BATCH_BIT) for r in runs]
-    chat, batch = cls in (None, "chat"), cls in (None, "batch")
+def weight_below(runs, segs, weights, x):
+    """the weight of the selected values <= x (an integer, ns)"""
+    return math.fsum(w * sum(bisect.bisect_right(r, p + x, lo, hi) - lo for p, lo, hi in sg)
+                     for r, sg, w in zip(runs, segs, weights))
 
-    def below(x):  # the weight of the values <= x
-        return math.fsum(w * ((bisect.bisect_right(r, x, 0, k) if chat else 0) +
-                              (bisect.bisect_right(r, x | BATCH_BIT, k) - k if batch else 0))
-                         for r, w, k in zip(runs, weights, split))
-    total = math.fsum(w * ((k if chat else 0) + (len(r) - k if batch else 0))
-                      for r, w, k in zip(runs, weights, split))
+
+def rank_of_runs(runs, weights, q, cls=None, flag=None):
+    """The weighted nearest rank of q, in seconds, of the selected values
+    (segments: class cls, FLAG_BIT flag) of runs from sorted_runs, each
+    run's values weighted by its replica's weight: the smallest value x
+    where the weight at or below x reaches q x the total weight — a
+    bisection per replica, without (value, weight) pairs (ITL: a million
+    values, whose pairs take seconds to sort on a loaded machine, again for
+    every set of weights). When q x the total falls on the boundary after
+    that value (0.99 x 3300 = 3267 exactly) the quantile is that value or
+    the next one: PromQL's rank is q x (extrapolated count), whose rounding
+    picks either side; a pair of the two then. NaN without values."""
+    segs = segments(runs, cls, flag)
+    total = math.fsum(w * sum(hi - lo for _, lo, hi in sg) for sg, w in zip(segs, weights))
     if not total:
         return float("nan")
     target = float(q) * total
-    lo, hi = 0, max(max(r[k - 1] if chat and k else 0,
-                        (r[-1] & ~BATCH_BIT) if batch and len(r) > k else 0)
-                    for r, k in zip(runs, split))
-    while lo < hi:  # the smallest x with below(x) >= target
+    lo, hi = 0, max(r[h - 1] - p for r, sg in zip(runs, segs) for p, l, h in sg if h > l)
+    while lo < hi:  # the smallest x with weight_below(x) >= target
         mid = (lo + hi) // 2
-        if below(mid) >= target * (1 - 1e-12):
+        if weight_below(runs, segs, weights, mid) >= target * (1 - 1e-12):
             hi = mid
         else:
             lo = mid + 1
-    if abs(below(lo) - target) > 1e-9 * total:
+    if abs(weight_below(runs, segs, weights, lo) - target) > 1e-9 * total:
         return lo / 1e9
-    # a rank tie (rank_tie_next): the next value is the quantile too
+    # a rank tie: the next value is the quantile too
     nxt = []
-    for r, k in zip(runs, split):
-        j = bisect.bisect_right(r, lo, 0, k)
-        if chat and j < k:
-            nxt.append(r[j])
-        j = bisect.bisect_right(r, lo | BATCH_BIT, k)
-        if batch and j < len(r):
-            nxt.append(r[j] & ~BATCH_BIT)
+    for r, sg in zip(runs, segs):
+        for p, l, h in sg:
+            j = bisect.bisect_right(r, p + lo, l, h)
+            if j < h:
+                nxt.append(r[j] - p)
     return (lo / 1e9, min(nxt) / 1e9) if nxt else lo / 1e9
-
-
-def rank_or_tie(pairs, q):
-    """the weighted nearest rank of q in seconds, a pair of the two sides
-    at a rank tie (rank_tie_next), NaN without values"""
-    if not pairs:
-        return float("nan")
-    v, nxt = weighted_rank(pairs, q) / 1e9, rank_tie_next(pairs, q)
-    return v if nxt is None else (v, nxt / 1e9)
 
 
 def scrape_factors(addr, t_end, w_s):
@@ -674,18 +628,19 @@ def dashboard_vs_exact(addr, exprs, replicas, initial, final, at, schema):
             x, ws = float(m.group(1)), weights(m.group(4))
             got = {r["metric"].get("class"): float(r["value"][1])
                    for r in query(addr, e, at)["result"]}
+            runs = sorted_runs(final, initial, "P95G")
             for cls in ("chat", "batch", "default"):
-                pairs = class_pairs(final, initial, "P95G", cls, ws) if cls != "default" else []
+                segs = segments(runs, cls) if cls != "default" else [[] for _ in runs]
+                total = math.fsum(w * sum(h - l for _, l, h in sg) for sg, w in zip(segs, ws))
                 v = got.get(cls)
-                if not pairs:  # no stream of its own: NaN (no histogram) or no series
+                if not total:  # no stream of its own: NaN (no histogram) or no series
                     if v is not None and not math.isnan(v):
                         fail("dashboard panel %r {class=%s}: %s where no stream exists"
                              % (title, cls, v))
                     continue
-                total = math.fsum(w for _, w in pairs)
 
-                def above(edge):
-                    return math.fsum(w for y, w in pairs if y > edge * 1e9) / total
+                def above(edge):  # the weight of the values > edge (s), integers in ns
+                    return 1 - weight_below(runs, segs, ws, math.floor(edge * 1e9)) / total
                 exact, lo, hi = above(x), above(x * (1 + p95_bound)), above(x / (1 + p95_bound))
                 if v is None or math.isnan(v) or not lo - 1e-9 <= v <= hi + 1e-9:
                     fail("dashboard panel %r {class=%s}: %s, exact %.6f (the resolution allows "
@@ -708,8 +663,7 @@ def dashboard_vs_exact(addr, exprs, replicas, initial, final, at, schema):
             sides = ({("hit",): True, ("miss",): False} if tag == "PFXC"
                      else {("true",): True, ("false",): False})
             ws, q = weights(m.group(5)), m.group(1)
-            values = {k: rank_or_tie(split_pairs(final, initial, tag, "%s" % flag, ws,
-                                                 lambda v, f=flag: bool(v & FLAG_BIT) == f), q)
+            values = {k: rank_of_runs(sorted_runs(final, initial, tag), ws, q, None, flag)
                       for k, flag in sides.items()}
             if tag == "PFXC":
                 values[("partial",)] = float("nan")  # no replica reports a partial hit
@@ -722,11 +676,13 @@ def dashboard_vs_exact(addr, exprs, replicas, initial, final, at, schema):
                 inner = e[e.index("sum by (prefill)"):-1]
                 w = window_s(m.group(5))
                 cnt, tot = {}, {}
+                runs = sorted_runs(final, initial, "STEP")
                 for k, flag in sides.items():
-                    sel = [[v & ~FLAG_BIT for v in rep[6]["STEP"][len(initial[i][6]["STEP"]):]
-                            if bool(v & FLAG_BIT) == flag] for i, rep in enumerate(final)]
-                    cnt[k] = math.fsum(ws[i] * len(x) for i, x in enumerate(sel)) / w
-                    tot[k] = math.fsum(ws[i] * math.fsum(x) for i, x in enumerate(sel)) / 1e9 / w
+                    segs = segments(runs, None, flag)
+                    cnt[k] = math.fsum(wi * sum(h - l for _, l, h in sg)
+                                       for sg, wi in zip(segs, ws)) / w
+                    tot[k] = math.fsum(wi * sum(sum(r[l:h]) - p * (h - l) for p, l, h in sg)
+                                       for r, sg, wi in zip(runs, segs, ws)) / 1e9 / w
                 compare(title, "histogram_count(%s)" % inner, {"group": ("prefill",), "values": cnt},
                         complete=True)
                 compare(title, "histogram_sum(%s)" % inner, {"group": ("prefill",), "values": tot},
@@ -1081,18 +1037,18 @@ def main():
             if None in weights:
                 fail("%s: no samples of some replica in the window: %s" % (short, factor))
                 continue
-            pairs = sorted((v & ~BATCH_BIT, weights[i]) for i, rep in enumerate(final)
-                           for v in rep[m][len(mid[i][m]):])
+            runs = sorted_runs(final, initial, m, mid)  # every class: the sum() of all
             print("      extrapolation factors of the replicas: %s"
                   % ", ".join("%.4f" % w for w in weights))
             for q in QS:
-                exact = weighted_rank(pairs, q) / 1e9
+                rank = rank_of_runs(runs, weights, q)  # a pair at a rank tie
+                exact = rank[0] if isinstance(rank, tuple) else rank
                 plain = nearest_rank(wv, q) / 1e9
                 got = scalar(native.addr, "histogram_quantile(%s, sum(rate(%s[%dms])))" % (q, fam, w_ms), at)
                 if got is None or math.isnan(got) or exact <= 0:
                     fail("%s p%s over rate(): no answer" % (short, q))
                     continue
-                e, vs = tie_error(got, exact, pairs, q)
+                e, vs = tie_error(got, rank)
                 worst_w = max(worst_w, abs(e))
                 print("%-5s %-5s %14.6f %14.6f %+8.3f%% %14.6f %+8.3f%%%s"
                       % (short, q, exact, got, 100 * e, plain, 100 * (got / plain - 1),
