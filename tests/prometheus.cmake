@@ -68,7 +68,8 @@ endif()
 #   prom_fleet               three replicas, a native-histogram Prometheus and a
 #                            classic one: fleet p50/p90/p99 of TTFT, TPOT, ITL
 #                            within 1 % of the exact union; every dashboard
-#                            expression and rule evaluated on the real server
+#                            expression and rule evaluated on the real server;
+#                            injected stall causes (>= 95 % attributed each)
 add_executable(ttft_prom_expose_pb ${CMAKE_CURRENT_SOURCE_DIR}/prom/expose_pb.c)
 target_link_libraries(ttft_prom_expose_pb PRIVATE ttft_static m)
 target_include_directories(ttft_prom_expose_pb PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
@@ -95,7 +96,7 @@ if(TTFT_WITH_HTTP AND TTFT_HAVE_PTHREADS)
             $<TARGET_FILE:ttft_prom_replica> "${TTFT_PROMETHEUS_BIN}"
             --dashboard ${PROJECT_SOURCE_DIR}/deploy/grafana/ttft-dashboard.json
             --rules ${PROJECT_SOURCE_DIR}/deploy/prometheus/ttft.rules.yml)
-  # one Prometheus-server test at a time on a 2-core machine; ~45 s alone,
+  # one Prometheus-server test at a time on a 2-core machine; ~50 s alone,
   # 50-90 s inside a full parallel suite, ~115 s beside other heavy jobs
   set_tests_properties(prom_fleet PROPERTIES
     LABELS "prometheus;integration" SKIP_RETURN_CODE 77 TIMEOUT 300

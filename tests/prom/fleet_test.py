@@ -29,6 +29,7 @@ Fleet percentiles through a real Prometheus, loopback only, about a minute:
     exact: quantiles as weighted nearest ranks, rates weighted by PromQL's
     extrapolation, the per-user p95 gap, abandoned waits, stalled seconds,
     TTFT by prefix cache and engine steps from the dump's value lists,
+    stalls by cause from the replicas' reading of each stall's cause,
     objectives, info labels and registry memory exactly); an expression
     with no known exact value fails;
  4b. over a rate() window that starts after the first phase and covers two
@@ -37,9 +38,20 @@ Fleet percentiles through a real Prometheus, loopback only, about a minute:
     TPOT, ITL and E2E within 1 % of the exact quantile of the observations
     made in the window; histogram_count(sum(increase(M[w]))) between their
     exact count and what extrapolation allows;
+ 4c. stall causes: the replicas drive engine steps and preemption marks
+    around each stall with an injected cause (replica.c) and read back the
+    cause the library gave it; at least 95 % of each injected cause's
+    stalls must get it, from those readings (which must add up to the
+    library's per-cause counters) and through Prometheus (the per-cause
+    counters at the end equal the libraries', and hold at least 95 % of
+    each cause's injected stalls, also as 5 m rates); the stalls-by-cause
+    panel, the prefill-share rule and the engine-step panel are compared
+    with the exact values in 5 and 6;
  6. every recording and alerting rule must be loaded and healthy, every
     recording rule non-empty, every latency rule (p50/p90/p99 per class)
-    within 1 % of the exact quantile of that class's observations; the alerts that the traffic must trigger
+    within 1 % of the exact quantile of that class's observations, the
+    prefill share of the stalled seconds within 1 % of the attributed
+    causes' exact share; the alerts that the traffic must trigger
     (chat's fast burn, live stalls, dropped begins) must be pending or
     firing, and batch's burn alerts must stay quiet.
 Cleans up every process and directory whatever happens.
