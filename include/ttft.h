@@ -657,7 +657,9 @@ typedef struct ttft_slow_request {
  * from a signal handler that interrupted a hook) two ends may offer to
  * the same list at once: the later one scans again while the other
  * writes, but after ~4096 polls (the writer preempted, or interrupted by
- * the handler) it leaves its offer out rather than wait in the hook.
+ * the handler) it takes the smallest entry no one is writing rather than
+ * wait in the hook: the other writer's value may then stand in place of
+ * a larger one (rarely, it is left out).
  * ttft_snapshot_slowest fills *out up to out->struct_size (an
  * older, smaller struct is filled up to its size) and returns TTFT_OK,
  * TTFT_ERANGE (index past the count) or TTFT_EINVAL (NULL s/out, bad

@@ -864,8 +864,9 @@ typedef struct slow_offer_t {
   uint32_t status, ids; /* ids: the stream's ids word (TTFT__IDS_*) */
 } slow_offer_t;
 
-/* Polls of a list entry another writer holds before an offer is left out
- * (slow_offer): a few microseconds, never a wait for a preempted thread. */
+/* Polls of a list entry another writer holds before an offer passes held
+ * entries over (slow_offer): a few microseconds, never a wait for a
+ * preempted thread. */
 #define TTFT__SLOW_CLAIM_POLLS 4096u
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -882,9 +883,12 @@ typedef struct slow_offer_t {
  * record there); a writer that finds the entry taken, or loses the CAS,
  * scans again, up to TTFT__SLOW_CLAIM_POLLS times, so the list stays
  * exact while the other writer runs; past that (the holder preempted, or
- * the thread's own interrupted stream end) it leaves the offer out
- * rather than wait (ttft.h, ttft_snapshot_slowest). Cold: after the
- * first k ends, only a value that beats the list's floor gets here. */
+ * the thread's own interrupted stream end) it takes the smallest entry
+ * no writer holds, rather than wait: every value larger than the ones
+ * listed stays listed, though the held entry's new value may then stand
+ * in place of a larger one (ttft.h, ttft_snapshot_slowest); it is left
+ * out only if it loses that entry too. Cold: after the first k ends,
+ * only a value that beats the list's floor gets here. */
 __attribute__((noinline, cold)) static void slow_offer(ttft_registry *r, ttft__crec *cr, int by,
                                                       uint32_t idx, uint64_t v,
                                                       const slow_offer_t *o) {
@@ -895,16 +899,29 @@ __attribute__((noinline, cold)) static void slow_offer(ttft_registry *r, ttft__c
    * hook), put back below */
   const ttft__slow_claim outer = ttft__tl_claim;
   for (uint32_t poll = 0;; poll++) {
+    /* past the polls, the entries another writer holds are passed over:
+     * the offer takes the smallest entry nobody holds, once, instead of
+     * being left out (1.2.0 left it out: the largest value of a burst
+     * could go missing behind a preempted holder, or behind the thread's
+     * own stream end a signal handler interrupted) */
+    const int pass_held = poll > TTFT__SLOW_CLAIM_POLLS;
     uint32_t mi = 0;
     uint64_t mv = UINT64_MAX, second = UINT64_MAX; /* the smallest two values */
+    uint64_t held = UINT64_MAX;                     /* the smallest held one    */
     for (uint32_t i = 0; i < k; i++) {
       uint64_t x = TTFT__LD(&V[i]);
+      if (pass_held && (TTFT__LD(&cr->slow[(size_t)by * k + i].seq) & 1u)) {
+        held = x < held ? x : held;
+        continue;
+      }
       second = x < mv ? mv : (x < second ? x : second);
       mi = x < mv ? i : mi;
       mv = x < mv ? x : mv;
     }
-    floor = mv;
-    if (v <= mv) break; /* another writer raised the floor past v */
+    /* a held entry's value only grows too: the floor stays a lower bound */
+    if (held < second) second = held;
+    floor = mv < held ? mv : held;
+    if (v <= mv) break; /* another writer raised the floor past v (or all are held) */
     ttft__slow_live *e = &cr->slow[(size_t)by * k + mi];
     uint32_t q = TTFT__LD(&e->seq);
     /* acquire on success: pairs with the previous holder's release of q,
@@ -918,7 +935,7 @@ __attribute__((noinline, cold)) static void slow_offer(ttft_registry *r, ttft__c
                                                              memory_order_relaxed)) {
       /* recorded for our exit handler, should this thread die holding
        * the entry (a thread killed between the claim and this record
-       * leaves it held: offers that choose it are left out) */
+       * leaves it held: later offers pass it over after their polls) */
       ttft__tl_claim.e = NULL;
       atomic_signal_fence(memory_order_seq_cst); /* compiler only: a handler sees it whole */
       ttft__tl_claim.reg_id = r->id;
@@ -962,8 +979,9 @@ __attribute__((noinline, cold)) static void slow_offer(ttft_registry *r, ttft__c
     }
     /* the entry was held or taken by another writer (the shared shard's
      * lists only): once it is done the smallest may be elsewhere, so scan
-     * again, a bounded number of times */
-    if (poll >= TTFT__SLOW_CLAIM_POLLS) break; /* the offer is left out */
+     * again, a bounded number of times, then once passing held entries
+     * over; the offer is left out only when that last claim is lost too */
+    if (pass_held) break;
     slow_relax();
   }
   /* the new floor: the smallest value after our replacement, from values
