@@ -56,7 +56,8 @@
  *      stays odd (the abandoned call is indistinguishable from an
  *      interrupted one, F2), so its later calls record through the shared
  *      shard and batches wait for its shard; call ttft_thread_release(r)
- *      after such a jump (it closes the call, as at thread exit).
+ *      after such a jump (it closes the call, as at thread exit, and
+ *      gives back a slowest-list entry the abandoned stream end held).
  *  F4. The heavy barrier fails at run time: membarrier was registered
  *      when the registry was made, and starts returning EPERM (a seccomp
  *      filter installed later with TSYNC; a fork child whose registration

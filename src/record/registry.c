@@ -478,6 +478,14 @@ static ttft__shard *shard_get_slow_body(ttft_registry *r) {
 
 int ttft_thread_release(ttft_registry *r) {
   if (!r) return TTFT_EINVAL;
+  /* a slowest-list entry held by a stream end this thread left by
+   * siglongjmp (its exit would give it back; a private shard's also goes
+   * back with shard_release below). Not from a signal handler (ttft.h),
+   * so no offer of this thread is running */
+  if (ttft__tl_claim.e && ttft__tl_claim.reg_id == r->id) {
+    ttft__slow_claim_drop();
+    ttft__tl_claim.e = NULL;
+  }
   for (int i = 0; i < TLS_WAYS; i++) {
     if (tl_cache[i].reg_id != r->id) continue;
     shard_release(r, tl_cache[i].sh);
