@@ -49,7 +49,11 @@
  *   unknown        10 %  no step reported inside the gap
  * (docs/metrics.md's meaning of each cause), then reads the cause the
  * library gave the stall (ttft_seq_stats, last_stall_cause): the CAUS
- * section counts each stall by (injected, attributed) cause.
+ * section counts each stall by (injected, attributed) cause. Every round
+ * also records 600 steps outside any stall (30 % carry prefill) on a
+ * stretch of the caller clock of their own, before any stream's (they end
+ * before 1000 s, streams begin at 1000 s); a stall's cause never reads
+ * them (its 16 steps before the gap come first).
  *
  * protocol (stdin, one command a line; answers on stdout):
  *   at start   prints "port <n>" once /metrics is served
@@ -246,6 +250,13 @@ static uint64_t elognormal_ns(uint64_t median_ns, double sigma) {
 static uint64_t g_cause_n[2][TTFT_STALL_CAUSE_COUNT][TTFT_STALL_CAUSE_COUNT];
 static uint64_t g_cause_ns[2][TTFT_STALL_CAUSE_COUNT][TTFT_STALL_CAUSE_COUNT];
 
+static void mark(ttft_seq s, ttft_phase phase, uint64_t t) {
+  if (ttft_mark(g_r, s, phase, t) != TTFT_OK) {
+    fprintf(stderr, "replica %d: ttft_mark failed\n", g_id);
+    exit(1);
+  }
+}
+
 static void step(uint64_t t0, uint64_t t1, uint32_t prefill_tokens) {
   ttft_step_info info;
   ttft_step_info_init(&info);
@@ -308,9 +319,9 @@ static ttft_stall_cause stall_engine(ttft_seq s, uint64_t a, uint64_t b) {
     uint64_t tp = a + (uint64_t)((double)D * ebetween(0.02, 0.40));
     uint64_t rc = (uint64_t)((double)D * ebetween(0.05, 0.25));
     uint64_t t_res = t_out - rc;
-    if (ttft_mark(g_r, s, TTFT_PHASE_PREEMPTED, tp) != TTFT_OK) exit(1);
+    mark(s, TTFT_PHASE_PREEMPTED, tp);
     decode_steps(t_in, t_res - HOST_NS, u);
-    if (ttft_mark(g_r, s, TTFT_PHASE_RESUMED, t_res) != TTFT_OK) exit(1);
+    mark(s, TTFT_PHASE_RESUMED, t_res);
     step(t_res, t_out, (uint32_t)(256 + ernd() % 8192)); /* its own context again */
     return TTFT_STALL_PREEMPTED;
   }
@@ -329,11 +340,8 @@ static ttft_stall_cause stall_engine(ttft_seq s, uint64_t a, uint64_t b) {
   if (x < 0.90) { /* engine idle: the process froze for most of the gap */
     double f = ebetween(0.55, 0.90), h = ebetween(0.0, 0.95 - f);
     uint64_t fs = a + (uint64_t)((double)D * h), fe = fs + (uint64_t)((double)D * f);
-    if (eunit() < 0.25) { /* frozen during a preemption */
-      if (ttft_mark(g_r, s, TTFT_PHASE_PREEMPTED, a + (uint64_t)((double)D * ebetween(0.02, 0.45))) !=
-          TTFT_OK)
-        exit(1);
-    }
+    if (eunit() < 0.25) /* frozen during a preemption */
+      mark(s, TTFT_PHASE_PREEMPTED, a + (uint64_t)((double)D * ebetween(0.02, 0.45)));
     decode_steps(t_in, fs, u);
     decode_steps(fe, t_out, u);
     return TTFT_STALL_ENGINE_IDLE;
@@ -397,6 +405,31 @@ static void play(ttft_seq s, uint64_t t_begin, const plan *p, int prefix_hit) {
   verdict(cls != 0, p->end, p->ttft, n >= 2, n >= 2 ? (t - t_first) / (n - 1) : 0);
 }
 
+/* A round's steps outside any stall, on their own stretch of the caller
+ * clock (the header comment): they end before 1000 s, where the streams
+ * begin. From the workload's random stream, as before the stall steps. */
+static uint64_t g_ts = UINT64_C(1000000000);
+static void engine_steps(void) {
+  for (int i = 0; i < 600; i++) {
+    ttft_step_info info;
+    ttft_step_info_init(&info);
+    int prefill = unit() < 0.3;
+    info.prefill_tokens = prefill ? (uint32_t)uniform(256, 8192) : 0;
+    info.decode_seqs = (uint32_t)uniform(1, 64);
+    uint64_t d = prefill ? scaled(lognormal_ns(0.150, 0.5)) : scaled(lognormal_ns(0.020, 0.3));
+    if (g_ts + d + 1000 >= UINT64_C(1000000000000)) {
+      fprintf(stderr, "replica %d: engine steps reached the streams' clock\n", g_id);
+      exit(1);
+    }
+    if (ttft_engine_step(g_r, &info, g_ts, g_ts + d) != TTFT_OK) {
+      fprintf(stderr, "replica %d: ttft_engine_step failed\n", g_id);
+      exit(1);
+    }
+    push(&g_steps, d | (prefill ? FLAG_BIT : 0));
+    g_ts += d + 1000;
+  }
+}
+
 static unsigned round_size(void) { return g_id == 0 ? 700 : g_id == 1 ? 450 : 500; }
 
 static void one_round(void) {
@@ -432,6 +465,7 @@ static void one_round(void) {
   }
   g_t += UINT64_C(1000000000);
   g_rounds++;
+  engine_steps();
 }
 
 static int put_u64(FILE *f, uint64_t v) { /* little-endian; 1 on error */
