@@ -652,7 +652,8 @@ typedef struct ttft_slow_request {
  * (the window's slowest among the registry's k slowest so far: every one
  * listed ended in the window, but the list can hold fewer than k — see
  * docs/metrics.md "Which requests"). Streams still in flight are not
- * listed. The lists are exact for streams ended on threads with a private
+ * listed, nor is a stream whose value is 0 (a TTFT of 0 ns: a first token
+ * at, or clamped to, its begin; a longest gap of 0 ns). The lists are exact for streams ended on threads with a private
  * shard. On the shared shard (threads past max_threads, and hooks called
  * from a signal handler that interrupted a hook) two ends may offer to
  * the same list at once: the later one scans again while the other

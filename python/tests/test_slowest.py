@@ -3,6 +3,7 @@ requests of a snapshot (Snapshot.slowest), in JSON, through the encoding,
 merge and delta, and as OpenMetrics exemplars."""
 
 import json
+import time
 import unittest
 
 from support import MS, T0, registry, ttft
@@ -70,12 +71,31 @@ class Slowest(unittest.TestCase):
         self.assertIn("caf\u00e9??[31m", got)
 
     def test_stream_and_instrument_take_ids(self):
+        # the context manager's end and instrument's tokens are on the live
+        # clock: every explicit time here is in that clock's past (T0 =
+        # 1000 s would be ahead of it on a machine up for under 17 minutes,
+        # and a first token before its begin is clamped to a TTFT of 0)
+        t0 = time.monotonic_ns() - 100 * MS
         reg = registry()
-        with reg.stream(t_ns=T0, request_id="ctx", trace_id=TID) as s:
-            s.token(t_ns=T0 + 5 * MS)
-        list(reg.instrument(iter([1, 2]), t_ns=T0, request_id="gen"))
-        ids = {r.request_id for r in reg.snapshot().slowest("ttft")}
-        self.assertEqual(ids, {"ctx", "gen"})
+        with reg.stream(t_ns=t0, request_id="ctx", trace_id=TID) as s:
+            s.token(t_ns=t0 + 5 * MS)
+        list(reg.instrument(iter([1, 2]), t_ns=t0 + 10 * MS, request_id="gen"))
+        snap = reg.snapshot()
+        self.assertEqual({r.request_id for r in snap.slowest("ttft")}, {"ctx", "gen"})
+        self.assertGreaterEqual(snap.slowest("ttft")[0].value_ns, 50 * MS)
+        self.assertEqual(snap.counter("clock_clamped"), 0)
+
+    def test_a_ttft_of_zero_is_not_listed(self):
+        # a first token before its begin is clamped to it (TTFT 0): that
+        # stream is counted in clock_clamped and is not one of the slowest
+        reg = registry()
+        s = reg.begin(t_ns=T0 + 10 * MS, request_id="early")
+        s.token(t_ns=T0)
+        s.end(t_ns=T0 + 20 * MS)
+        play(reg, 1, request_id="late")
+        snap = reg.snapshot()
+        self.assertEqual(snap.counter("clock_clamped"), 1)
+        self.assertEqual([r.request_id for r in snap.slowest("ttft")], ["late"])
 
     def test_codec_merge_delta(self):
         a, b = registry(slowest_k=2), registry(slowest_k=2)

@@ -107,6 +107,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ttft.h"
@@ -602,6 +603,13 @@ int main(int argc, char **argv) {
   one_round();
 
   if (g_id == 0) { /* stuck right now: a live stall the dashboard must show */
+    /* the stream began 20 s ago: on a machine up for less than that the
+     * monotonic clock has no such past (the subtraction would wrap), so
+     * wait until it has */
+    while (ttft_now_ns() < UINT64_C(21000000000)) {
+      struct timespec tenth = {0, 100000000};
+      nanosleep(&tenth, NULL);
+    }
     uint64_t now = ttft_now_ns();
     for (int i = 0; i < 2; i++) {
       ttft_request req;
