@@ -427,7 +427,11 @@ TTFT_API uint64_t ttft_snapshot_counter(const ttft_snapshot *s, ttft_counter c);
  * counting the NUL), so a return >= cap means it was truncated and a buffer
  * of return+1 bytes is enough. buf may be NULL when cap is 0. Returns
  * TTFT_EINVAL for NULL s, unknown f, or buf NULL with cap > 0; TTFT_ENOMEM
- * when scratch memory is short. Thread-safe. */
+ * when scratch memory is short. The output is the same whatever locale the
+ * process or the calling thread has set (setlocale, uselocale): numbers
+ * are written as in the C locale ("0.5", never "0,5"); the call runs with
+ * the C locale on the calling thread and gives the thread's own back
+ * before it returns. Thread-safe. */
 TTFT_API long ttft_snapshot_format(const ttft_snapshot *s, ttft_format f, char *buf, size_t cap);
 
 /* ------------------------------------------------------------------- clock */

@@ -1,6 +1,8 @@
 /* snapshot.c — every read-only query on snapshots, and
  * ttft_snapshot_format. Layer: report (src/README.md). */
 #include <limits.h>
+#include <locale.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "report/format.h"
@@ -189,10 +191,39 @@ const char *ttft_snapshot_label(const ttft_snapshot *s, const char *key) {
   return NULL;
 }
 
+#ifdef LC_ALL_MASK
+/* The C locale, made once. The formats print with it whatever the host
+ * set with setlocale: under a locale with a decimal comma (de_DE, fr_FR,
+ * ...) "%.17g" writes "0,5", which is no JSON number, and the text
+ * report's figures would change with the host's locale. */
+static locale_t c_locale(void) {
+  static _Atomic(locale_t) made;
+  /* acquire: pairs with the release of the CAS below, so the locale
+   * object another thread made is complete when we use it */
+  locale_t l = atomic_load_explicit(&made, memory_order_acquire);
+  if (l) return l;
+  l = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+  if (!l) return l; /* out of memory: the thread's own locale is used */
+  locale_t none = (locale_t)0;
+  /* release on success: publishes the object we made; acquire on
+   * failure: the one another thread published is complete */
+  if (!atomic_compare_exchange_strong_explicit(&made, &none, l, memory_order_acq_rel,
+                                               memory_order_acquire)) {
+    freelocale(l);
+    l = none;
+  }
+  return l;
+}
+#endif
+
 long ttft_snapshot_format(const ttft_snapshot *s, ttft_format f, char *buf, size_t cap) {
   if (!s || (!buf && cap) || (unsigned)f >= TTFT_FORMAT_COUNT_) return TTFT_EINVAL;
   ttft__sb sb;
   ttft__sb_init(&sb, buf, cap);
+#ifdef LC_ALL_MASK
+  /* this thread only, for this call: the host's locale is left alone */
+  locale_t c = c_locale(), prev = c ? uselocale(c) : (locale_t)0;
+#endif
   int rc;
   switch (f) {
   case TTFT_FORMAT_TEXT: rc = ttft__format_text(s, &sb); break;
@@ -202,6 +233,9 @@ long ttft_snapshot_format(const ttft_snapshot *s, ttft_format f, char *buf, size
   case TTFT_FORMAT_PROMETHEUS_PROTOBUF: rc = ttft__format_protobuf(s, &sb); break;
   default: rc = TTFT_EINVAL; break;
   }
+#ifdef LC_ALL_MASK
+  if (prev) uselocale(prev);
+#endif
   if (rc != TTFT_OK) return rc;
   if (sb.len > (size_t)LONG_MAX) return TTFT_ERANGE;
   return (long)sb.len;

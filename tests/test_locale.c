@@ -1,0 +1,171 @@
+/* test_locale.c — the formats do not change with the host's locale.
+ *
+ * A server that calls setlocale(LC_ALL, "") under a German, French, ...
+ * locale has a decimal comma: "%.17g" then writes 0,5, which made
+ * ttft_snapshot_format's JSON invalid ("mean":147956862,5) and its text
+ * report read "100,0%". Each test takes one snapshot, formats it in every
+ * format under the C locale, switches the process (or one thread) to
+ * de_DE.UTF-8 and formats it again: every byte must be the same, and the
+ * host's locale must still be in force afterwards.
+ *
+ * de_DE.UTF-8 comes from the system when it is installed, else it is
+ * compiled into a temporary directory with localedef (Debian's `locales`
+ * package holds its source; .ci/packages.d/base.txt installs it). Without
+ * either the test fails and says so. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* mkdtemp, setenv; uselocale comes with POSIX 2008 */
+#endif
+#include <locale.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ttft.h"
+#include "task.h"
+
+enum { NFMT = TTFT_FORMAT_COUNT_ };
+
+static ttft_snapshot *g_snap;
+static char *g_c[NFMT];  /* each format under the C locale */
+static long g_len[NFMT];
+
+/* a snapshot with fractions everywhere: means ending in .5, attainment
+ * 2/3, a throughput, stall seconds */
+static ttft_snapshot *make_snapshot(void) {
+  ttft_config cfg;
+  ttft_config_init(&cfg);
+  ttft_registry *r = ttft_registry_new(&cfg);
+  if (!r) return NULL;
+  ttft_slo slo;
+  ttft_slo_init(&slo);
+  slo.ttft_ns = 150000000u;
+  int chat = ttft_class_add(r, "chat", &slo);
+  uint64_t t = 1000000000u;
+  for (int i = 0; i < 30; i++) {
+    ttft_request req;
+    ttft_request_init(&req);
+    req.class_id = chat;
+    ttft_seq s = ttft_begin_ex(r, &req, t);
+    ttft_token_emitted(r, s, 1, t + 123456789u + (uint64_t)i * 1000003u);
+    ttft_token_emitted(r, s, 2, t + 223456789u + (uint64_t)i * 7000001u);
+    ttft_token_emitted(r, s, 1, t + 923456789u + (uint64_t)i * 7000001u); /* a stall */
+    ttft_stream_end(r, s, i % 3 ? TTFT_COMPLETED : TTFT_ERROR, t + 993456789u);
+    t += 1000000u;
+  }
+  ttft_snapshot *snap = ttft_snapshot_take(r);
+  ttft_registry_free(r);
+  return snap;
+}
+
+static char *format(ttft_format f, long *len) {
+  long n = ttft_snapshot_format(g_snap, f, NULL, 0);
+  if (n < 0) return NULL;
+  char *b = malloc((size_t)n + 1);
+  if (!b) return NULL;
+  *len = ttft_snapshot_format(g_snap, f, b, (size_t)n + 1);
+  return b;
+}
+
+static void setup(void) {
+  if (g_snap) return;
+  g_snap = make_snapshot();
+  for (int f = 0; f < NFMT; f++) g_c[f] = format((ttft_format)f, &g_len[f]);
+}
+
+/* de_DE.UTF-8 as a locale object: the system's, or one compiled here */
+static locale_t german(void) {
+  locale_t l = newlocale(LC_ALL_MASK, "de_DE.UTF-8", (locale_t)0);
+  if (l) return l;
+  static char dir[] = "/tmp/ttft-locale-XXXXXX";
+  if (!mkdtemp(dir)) return (locale_t)0;
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "localedef -i de_DE -f UTF-8 %s/de_DE.UTF-8 2>&1", dir);
+  int rc = system(cmd);
+  setenv("LOCPATH", dir, 1);
+  l = newlocale(LC_ALL_MASK, "de_DE.UTF-8", (locale_t)0);
+  if (!l)
+    fprintf(stderr, "no de_DE.UTF-8: not installed, and localedef exited %d (Debian: apt-get "
+                    "install locales)\n", rc);
+  return l;
+}
+
+/* every format equals its C-locale bytes */
+static void expect_same_formats(const char *where) {
+  for (int f = 0; f < NFMT; f++) {
+    long n = 0;
+    char *b = format((ttft_format)f, &n);
+    EXPECT_NOT_NULL(b);
+    EXPECT_EQ_INT(g_len[f], n);
+    int same = b && g_c[f] && n == g_len[f] && !memcmp(b, g_c[f], (size_t)n);
+    if (!same && b && g_c[f]) {
+      long i = 0;
+      while (i < n && i < g_len[f] && b[i] == g_c[f][i]) i++;
+      long from = i > 30 ? i - 30 : 0;
+      fprintf(stderr, "%s: %s differs at byte %ld: C \"%.60s\", here \"%.60s\"\n", where,
+              ttft_format_name((ttft_format)f), i, g_c[f] + from, b + from);
+    }
+    EXPECT_TRUE(same);
+    free(b);
+  }
+}
+
+static int decimal_comma(void) {
+  char b[16];
+  snprintf(b, sizeof b, "%.1f", 0.5);
+  return !strcmp(b, "0,5");
+}
+
+TEST(formats_ignore_the_process_locale) {
+  setup();
+  EXPECT_NOT_NULL(g_snap);
+  EXPECT_CONTAINS(g_c[TTFT_FORMAT_JSON], ".5,"); /* a mean that has a fraction */
+  locale_t de = german();
+  EXPECT_TRUE(de != (locale_t)0);
+  if (!de) return;
+  freelocale(de);
+  EXPECT_NOT_NULL(setlocale(LC_ALL, "de_DE.UTF-8"));
+  EXPECT_TRUE(decimal_comma()); /* the host's locale is in force */
+  expect_same_formats("setlocale(LC_ALL, de_DE)");
+  EXPECT_TRUE(decimal_comma()); /* and still is */
+  setlocale(LC_ALL, "C");
+}
+
+static void *format_in_thread(void *p) {
+  (void)p;
+  expect_same_formats("another thread, global de_DE");
+  return NULL;
+}
+
+/* the HTTP server formats on its own thread, which follows the global
+ * locale */
+TEST(formats_ignore_the_global_locale_on_another_thread) {
+  setup();
+  locale_t de = german();
+  EXPECT_TRUE(de != (locale_t)0);
+  if (!de) return;
+  freelocale(de);
+  EXPECT_NOT_NULL(setlocale(LC_ALL, "de_DE.UTF-8"));
+  pthread_t th;
+  EXPECT_EQ_INT(0, pthread_create(&th, NULL, format_in_thread, NULL));
+  pthread_join(th, NULL);
+  setlocale(LC_ALL, "C");
+}
+
+/* a thread with its own locale (uselocale) gets it back after the call */
+TEST(formats_keep_the_threads_own_locale) {
+  setup();
+  locale_t de = german();
+  EXPECT_TRUE(de != (locale_t)0);
+  if (!de) return;
+  locale_t prev = uselocale(de);
+  EXPECT_TRUE(decimal_comma());
+  expect_same_formats("uselocale(de_DE)");
+  EXPECT_TRUE(uselocale((locale_t)0) == de);
+  EXPECT_TRUE(decimal_comma());
+  uselocale(prev);
+  EXPECT_FALSE(decimal_comma());
+  freelocale(de);
+}
+
+TU_MAIN()
