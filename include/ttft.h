@@ -648,28 +648,28 @@ typedef struct ttft_slow_request {
 
 /* The k slowest requests of class class_id (TTFT_CLASS_ALL: over every
  * class) by ranking `by`, recorded when each stream ended: how many the
- * snapshot holds (0 .. ttft_config.slowest_k), and the one at rank
- * `index` (0 = the slowest; of equal values the earlier end ranks first). A snapshot's lists
- * cover its interval (ttft_snapshot_interval): since registry creation for
- * ttft_snapshot_take; a merge keeps the k slowest of the union; a delta
- * keeps the requests of newer's lists that ended after older was taken
- * (the window's slowest among the registry's k slowest so far: every one
- * listed ended in the window, but the list can hold fewer than k — see
- * docs/metrics.md "Which requests"). Streams still in flight are not
- * listed, nor is a stream whose value is 0 (a TTFT of 0 ns: a first token
- * at, or clamped to, its begin; a longest gap of 0 ns). The lists are exact for streams ended on threads with a private
- * shard. On the shared shard (threads past max_threads, and hooks called
- * from a signal handler that interrupted a hook) two ends may offer to
- * the same list at once: the later one scans again while the other
- * writes, but after ~4096 polls (the writer preempted, or interrupted by
- * the handler) it takes the smallest entry no one is writing rather than
- * wait in the hook: the other writer's value may then stand in place of
- * a larger one (rarely, it is left out).
- * ttft_snapshot_slowest fills *out up to out->struct_size (an
- * older, smaller struct is filled up to its size) and returns TTFT_OK,
- * TTFT_ERANGE (index past the count) or TTFT_EINVAL (NULL s/out, bad
- * struct_size, unknown class or ranking). Thread-safe (snapshots are
- * immutable). */
+ * snapshot holds (0 .. ttft_config.slowest_k), and the one at rank `index`
+ * (0 = the slowest; of equal values the earlier end ranks first). A
+ * snapshot's lists cover its interval (ttft_snapshot_interval): since
+ * registry creation for ttft_snapshot_take; a merge keeps the k slowest of
+ * the union; a delta keeps the requests of newer's lists that ended after
+ * older was taken (the window's slowest among the registry's k slowest so
+ * far: every one listed ended in the window, but the list can hold fewer
+ * than k — see docs/metrics.md "Which requests"). Streams still in flight
+ * are not listed, nor is a stream whose value is 0 (a TTFT of 0 ns: a
+ * first token at, or clamped to, its begin; a longest gap of 0 ns). The
+ * lists are exact for streams ended on threads with a private shard. On
+ * the shared shard (threads past max_threads, and hooks called from a
+ * signal handler that interrupted a hook) two ends may offer to the same
+ * list at once: the later one scans again while the other writes, but
+ * after ~4096 polls (the writer preempted, or interrupted by the handler)
+ * it takes the smallest entry no one is writing rather than wait in the
+ * hook: the other writer's value may then stand in place of a larger one
+ * (rarely, it is left out). ttft_snapshot_slowest fills *out up to
+ * out->struct_size (an older, smaller struct is filled up to its size) and
+ * returns TTFT_OK, TTFT_ERANGE (index past the count) or TTFT_EINVAL (NULL
+ * s/out, bad struct_size, unknown class or ranking). Thread-safe
+ * (snapshots are immutable). */
 TTFT_API unsigned ttft_snapshot_slowest_count(const ttft_snapshot *s, int class_id,
                                               ttft_slowest_by by);
 TTFT_API int ttft_snapshot_slowest(const ttft_snapshot *s, int class_id, ttft_slowest_by by,
