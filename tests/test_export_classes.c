@@ -13,17 +13,9 @@
 
 #include "ttft.h"
 #include "task.h"
+#include "render.h"
 
 #define T0 UINT64_C(1000000000)
-
-static char *render(const ttft_snapshot *s, ttft_format f) {
-  long n = ttft_snapshot_format(s, f, NULL, 0);
-  EXPECT_TRUE(n > 0);
-  if (n <= 0) return NULL;
-  char *t = malloc((size_t)n + 1);
-  if (t) EXPECT_EQ_INT(n, ttft_snapshot_format(s, f, t, (size_t)n + 1));
-  return t;
-}
 
 /* classes: default (idle), chat (one stream), batch (idle), full (only a
  * begin refused for want of a slot: dropped counts as used) */

@@ -26,6 +26,7 @@
 
 #include "ttft.h"
 #include "task.h"
+#include "render.h"
 
 /* ------------------------------------------------------------ encoder */
 typedef struct enc {
@@ -142,15 +143,6 @@ static void count_free(void *ctx, void *q) {
   size_t *p = (size_t *)((char *)q - 16);
   g_live -= *p;
   free(p);
-}
-
-static char *render(const ttft_snapshot *s, ttft_format f) {
-  long n = ttft_snapshot_format(s, f, NULL, 0);
-  EXPECT_TRUE(n > 0);
-  if (n <= 0) return NULL;
-  char *t = malloc((size_t)n + 1);
-  if (t) EXPECT_EQ_INT(n, ttft_snapshot_format(s, f, t, (size_t)n + 1));
-  return t;
 }
 
 /* -------------------------------------------------- 1. 2^64 - 1 in text */

@@ -23,6 +23,7 @@
 
 #include "ttft.h"
 #include "task.h"
+#include "render.h"
 
 enum { NFMT = TTFT_FORMAT_COUNT_ };
 
@@ -58,19 +59,10 @@ static ttft_snapshot *make_snapshot(void) {
   return snap;
 }
 
-static char *format(ttft_format f, long *len) {
-  long n = ttft_snapshot_format(g_snap, f, NULL, 0);
-  if (n < 0) return NULL;
-  char *b = malloc((size_t)n + 1);
-  if (!b) return NULL;
-  *len = ttft_snapshot_format(g_snap, f, b, (size_t)n + 1);
-  return b;
-}
-
 static void setup(void) {
   if (g_snap) return;
   g_snap = make_snapshot();
-  for (int f = 0; f < NFMT; f++) g_c[f] = format((ttft_format)f, &g_len[f]);
+  for (int f = 0; f < NFMT; f++) g_c[f] = render_len(g_snap, (ttft_format)f, &g_len[f]);
 }
 
 /* the process's locale set to de_DE.UTF-8: the system's, or one compiled
@@ -94,7 +86,7 @@ static int german(void) {
 static void expect_same_formats(const char *where) {
   for (int f = 0; f < NFMT; f++) {
     long n = 0;
-    char *b = format((ttft_format)f, &n);
+    char *b = render_len(g_snap, (ttft_format)f, &n);
     EXPECT_NOT_NULL(b);
     EXPECT_EQ_INT(g_len[f], n);
     int same = b && g_c[f] && n == g_len[f] && !memcmp(b, g_c[f], (size_t)n);
