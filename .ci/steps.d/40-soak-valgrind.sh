@@ -22,7 +22,14 @@ echo "   soak took $(( $(date +%s) - start ))s"
 # Quick unit tests under memcheck. Stress and soak run at small sizes
 # (valgrind serialises threads and runs ~50x slower); the HTTP test has its
 # own valgrind test (tests/http.cmake).
-VG="valgrind --quiet --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect --show-leak-kinds=definite,indirect"
+# Every run uses --fair-sched=yes (threads take turns): several tests spin
+# on one thread while waiting for another (test_registry's fork rounds: the
+# main thread waits for the emitter to enter its SIGUSR2 handler, the
+# handler spins until main has forked), and valgrind's default thread lock
+# lets a spinner keep it for seconds, or for good: a CI run hung 15 min in
+# fork_child_registry_shared_shard with the emitter spinning in its handler
+# and main asleep on valgrind's lock.
+VG="valgrind --quiet --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect --show-leak-kinds=definite,indirect --fair-sched=yes"
 quick="test_badinput test_alloc_fail test_timeline test_classes test_merge test_format test_prometheus test_registry test_step test_memory test_protobuf"
 for t in $quick; do
   bin="$BUILD/tests/${t}_shared"
@@ -32,11 +39,9 @@ for t in $quick; do
 done
 # issue 18 (static: the white-box rounds run there; valgrind serialises
 # threads, so few rounds): threads dying inside hooks, nested hooks, sums.
-# These tests spin on one thread while waiting for another to make calls:
-# valgrind's default thread lock lets the spinner keep it for seconds, so
-# they run with --fair-sched=yes (threads take turns; without it the
-# emitter of test_reuse never ran within 2 s)
-VGF="$VG --fair-sched=yes"
+# These tests spin on one thread while waiting for another to make calls
+# (without --fair-sched the emitter of test_reuse never ran within 2 s).
+VGF="$VG"
 echo "== valgrind test_reuse (small: the slot-reuse proofs of issue 9)"
 TTFT_REUSE_ROUNDS=20 TTFT_REUSE_STRESS_MS=300 $VGF "$BUILD"/tests/test_reuse_static >/dev/null
 echo "== valgrind test_dead_owner, test_sums (small)"
