@@ -1,5 +1,5 @@
 /* test_dead_owner.c — a thread that leaves a hook abnormally must not
- * invert the epoch of the shard it owned (issue 18.1; the fault model is
+ * hold back reuse for good (issue 18.1; 1.2 epochs, 1.3 hazard words; the fault model is
  * at the top of src/record/reclaim.c).
  *
  * Each round, with max_inflight 1 and max_threads 4:
@@ -78,30 +78,20 @@ static _Atomic int g_freeze, g_frozen;
 /* Is the calling thread inside a hook call on r right now? (Built
  * against 1.1, for the before/after figures of docs/reliability.md, the
  * shared shard has no open-call record: its calls' enter/exit counts.) */
-static _Thread_local uint64_t tl_e0; /* the epoch before this thread's current call */
-
-/* Before each call of a worker: what its private epoch was, so that
- * "inside" means "moved by one since", whatever the parity (1.1 inverted
- * it: an odd epoch was not "inside" there). */
+/* Before each call of a worker (1.2 noted its epoch here; the hazard
+ * word of 1.3 needs nothing). */
 static void note_epoch(ttft_registry *r) {
-  if (ttft__tl_cache[0].reg_id == r->id)
-    tl_e0 = atomic_load_explicit(&ttft__tl_cache[0].sh->epoch, memory_order_relaxed);
+  (void)r;
   atomic_signal_fence(memory_order_seq_cst);
 }
 
 static int inside_call(ttft_registry *r) {
   if (ttft__tl_cache[0].reg_id != r->id) return 0;
   ttft__shard *sh = ttft__tl_cache[0].sh;
-  if (!sh->shared) {
-    uint64_t e = atomic_load_explicit(&sh->epoch, memory_order_relaxed);
-    return e == tl_e0 + 1; /* entered, whatever the parity was */
-  }
-#ifdef TTFT__OPEN_MAX
+  /* a private call publishes its slot (or "inside") in the hazard word;
+   * a shared-shard call is on the open-call stack */
+  if (!sh->shared) return (atomic_load_explicit(&sh->hz, memory_order_relaxed) & TTFT__HZ_IN) != 0;
   return ttft__tl_open.n > 0;
-#else
-  uint32_t i = atomic_load(&sh->srcu_idx) & 1;
-  return atomic_load(&sh->srcu_enter[i]) != atomic_load(&sh->srcu_exit[i]);
-#endif
 }
 
 /* An asynchronous cancel acts wherever the thread is, including inside
@@ -404,7 +394,7 @@ static void dead_owner(uint32_t max_threads, int fence, int way) {
     /* its shard was given back, closed */
     if (dsh && !dsh->shared) {
       EXPECT_EQ_INT(0, atomic_load(&dsh->owned));
-      EXPECT_EQ_U64(0, atomic_load(&dsh->epoch) & 1);
+      EXPECT_EQ_U64(0, atomic_load(&dsh->hz) & TTFT__HZ_IN);
     }
     /* 2. the next owner, idle between calls */
     memset(&nx, 0, sizeof nx);
@@ -420,11 +410,9 @@ static void dead_owner(uint32_t max_threads, int fence, int way) {
     EXPECT_ERR(TTFT_OK, ttft_stream_end(r, x, TTFT_CANCELLED, TTFT_NOW));
     y = ttft_begin(r, TTFT_NOW);
     if (!y) {
-      ttft__shard *sh = &r->shards[r->nshards - 1];
-      fprintf(stderr, "idle drop: enter %llu %llu exit %llu %llu idx %u limbo %llu armed %d reclaiming %lu\n",
-              (unsigned long long)sh->srcu_enter[0], (unsigned long long)sh->srcu_enter[1],
-              (unsigned long long)sh->srcu_exit[0], (unsigned long long)sh->srcu_exit[1], sh->srcu_idx,
-              (unsigned long long)r->limbo_head, r->limbo_armed, (unsigned long)r->reclaiming);
+      fprintf(stderr, "idle drop: refs %u rstamp %llu rgen %llu rounds %u\n",
+              (unsigned)atomic_load(&r->slots[0].refs), (unsigned long long)atomic_load(&r->slots[0].rstamp),
+              (unsigned long long)atomic_load(&r->rgen), (unsigned)atomic_load(&r->rounds));
       idle_dropped++;
       y = ttft_begin(r, TTFT_NOW);
     }

@@ -296,7 +296,7 @@ TEST(outnumbered_private_shard_exact_under_racing_streams) { racing_streams(1); 
  * promises exact lists on private shards), and every snapshot yielded
  * ~1000 times over it. The thread that dies now gives the entry back
  * empty at its exit (with the call it died inside); the next owner's
- * offers fill it. White-box: the dying writer's state (epoch odd, the
+ * offers fill it. White-box: the dying writer's state (hazard word set, the
  * entry claimed, its value half replaced) is made by the thread itself,
  * which then exits. */
 #ifdef TTFT_TEST_STATIC
@@ -328,7 +328,7 @@ static void *dh_thread(void *p) {
     for (uint32_t i = 1; i < k; i++)
       if (atomic_load(&cr->slow_val[i]) < atomic_load(&cr->slow_val[mi])) mi = i;
     ttft__slow_live *e = &cr->slow[TTFT_SLOWEST_TTFT * k + mi];
-    if (a->die == 1) atomic_store(&sh->epoch, atomic_load(&sh->epoch) | 1);
+    if (a->die == 1) atomic_store(&sh->hz, TTFT__HZ_IN); /* inside stream_end */
     uint32_t q = atomic_fetch_add(&e->seq, 1) + 1;
     if (a->die >= 2) {
       ttft__tl_claim.reg_id = a->r->id;

@@ -99,58 +99,116 @@ __attribute__((noinline, cold)) static void stale_seen(ttft__shard *sh, int shar
 
 /* ------------------------------------------------ call brackets (reclaim.c)
  * Every call that checks a slot's state and then writes the slot runs
- * between call_enter and call_leave, which tell the reclaimer that a call
- * is in progress. reclaim.c has the protocol and its proof. */
-TTFT__INLINE uint64_t call_enter(const ttft_registry *r, ttft__shard *sh, int shared) {
-  if (TTFT_LIKELY(!shared)) {
-    /* e | 1, not e + 1: odd means inside whatever the epoch was before
-     * (a call abandoned by a thread that died leaves it odd until the
-     * shard is released; callers route around an odd epoch, see
-     * ttft__shard_for_call) */
-    uint64_t e = TTFT__LD(&sh->epoch);
-    TTFT__ST(&sh->epoch, e | 1);
-    if (TTFT_UNLIKELY(atomic_load_explicit(&r->fence_mode, memory_order_relaxed)))
-      /* seq_cst: without membarrier, pairs with the reclaimer's fence
-       * (classic Dekker: the odd epoch or the ended state is seen) */
-      atomic_thread_fence(memory_order_seq_cst);
-    else
-      /* compiler only: the state load stays after the odd store in
-       * program order; the reclaimer's membarrier supplies the hardware
-       * ordering (reclaim.c, case 1) */
-      atomic_signal_fence(memory_order_seq_cst);
-    return e;
+ * between call_enter and call_leave, which publish the slot the call may
+ * write: a private shard's hazard word, or the slot's reference count for
+ * the shared shard. reclaim.c has the protocol and its proof. A private
+ * shard's word says outside on entry (ttft__shard_for_call routes a call
+ * nested in a signal handler to the shared shard). A call whose handle is
+ * stale already (the pre-check: the state is not the handle's LIVE) names
+ * no slot: it will write none, and a thread that calls on with an ended
+ * handle holds nothing back. */
+
+/* Is handle s, by a first relaxed look at its slot's state, live? Not
+ * yet the check that counts (live_slot's seq_cst load after the hazard):
+ * a state that has moved on never comes back to the handle's generation,
+ * so "no" is final; relaxed: the seq_cst load follows. */
+TTFT__INLINE int seq_fresh(const ttft_registry *r, ttft_seq s) {
+  uint32_t idx = (uint32_t)s - 1; /* handle 0 wraps to UINT32_MAX */
+  return idx < r->nslots && atomic_load_explicit(&r->slots[idx].state, memory_order_relaxed) ==
+                                TTFT__SLOT_STATE(s >> 32, TTFT__SLOT_LIVE);
+}
+
+/* A private call's ordering point between its hazard store and its state
+ * load; fm: the registry's fence_mode as read. */
+TTFT__INLINE void hz_order(ttft__shard *sh, int fm) {
+  if (TTFT_UNLIKELY(fm)) {
+    /* seq_cst: without membarrier, pairs with the round's fence (classic
+     * Dekker: the hazard or the ending CAS is seen) */
+    atomic_thread_fence(memory_order_seq_cst);
+    /* F4: tell the rounds once that this owner fences (relaxed: only this
+     * thread stores 1 here; the ack is a release store) */
+    if (fm == 2 && !atomic_load_explicit(&sh->fenced, memory_order_relaxed))
+      ttft__reclaim_fence_ack(sh);
+  } else {
+    /* compiler only: the state load stays after the hazard store in
+     * program order; the round's membarrier supplies the hardware
+     * ordering (reclaim.c) */
+    atomic_signal_fence(memory_order_seq_cst);
   }
-  /* acquire: a call that sees a flipped index is ordered after the flip,
-   * hence after the ends of the batch being waited for (reclaim.c, 2) */
-  uint32_t i = atomic_load_explicit(&sh->srcu_idx, memory_order_acquire) & 1u;
-  /* seq_cst: the increment I of reclaim.c's proof, before our state load */
-  atomic_fetch_add_explicit(&sh->srcu_enter[i], 1, memory_order_seq_cst);
-  /* open until call_leave: a thread that dies inside is balanced at its
+}
+
+/* Publish in private shard sh's word the slot x1 (index + 1; 0: none).
+ * release: the writes of this thread's earlier calls happen-before a round
+ * that reads the new value (a plain store on x86, stlr on ARMv8). */
+TTFT__INLINE void hz_publish(const ttft_registry *r, ttft__shard *sh, uint32_t x1) {
+  atomic_store_explicit(&sh->hz, TTFT__HZ_IN | x1, memory_order_release);
+  hz_order(sh, atomic_load_explicit(&r->fence_mode, memory_order_relaxed));
+}
+
+/* Leave a private call. release: this call's slot writes happen-before a
+ * round's acquire of the word, hence before the slot is reused. */
+TTFT__INLINE void hz_leave(ttft__shard *sh) {
+  atomic_store_explicit(&sh->hz, 0, memory_order_release);
+}
+
+/* Enter a call on handle s. Returns what call_leave needs: for the shared
+ * shard, the index + 1 of the slot whose count was raised (0: none). */
+TTFT__INLINE uint32_t call_enter(ttft_registry *r, ttft__shard *sh, int shared, ttft_seq s) {
+  int fresh = seq_fresh(r, s);
+  if (TTFT_LIKELY(!shared)) {
+    hz_publish(r, sh, fresh ? (uint32_t)s : 0u);
+    return 0;
+  }
+  if (!fresh) return 0; /* stale: live_slot refuses it */
+  _Atomic uint32_t *rc = &r->slots[(uint32_t)s - 1].refs;
+  /* seq_cst: the increment I of reclaim.c's case 2, before our state load */
+  atomic_fetch_add_explicit(rc, 1, memory_order_seq_cst);
+  /* open until call_leave: a thread that dies inside is given back at its
    * exit (registry.c); nested calls (signal handlers) push on top */
   uint32_t k = ttft__tl_open.n;
   if (TTFT_LIKELY(k < TTFT__OPEN_MAX)) {
     ttft__tl_open.c[k].reg_id = r->id;
-    ttft__tl_open.c[k].sh = sh;
-    ttft__tl_open.c[k].idx = i;
+    ttft__tl_open.c[k].refs = rc;
   }
   atomic_signal_fence(memory_order_seq_cst); /* compiler only: a handler sees the frame */
   ttft__tl_open.n = k + 1;
-  return i;
+  return (uint32_t)s;
 }
 
-TTFT__INLINE void call_leave(ttft__shard *sh, int shared, uint64_t e) {
+TTFT__INLINE void call_leave(ttft_registry *r, ttft__shard *sh, int shared, uint32_t tok) {
   if (TTFT_LIKELY(!shared)) {
-    /* release: this call's slot writes happen-before the reclaimer's
-     * acquire of the epoch, hence before the slot is reused */
-    atomic_store_explicit(&sh->epoch, (e | 1) + 1, memory_order_release);
-  } else {
-    /* closed, then counted: a thread killed between the two stores is the
-     * one case the exit handler cannot balance (reclaim.c, fault model) */
+    hz_leave(sh);
+  } else if (tok) {
+    /* closed, then counted: a thread killed between the two is the one
+     * case the exit handler cannot give back (reclaim.c, fault model) */
     ttft__tl_open.n--;
     atomic_signal_fence(memory_order_seq_cst); /* compiler only: in this order */
-    /* release: as above, for the shared shard's exit count of index e */
-    atomic_fetch_add_explicit(&sh->srcu_exit[e], 1, memory_order_release);
+    /* release: our slot writes happen-before a round that reads the count
+     * (reclaim.c, case 2) */
+    atomic_fetch_sub_explicit(&r->slots[tok - 1].refs, 1, memory_order_release);
   }
+}
+
+/* A private call that touches no slot of another sequence (begin, the
+ * rest of stream_end after its CAS, engine_step): its word says "inside"
+ * so that a hook nested in a signal handler records through the shared
+ * shard instead of racing the plain updates. No fence: the word names no
+ * slot, so no round needs to see it. */
+TTFT__INLINE void call_enter_noslot(const ttft_registry *r, ttft__shard *sh) {
+  /* release, though no round needs the slot: a round that reads it must
+   * still synchronise with the writes of this thread's earlier calls (a
+   * relaxed store would end their release sequence; free on x86) */
+  atomic_store_explicit(&sh->hz, TTFT__HZ_IN, memory_order_release);
+  /* F4's handshake is made by every hook, not only those on a slot: a
+   * thread that only begins (refused at capacity, retrying) must not hold
+   * the rounds back. relaxed: as hz_publish's */
+  if (TTFT_UNLIKELY(atomic_load_explicit(&r->fence_mode, memory_order_relaxed) == 2))
+    hz_order(sh, 2);
+  atomic_signal_fence(memory_order_seq_cst); /* compiler only: before the updates */
+}
+TTFT__INLINE void call_leave_noslot(ttft__shard *sh) {
+  atomic_signal_fence(memory_order_seq_cst); /* compiler only: after the updates */
+  hz_leave(sh);
 }
 
 /* The slot of handle s when s names a live sequence, else NULL. */
@@ -275,11 +333,11 @@ static ttft_seq begin_common(ttft_registry *r, uint32_t cls, uint32_t prompt_tok
   /* a private shard's plain counter updates are bracketed too, so that a
    * hook called from a signal handler in the middle of them records
    * through the shared shard instead (ttft__shard_for_call) */
-  uint64_t e = sh->shared ? 0 : call_enter(r, sh, 0);
+  if (!sh->shared) call_enter_noslot(r, sh);
   uint32_t s1 = ttft__slot_acquire(r, sh);
   if (TTFT_UNLIKELY(!s1)) {
     ctr_add(sh->shared, &cr->ctr[TTFT_COUNTER_DROPPED], 1);
-    if (!sh->shared) call_leave(sh, 0, e);
+    if (!sh->shared) call_leave_noslot(sh);
     return 0;
   }
   if (t == TTFT_NOW) t = ttft__now(r);
@@ -320,7 +378,7 @@ static ttft_seq begin_common(ttft_registry *r, uint32_t cls, uint32_t prompt_tok
   if (TTFT_UNLIKELY(rid || tid)) ids_store(r, sh, cr, s1 - 1, gen, rid, tid);
   /* release: publishes the fields above to whoever acquires the live state */
   atomic_store_explicit(&sl->state, TTFT__SLOT_STATE(gen, TTFT__SLOT_LIVE), memory_order_release);
-  if (!sh->shared) call_leave(sh, 0, e);
+  if (!sh->shared) call_leave_noslot(sh);
   return ((uint64_t)gen << 32) | s1;
 }
 
@@ -349,11 +407,11 @@ int ttft_mark(ttft_registry *r, ttft_seq s, ttft_phase phase, uint64_t t_ns) {
   if (!r || (unsigned)phase >= TTFT_PHASE_COUNT_) return TTFT_EINVAL;
   ttft__shard *sh = ttft__shard_for_call(r);
   const int shared = sh->shared;
-  uint64_t e = call_enter(r, sh, shared);
+  uint32_t e = call_enter(r, sh, shared, s);
   ttft__slot *sl = live_slot(r, shared, s);
   if (!sl) {
     stale_seen(sh, shared);
-    call_leave(sh, shared, e);
+    call_leave(r, sh, shared, e);
     return TTFT_ESTALE;
   }
   ttft__crec *cr = crec_of(sh, TTFT__LD(&sl->cls));
@@ -377,7 +435,7 @@ int ttft_mark(ttft_registry *r, ttft_seq s, ttft_phase phase, uint64_t t_ns) {
     ctr_add(sh->shared, &cr->ctr[TTFT_COUNTER_PREEMPTIONS], 1);
   } /* RESUMED: the time check above is all (the PREEMPTED mark decides causes) */
   TTFT__ST(&sl->t_event, t);
-  call_leave(sh, shared, e);
+  call_leave(r, sh, shared, e);
   return TTFT_OK;
 }
 
@@ -659,28 +717,32 @@ __attribute__((noinline)) static int token_emitted_full(ttft_registry *r, ttft_s
                                                          uint32_t n_tokens, uint64_t t) {
   ttft__shard *sh = ttft__shard_for_call(r);
   const int shared = sh->shared; /* read once: atomics below make the compiler reload it */
-  uint64_t e = call_enter(r, sh, shared);
+  uint32_t e = call_enter(r, sh, shared, s);
   int rc = emit_in_call(r, sh, shared, s, n_tokens, t);
-  call_leave(sh, shared, e);
+  call_leave(r, sh, shared, e);
   return rc;
 }
 
 /* The common case with no call at all, so nothing is spilled. Anything
- * else leaves the call (epoch even again, nothing written) and runs
+ * else leaves the call (hazard withdrawn, nothing written) and runs
  * token_emitted_full from the start. t is resolved (never TTFT_NOW). */
 TTFT__INLINE int token_emitted_fast(ttft_registry *r, ttft_seq s, uint32_t n_tokens, uint64_t t) {
   if (TTFT_UNLIKELY(ttft__tl_cache[0].reg_id != r->id)) goto full;
   ttft__shard *sh = ttft__tl_cache[0].sh;
-  if (TTFT_UNLIKELY(sh->shared)) goto full;
-  uint64_t e = call_enter(r, sh, 0);
-  /* odd before: this thread is inside a call already (a signal handler's
-   * hook): nothing changed, the full path takes the shared shard */
-  if (TTFT_UNLIKELY(e & 1)) goto full;
+  /* the shared shard, or a hazard published already: this thread is
+   * inside a call (a signal handler's hook); the full path takes the
+   * shared shard (relaxed: only this thread and its handlers store it) */
+  if (TTFT_UNLIKELY(sh->shared | ((atomic_load_explicit(&sh->hz, memory_order_relaxed) &
+                                    TTFT__HZ_IN) != 0)))
+    goto full;
+  /* a stale handle (the pre-check) takes the full path, which counts it */
+  if (TTFT_UNLIKELY(!seq_fresh(r, s))) goto full;
+  hz_publish(r, sh, (uint32_t)s);
   if (TTFT_UNLIKELY(!emit_fast_in_call(r, sh, s, n_tokens, t))) goto leave_full;
-  call_leave(sh, 0, e);
+  call_leave(r, sh, 0, 0);
   return TTFT_OK;
 leave_full:
-  call_leave(sh, 0, e);
+  call_leave(r, sh, 0, 0);
 full:
   return token_emitted_full(r, s, n_tokens, t);
 }
@@ -708,33 +770,42 @@ long ttft_step_emitted(ttft_registry *r, const ttft_seq *seqs, const uint32_t *n
   ttft__shard *sh = ttft__shard_for_call(r);
   const int shared = sh->shared;
   long accepted = 0;
-  uint64_t e = call_enter(r, sh, shared);
   if (TTFT_LIKELY(!shared)) {
-    /* the slot table in locals: the atomics below would make the compiler
-     * reload r->slots and r->nslots for every sequence */
+    /* the slot table and the fence mode in locals: the atomics below would
+     * make the compiler reload them for every sequence */
     ttft__slot *slots = r->slots;
     const uint32_t nslots = r->nslots;
-    if (!n_tokens) { /* one token each: the common decode step */
-      for (size_t i = 0; i < count; i++)
-        if (TTFT_LIKELY(emit_fast_at(slots, nslots, sh, seqs[i], 1, t)) ||
-            emit_in_call(r, sh, 0, seqs[i], 1, t) == TTFT_OK)
-          accepted++;
-    } else {
-      for (size_t i = 0; i < count; i++) {
-        uint32_t n = n_tokens[i];
-        if (TTFT_UNLIKELY(!n)) continue;
-        if (TTFT_LIKELY(emit_fast_at(slots, nslots, sh, seqs[i], n, t)) ||
-            emit_in_call(r, sh, 0, seqs[i], n, t) == TTFT_OK)
-          accepted++;
-      }
+    /* relaxed: as hz_publish's (read once a step: a switch to fence mode
+     * 2 meanwhile is seen by the next call, and the rounds wait for it) */
+    const int fm = atomic_load_explicit(&r->fence_mode, memory_order_relaxed);
+    for (size_t i = 0; i < count; i++) {
+      uint32_t n = n_tokens ? n_tokens[i] : 1;
+      if (TTFT_UNLIKELY(!n)) continue;
+      /* the hazard moves to this sequence's slot (none for a stale
+       * handle). release: the previous slot's writes happen-before a
+       * round that reads the new value */
+      ttft_seq q = seqs[i];
+      uint32_t idx = (uint32_t)q - 1;
+      uint32_t x1 = idx < nslots && atomic_load_explicit(&slots[idx].state, memory_order_relaxed) ==
+                                       TTFT__SLOT_STATE(q >> 32, TTFT__SLOT_LIVE)
+                        ? (uint32_t)q
+                        : 0u;
+      atomic_store_explicit(&sh->hz, TTFT__HZ_IN | x1, memory_order_release);
+      hz_order(sh, fm);
+      if (TTFT_LIKELY(emit_fast_at(slots, nslots, sh, seqs[i], n, t)) ||
+          emit_in_call(r, sh, 0, seqs[i], n, t) == TTFT_OK)
+        accepted++;
     }
+    call_leave(r, sh, 0, 0);
   } else {
     for (size_t i = 0; i < count; i++) {
       uint32_t n = n_tokens ? n_tokens[i] : 1;
-      if (n && emit_in_call(r, sh, 1, seqs[i], n, t) == TTFT_OK) accepted++;
+      if (!n) continue;
+      uint32_t e = call_enter(r, sh, 1, seqs[i]);
+      if (emit_in_call(r, sh, 1, seqs[i], n, t) == TTFT_OK) accepted++;
+      call_leave(r, sh, 1, e);
     }
   }
-  call_leave(sh, shared, e);
   return accepted;
 }
 
@@ -788,21 +859,12 @@ int ttft_engine_step(ttft_registry *r, const ttft_step_info *info, uint64_t t_st
                                             memory_order_relaxed);
   }
   ttft__shard *sh = ttft__shard_for_call(r);
-  /* a private shard's plain histogram update is bracketed (odd epoch), so
-   * that a hook called from a signal handler in the middle of it records
-   * through the shared shard instead (ttft__shard_for_call). No slot is
-   * touched, so no fence: a reclaimer that sees the odd epoch only waits
-   * for the even one */
-  uint64_t ep = 0;
-  if (!sh->shared) {
-    ep = TTFT__LD(&sh->epoch);
-    TTFT__ST(&sh->epoch, ep | 1);
-    atomic_signal_fence(memory_order_seq_cst); /* compiler only: odd before the update */
-  }
+  /* a private shard's plain histogram update is bracketed, so that a
+   * hook called from a signal handler in the middle of it records through
+   * the shared shard instead (ttft__shard_for_call); no slot is touched */
+  if (!sh->shared) call_enter_noslot(r, sh);
   hist_rec(r, sh->shared, &sh->step[prefill ? 1 : 0], t_end_ns - t_start_ns);
-  /* release: as call_leave's (nothing of a slot to publish, but the same
-   * store keeps the reclaimer's acquire pairing uniform) */
-  if (!sh->shared) atomic_store_explicit(&sh->epoch, (ep | 1) + 1, memory_order_release);
+  if (!sh->shared) call_leave_noslot(sh);
   return TTFT_OK;
 }
 
@@ -812,7 +874,7 @@ int ttft_engine_step(ttft_registry *r, const ttft_step_info *info, uint64_t t_st
 static int annotate(ttft_registry *r, ttft_seq s, uint32_t prompt_tokens, int32_t prefix) {
   ttft__shard *sh = ttft__shard_for_call(r);
   const int shared = sh->shared;
-  uint64_t e = call_enter(r, sh, shared);
+  uint32_t e = call_enter(r, sh, shared, s);
   ttft__slot *sl = live_slot(r, shared, s);
   int rc = TTFT_OK;
   if (!sl) {
@@ -824,7 +886,7 @@ static int annotate(ttft_registry *r, ttft_seq s, uint32_t prompt_tokens, int32_
     if (prompt_tokens) TTFT__ST(&sl->band, band_of(r, prompt_tokens));
     if (prefix >= 0) TTFT__ST(&sl->prefix, prefix);
   }
-  call_leave(sh, shared, e);
+  call_leave(r, sh, shared, e);
   return rc;
 }
 
@@ -1059,7 +1121,7 @@ int ttft_stream_end(ttft_registry *r, ttft_seq s, ttft_status status, uint64_t t
   }
   ttft__shard *sh = ttft__shard_for_call(r);
   /* bracketed as begin is (its plain counter updates) */
-  uint64_t e = sh->shared ? 0 : call_enter(r, sh, 0);
+  if (!sh->shared) call_enter_noslot(r, sh);
   uint32_t cls = TTFT__LD(&sl->cls);
   ttft__crec *cr = crec_of(sh, cls);
   uint64_t t = event_time(r, sh->shared, cr, t_ns, TTFT__LD(&sl->t_event));
@@ -1124,6 +1186,6 @@ int ttft_stream_end(ttft_registry *r, ttft_seq s, ttft_status status, uint64_t t
   }
   seq_gaps_clear(sl, em);
   ttft__slot_retire(r, sh, idx);
-  if (!sh->shared) call_leave(sh, 0, e);
+  if (!sh->shared) call_leave_noslot(sh);
   return TTFT_OK;
 }

@@ -215,9 +215,6 @@ int ttft_config_check(const ttft_config *cfg, char *why, size_t n) {
 }
 
 /* --------------------------------------------------------------- memory */
-/* the reclaimer's per-shard bookkeeping: limbo_epoch, _wait, _first, _last */
-#define LIMBO_BYTES_PER_SHARD (sizeof(uint64_t) + sizeof(unsigned char) + 2 * sizeof(uint32_t))
-_Static_assert(LIMBO_BYTES_PER_SHARD == 17, "limbo bookkeeping is 17 bytes a shard");
 
 /* every aligned block is preceded by a cache line holding a pointer to
  * its allocation */
@@ -296,19 +293,18 @@ _Thread_local ttft__slow_claim ttft__tl_claim;
 /* Give a private shard back. The thread is outside any call on it, or
  * dead (on_thread_exit): a call it left inside (killed by pthread_exit in
  * a signal handler or an asynchronous cancel, or left by siglongjmp) will
- * never write again, so its odd epoch is closed here — the next owner
- * starts outside, and a reclaimer waiting for that call sees the epoch
- * change (reclaim.c, "fault model"). release: this thread's shard writes
- * happen-before the next owner's, and before the waiting reclaimer's
- * acquire of the epoch. */
+ * never write again, so its hazard is withdrawn here — the slot it named
+ * may be reused, and the next owner starts outside (reclaim.c, "fault
+ * model"). release: this thread's shard and slot writes happen-before the
+ * next owner's, and before a round's acquire of the word. */
 static void shard_release(ttft_registry *r, ttft__shard *sh) {
   if (sh->shared) return;
-  uint64_t e = TTFT__LD(&sh->epoch);
-  if (e & 1) {
+  uint64_t h = TTFT__LD(&sh->hz);
+  if (h & TTFT__HZ_IN) {
     /* a stream end it died inside may hold a slowest-list entry: only
      * this shard's owner writes its lists, so none can be running */
     if (r) ttft__slow_abandoned(r, sh);
-    atomic_store_explicit(&sh->epoch, e + 1, memory_order_release);
+    atomic_store_explicit(&sh->hz, 0, memory_order_release);
   }
   atomic_store_explicit(&sh->owned, 0, memory_order_release);
 }
@@ -316,7 +312,7 @@ static void shard_release(ttft_registry *r, ttft__shard *sh) {
 /* Is this thread inside a call on sh (the outer call of a hook nested in
  * a signal handler)? Then its shard must not be released under it. */
 static int shard_in_call(const ttft__shard *sh) {
-  return !sh->shared && (TTFT__LD(&sh->epoch) & 1);
+  return !sh->shared && (TTFT__LD(&sh->hz) & TTFT__HZ_IN) != 0;
 }
 
 #ifdef TTFT_HAVE_PTHREADS
@@ -335,14 +331,13 @@ static ttft_registry *registry_find_locked(uint64_t id) {
 static void on_thread_exit(void *unused) {
   (void)unused;
   pthread_mutex_lock(&g_live_mu);
-  /* shared-shard calls this thread died inside: count them as left, so
-   * that their SRCU index drains (reclaim.c, "fault model") */
+  /* shared-shard calls this thread died inside: give their slots' counts
+   * back, so that those slots can be reused (reclaim.c, "fault model") */
   uint32_t open = ttft__tl_open.n < TTFT__OPEN_MAX ? ttft__tl_open.n : TTFT__OPEN_MAX;
   for (uint32_t k = 0; k < open; k++)
     if (registry_alive_locked(ttft__tl_open.c[k].reg_id))
       /* release: as call_leave's */
-      atomic_fetch_add_explicit(&ttft__tl_open.c[k].sh->srcu_exit[ttft__tl_open.c[k].idx], 1,
-                                memory_order_release);
+      atomic_fetch_sub_explicit(ttft__tl_open.c[k].refs, 1, memory_order_release);
   ttft__tl_open.n = 0;
   /* a slowest-list entry it died holding (a stream end on the shared
    * shard; a private shard's are given back by shard_release too) */
@@ -352,10 +347,7 @@ static void on_thread_exit(void *unused) {
     if (!tl_cache[i].reg_id) continue;
     /* the registry may have been freed: touch its shard only if not */
     ttft_registry *r = registry_find_locked(tl_cache[i].reg_id);
-    if (r) {
-      ttft__reclaim_thread_exit(r); /* died holding the reclaimer's lock? */
-      shard_release(r, tl_cache[i].sh);
-    }
+    if (r) shard_release(r, tl_cache[i].sh);
     tl_cache[i].reg_id = 0;
     tl_cache[i].sh = NULL;
   }
@@ -376,13 +368,13 @@ static ttft__shard *shard_acquire(ttft_registry *r) {
      * this thread's later calls after that barrier (reclaim.c, case 1) */
     if (atomic_compare_exchange_strong_explicit(&sh->owned, &z, 1, memory_order_seq_cst,
                                                 memory_order_relaxed)) {
-      /* every release closed its owner's last call (shard_release) */
-      TTFT_ASSERT(!(TTFT__LD(&sh->epoch) & 1));
-      ttft__reclaim_owner_set(sh); /* who to signal if membarrier fails (F4) */
-      /* seq_cst: a reclaimer that switched r to fence mode (F4) and then
-       * found this shard unowned precedes our CAS in S, hence this load:
-       * it returns 2, and every later call of ours fences */
-      (void)atomic_load_explicit(&r->fence_mode, memory_order_seq_cst);
+      /* every release withdrew its owner's hazard (shard_release) */
+      TTFT_ASSERT(!(TTFT__LD(&sh->hz) & TTFT__HZ_IN));
+      /* seq_cst: a round that switched r to fence mode (F4) and then found
+       * this shard unowned precedes our CAS in S, hence this load: it
+       * returns 2, and every later call of ours fences */
+      int fm = atomic_load_explicit(&r->fence_mode, memory_order_seq_cst);
+      ttft__reclaim_owner_set(sh, fm); /* our tid and fence state (F4) */
       TTFT__ST(&sh->used, 1);
       return sh;
     }
@@ -456,7 +448,7 @@ static ttft__shard *shard_get_slow_body(ttft_registry *r) {
       return &r->shards[r->nshards - 1];
     }
     at = (int)(victim - tl_cache);
-    /* not inside a call on it (victim_busy): its epoch is even, so its
+    /* not inside a call on it (victim_busy): its hazard word is 0, so its
      * registry is not needed */
     if (victim->reg_id && victim_alive(victim->reg_id)) shard_release(NULL, victim->sh);
 #ifdef TTFT_HAVE_PTHREADS
@@ -486,6 +478,17 @@ int ttft_thread_release(ttft_registry *r) {
     ttft__slow_claim_drop();
     ttft__tl_claim.e = NULL;
   }
+  /* shared-shard calls of r this thread left by siglongjmp: give their
+   * slots' counts back (reclaim.c, F3); calls of other registries stay */
+  uint32_t open = ttft__tl_open.n < TTFT__OPEN_MAX ? ttft__tl_open.n : TTFT__OPEN_MAX, kept = 0;
+  for (uint32_t k = 0; k < open; k++) {
+    if (ttft__tl_open.c[k].reg_id == r->id)
+      /* release: as call_leave's */
+      atomic_fetch_sub_explicit(ttft__tl_open.c[k].refs, 1, memory_order_release);
+    else
+      ttft__tl_open.c[kept++] = ttft__tl_open.c[k];
+  }
+  ttft__tl_open.n -= open - kept;
   for (int i = 0; i < TLS_WAYS; i++) {
     if (tl_cache[i].reg_id != r->id) continue;
     shard_release(r, tl_cache[i].sh);
@@ -516,7 +519,7 @@ static ttft__shard *shard_cached(const ttft_registry *r) {
  * pool's). None of them is taken by a hook: fork() waits at most for a
  * class_add or a pool top-up in progress, never for a token. The child's
  * forking thread is the holder, so it just clears them; what hooks leave
- * (epochs, SRCU counts, half-pushed slots, the TSC seqlock) is lock-free
+ * (hazard words, slot reference counts, half-pushed slots, the TSC seqlock) is lock-free
  * and is repaired instead (reclaim.c, clock.c). */
 static void spin_lock(_Atomic int *l) {
   int z = 0;
@@ -698,10 +701,6 @@ static void registry_release(ttft_registry *r) {
   ttft__block_free(r, r->steps, TTFT_STEP_RING * sizeof(ttft__step_ent));
   ttft__block_free(r, r->reqid, (size_t)r->nslots * sizeof(ttft__reqid));
   ttft__free(&r->alloc, r->classes);
-  ttft__free(&r->alloc, r->limbo_epoch);
-  ttft__free(&r->alloc, r->limbo_wait);
-  ttft__free(&r->alloc, r->limbo_first);
-  ttft__free(&r->alloc, r->limbo_last);
   ttft_allocator a = r->alloc;
   ttft__free(&a, r->base);
 }
@@ -769,15 +768,11 @@ ttft_registry *ttft_registry_new(const ttft_config *cfg) {
   r->shards = ttft__block_new(r, (size_t)r->nshards * sizeof(ttft__shard));
   r->steps = ttft__block_new(r, TTFT_STEP_RING * sizeof(ttft__step_ent));
   r->classes = ttft__alloc(&a, (size_t)r->max_classes * sizeof(ttft__class));
-  r->limbo_epoch = ttft__alloc(&a, (size_t)r->nshards * sizeof(uint64_t));
-  r->limbo_wait = ttft__alloc(&a, r->nshards);
-  r->limbo_first = ttft__alloc(&a, (size_t)r->nshards * sizeof(uint32_t));
-  r->limbo_last = ttft__alloc(&a, (size_t)r->nshards * sizeof(uint32_t));
   if (r->slowest_k) r->reqid = ttft__block_new(r, (size_t)r->nslots * sizeof(ttft__reqid));
-  if (!r->slots || !r->shards || !r->steps || !r->classes || !r->limbo_epoch || !r->limbo_wait ||
-      !r->limbo_first || !r->limbo_last || (r->slowest_k && !r->reqid))
+  if (!r->slots || !r->shards || !r->steps || !r->classes || (r->slowest_k && !r->reqid))
     goto fail;
-  ttft__memory_add(r, (size_t)r->max_classes * sizeof(ttft__class) + r->nshards * LIMBO_BYTES_PER_SHARD);
+  ttft__memory_add(r, (size_t)r->max_classes * sizeof(ttft__class));
+  TTFT__ST(&r->rgen, 1); /* stamps are never 0 (reclaim.c) */
   for (uint32_t i = 0; i < r->nshards; i++) {
     ttft__shard *sh = &r->shards[i];
     sh->id = i;

@@ -186,28 +186,20 @@ typedef struct ttft__crec {
 } ttft__crec;
 
 typedef struct ttft__shard {
-  /* private shard: the owner's call epoch, odd while inside a call that
-   * writes slot fields (reclaim.c). Its own cache line: the reclaimer
-   * polls it. */
-  TTFT__ALIGNED _Atomic uint64_t epoch;
-  /* shared shard: SRCU counter pairs, per index (reclaim.c) */
-  TTFT__ALIGNED _Atomic uint64_t srcu_enter[2];
-  TTFT__ALIGNED _Atomic uint64_t srcu_exit[2];
-  _Atomic uint32_t srcu_idx;         /* the index new calls count on      */
+  /* private shard: the owner's hazard word (reclaim.c): 0 outside any
+   * call; TTFT__HZ_IN | (index + 1) while a call may write that slot;
+   * TTFT__HZ_IN alone inside a call that writes no slot of another
+   * sequence (begin, stream_end, engine_step). Its own cache line: the
+   * reclaimer reads it, the owner writes it twice a call. */
+  TTFT__ALIGNED _Atomic uint64_t hz;
   TTFT__ALIGNED _Atomic int owned;   /* 1 while a thread holds it exclusively */
-  /* the owner's kernel thread id and a count of acquisitions, for the
-   * signal barrier (reclaim.c, F4): written by the acquiring thread */
+  /* F4 (reclaim.c): 1 once the owner has seen fence_mode 2 and fences
+   * every call; reset when the shard changes hands */
+  _Atomic int fenced;
+  /* the owner's kernel thread id and a count of acquisitions (reclaim.c,
+   * F4: what /proc says of the owner): written by the acquiring thread */
   _Atomic int32_t owner_tid;
   _Atomic uint32_t owner_gen;
-  /* the reclaimer's signal-barrier request for this shard (reclaim.c;
-   * only the reclaim try-lock holder touches them): ack-table entry + 1
-   * (0 = none), the owner_gen it was sent to, sent or still to send */
-  uint32_t limbo_ack, limbo_gen;
-  int limbo_sent;
-  /* slots ended by this shard's thread(s), waiting for a grace period;
-   * pushed here so that two threads ending streams don't share a line */
-  ttft__stack pending;
-  _Atomic uint32_t retired;          /* ends so far: paces the reclaimer   */
   /* slots this shard's thread ended, back from their grace period: its
    * next begins take them (cache-hot); other threads may take them too */
   TTFT__ALIGNED ttft__stack free_list;
@@ -223,6 +215,10 @@ typedef struct ttft__shard {
 
 /* ------------------------------------------------------------- slots */
 enum { TTFT__SLOT_FREE = 0, TTFT__SLOT_LIVE = 1, TTFT__SLOT_ENDING = 2 };
+/* A private shard's hazard word (reclaim.c): bit 63 set while its owner
+ * is inside a call; bits 0..31 the index + 1 of the slot the call may
+ * write (0: none — among them every call whose handle was already stale). */
+#define TTFT__HZ_IN (UINT64_C(1) << 63)
 #define TTFT__SLOT_STATE(gen, ph) ((((uint64_t)(gen)) << 2) | (uint64_t)(ph))
 #define TTFT__SLOT_GEN(st) ((uint32_t)((st) >> 2))
 #define TTFT__SLOT_PHASE(st) ((unsigned)((st)&3u))
@@ -279,9 +275,14 @@ typedef struct ttft__slot {
   _Atomic uint32_t cls;           /* class id                              */
   _Atomic int32_t band;           /* prompt band, -1 unknown               */
   _Atomic int32_t prefix;         /* ttft_prefix_band, -1 unknown          */
-  _Atomic uint32_t next;          /* free/pending list link (index + 1)    */
-  _Atomic uint32_t tail;          /* on a pending stack: the last slot of
-                                     the chain from here down (index + 1)  */
+  _Atomic uint32_t next;          /* free list link (index + 1)            */
+  /* shared-shard calls inside on this slot (reclaim.c): a call counts
+   * itself here before it checks the state and leaves with a decrement */
+  _Atomic uint32_t refs;
+  /* 0 while live, free or claimed; once the ending stream_end is done
+   * with the slot, the reclaim generation it read after its ending CAS
+   * (reclaim.c): a round whose generation is at least this may free it */
+  _Atomic uint64_t rstamp;
   _Atomic uint64_t gh[TTFT__SG_WORDS];
 } ttft__slot;
 
@@ -361,8 +362,6 @@ struct ttft_registry {
    * (reclaim.c, F4; stored once, by the reclaimer). Read relaxed by every
    * private call. */
   _Atomic int fence_mode;
-  int switch_done;                /* F4: every owner has seen fence_mode 2  */
-  int limbo_sig;                  /* the batch in limbo was armed by signals */
   uint32_t gen_tag;               /* low 8 bits of every generation       */
   struct ttft_registry *live_next, *live_prev; /* registry.c's live list   */
   uint32_t nslots;
@@ -381,20 +380,16 @@ struct ttft_registry {
   uint32_t band_edges[TTFT_MAX_BANDS - 1];
   uint32_t prefix_min;            /* config.prefix_hit_min_tokens          */
   TTFT__ALIGNED ttft__stack free_list;
-  /* try-lock of the reclaimer: 0, or the holder's thread token
-   * (ttft__thread_token), so that a holder that dies is known */
-  TTFT__ALIGNED _Atomic uintptr_t reclaiming;
-  /* the batch in grace (owned by the reclaimer holding `reclaiming`) */
-  _Atomic uint64_t limbo_head;    /* non-zero while a batch is in limbo    */
-  uint32_t *limbo_first;          /* [nshards] the batch, per ending shard:  */
-  uint32_t *limbo_last;           /*   chain ends (index + 1) through .next */
-  int limbo_armed;                /* the batch's barrier was made          */
-  uint64_t barrier_ns;            /* when the last membarrier was issued    */
-  uint64_t *limbo_epoch;          /* [nshards] epoch seen / SRCU index     */
-  unsigned char *limbo_wait;      /* [nshards] what it still waits for     */
+  /* the reclaim generation (reclaim.c): every round takes one with a
+   * seq_cst increment; ended slots are stamped with it */
+  TTFT__ALIGNED _Atomic uint64_t rgen;
+  _Atomic uint32_t rounds;        /* reclaim rounds running now            */
   /* white-box figures of the reclaimer (tests, bench; relaxed): membarrier
-   * system calls made, and the most polls one begin at capacity made */
+   * system calls made, rounds run, process-wide barriers made another way
+   * (F4), and the most polls one begin at capacity made */
   _Atomic uint64_t dbg_membarriers;
+  _Atomic uint64_t dbg_rounds;
+  _Atomic uint64_t dbg_fallback_barriers;
   _Atomic uint32_t dbg_polls_max;
   _Atomic int class_lock;         /* serialises class_add (setup path)     */
   _Atomic size_t memory;          /* bytes allocated (ttft__memory_add)     */
@@ -425,29 +420,29 @@ static inline ttft__shard *ttft__shard_get(ttft_registry *r) {
  * a call left by siglongjmp (reclaim.c, "fault model"). The shared shard
  * takes atomic read-modify-writes, so the nested call's updates and the
  * interrupted call's plain ones are both kept, and the interrupted call's
- * epoch stays odd until it leaves. (The shared shard's epoch is always
- * even.) */
+ * hazard stays published until it leaves. (The shared shard's hazard word
+ * is never inside.) */
 static inline ttft__shard *ttft__shard_for_call(ttft_registry *r) {
   ttft__shard *sh = ttft__shard_get(r);
-  if (__builtin_expect((int)(atomic_load_explicit(&sh->epoch, memory_order_relaxed) & 1u), 0)) {
+  /* relaxed: only this thread (and its signal handlers) store it */
+  if (__builtin_expect((atomic_load_explicit(&sh->hz, memory_order_relaxed) & TTFT__HZ_IN) != 0, 0)) {
     sh = &r->shards[r->nshards - 1];
     atomic_store_explicit(&sh->used, 1, memory_order_relaxed); /* snapshots read it */
   }
   return sh;
 }
 
-/* Shared-shard calls this thread has open (between call_enter and
- * call_leave, hooks.c): a stack, nested calls on top. A thread that dies
- * inside one leaves its SRCU index unbalanced; its exit handler
- * (registry.c) balances what is still open here. Plain TLS: only this
- * thread, and its signal handlers (LIFO), touch it. */
+/* Shared-shard calls this thread has open on a slot (between call_enter
+ * and call_leave, hooks.c): a stack, nested calls on top. A thread that
+ * dies inside one leaves the slot's reference count raised; its exit
+ * handler (registry.c) gives back what is still open here. Plain TLS:
+ * only this thread, and its signal handlers (LIFO), touch it. */
 #define TTFT__OPEN_MAX 4
 typedef struct ttft__open_calls {
   uint32_t n; /* open calls; only the first TTFT__OPEN_MAX are recorded */
   struct {
     uint64_t reg_id;
-    ttft__shard *sh;
-    uint32_t idx;
+    _Atomic uint32_t *refs; /* the slot's count this call raised      */
   } c[TTFT__OPEN_MAX];
 } ttft__open_calls;
 extern _Thread_local ttft__open_calls ttft__tl_open
@@ -497,15 +492,19 @@ TTFT_HIDDEN ttft__chunk *ttft__chunk_attach(ttft_registry *r, ttft__hist *h, uin
  * membarrier. Called by ttft_registry_new before the registry exists. */
 TTFT_HIDDEN int ttft__reclaim_init(void);
 TTFT_HIDDEN void ttft__reclaim_atfork_child(void);
-TTFT_HIDDEN void ttft__reclaim_thread_exit(ttft_registry *r);
 TTFT_HIDDEN void ttft__reclaim_fork_child(ttft_registry *r, ttft__shard *mine);
 /* The calling thread has just acquired private shard sh: record its
- * thread id for the signal barrier (one gettid system call; cold path). */
-TTFT_HIDDEN void ttft__reclaim_owner_set(ttft__shard *sh);
+ * thread id (F4: /proc tells whether it sleeps; one gettid system call;
+ * cold path) and whether it fences already (fm: the fence_mode it read). */
+TTFT_HIDDEN void ttft__reclaim_owner_set(ttft__shard *sh, int fm);
+/* F4: a private call found fence_mode 2 and fences from now on; tell the
+ * reclaimer (cold: once per owner) */
+TTFT_HIDDEN void ttft__reclaim_fence_ack(ttft__shard *sh);
 TTFT_HIDDEN void ttft__slot_retire(ttft_registry *r, ttft__shard *sh, uint32_t idx);
 TTFT_HIDDEN uint32_t ttft__slot_acquire(ttft_registry *r, ttft__shard *self); /* index + 1, 0 = none */
-/* A begin that finds every slot taken polls the reclaimer at most this
- * often, then refuses: it never waits for time to pass (reclaim.c) */
+/* A begin that finds every slot taken, after its own reclaim rounds,
+ * polls the rounds other threads are running at most this often, then
+ * refuses: it never waits for time to pass (reclaim.c) */
 #define TTFT__EXHAUSTED_POLLS 64u
 TTFT_HIDDEN void ttft__stack_push(ttft_registry *r, ttft__stack *st, uint32_t idx);
 /* hooks.c: empty the slowest-list entries a dead writer left claimed on
