@@ -457,7 +457,9 @@ typedef enum ttft_gauge {
   TTFT_GAUGE_LIVE_STALLS = 1, /* in-flight sequences stalled right now          */
   TTFT_GAUGE_MEMORY = 2,      /* bytes the registry holds (ttft_registry_memory) */
   TTFT_GAUGE_COARSE = 3,      /* observations so far binned by power of two only,
-                                 because memory_limit was reached (0 normally)  */
+                                 because the chunk pool was empty: memory_limit
+                                 reached, or a burst beyond the pool's reserve
+                                 (0 normally; docs/design.md "Memory")        */
   TTFT_GAUGE_COUNT_ = 4
 } ttft_gauge;
 
@@ -842,12 +844,16 @@ struct ttft_config {
                                   TTFT_MIN_MEMORY_LIMIT. Buckets cost 1 KiB per
                                   power of two of the value range a (thread,
                                   class, metric) records, allocated outside the
-                                  hooks (creation, class_add, snapshots). Slots,
-                                  shards and class headers are the fixed part,
-                                  allocated at creation and ttft_class_add. At
-                                  the limit values are still counted exactly
-                                  but binned by power of two only
-                                  (TTFT_GAUGE_COARSE). docs/design.md "Memory" */
+                                  hooks (creation, class_add, snapshots);
+                                  creation and each class_add set aside 160 KiB
+                                  per shard and class (at most an eighth of the
+                                  limit), what realistic values attach before
+                                  a first snapshot. Slots, shards and class
+                                  headers are the fixed part, allocated at
+                                  creation and ttft_class_add. At the limit
+                                  values are still counted exactly but binned
+                                  by power of two only (TTFT_GAUGE_COARSE).
+                                  docs/design.md "Memory"                     */
   /* ---- since 1.2 */
   uint32_t prefix_hit_min_tokens; /* ttft_annotate_cached: fewer cached
                                   tokens than this is a prefix-cache MISS

@@ -265,7 +265,8 @@ class Snapshot:
     def gauge(self, name):
         """Gauge at snapshot time: "inflight", "live_stalls", "memory" (bytes
         the registry holds) or "coarse" (observations binned by power of two
-        only because memory_limit was reached; 0 normally)."""
+        only because the chunk pool was empty: memory_limit reached, or a burst
+        beyond the pool's reserve; 0 normally)."""
         g = _lookup(_GAUGE_INDEX, name, "gauge")
         own = self._p()
         return _core._L.ttft_snapshot_gauge(own.ptr, g)

@@ -9,20 +9,40 @@
  *
  * Hooks never allocate. Chunks come from this pool: slabs of chunks the
  * registry allocated earlier, outside the hooks — at creation, at each
- * ttft_class_add, and at each ttft_snapshot_take, which tops the pool up to
- * a reserve that follows consumption (twice what was taken since the last
- * top-up, at least the initial reserve). A hook takes a chunk with one CAS
- * on the pool's counter, once per chunk ever attached; the per-token path
- * of a histogram whose chunks exist is unchanged.
+ * ttft_class_add, and at each ttft_snapshot_take, which tops the pool up.
+ * A hook takes a chunk with one CAS on the pool's counter, once per chunk
+ * ever attached; the per-token path of a histogram whose chunks exist is
+ * unchanged.
+ *
+ * Sizing. Between two top-ups only the hooks run, and a server's first
+ * scrape comes seconds after its first streams: the pool must hold what
+ * every record that may start recording meanwhile will attach. A record
+ * (one shard's histograms of one class) fed realistic values — TTFT
+ * 20 ms-5 s, ITL 5-300 ms, 8-256 tokens, three end statuses — attaches
+ * 115-155 chunks (measured by tests/test_startup_burst.c; 1 KiB each),
+ * a shard's TTFT splits and steps 80-90. So the registry promises
+ * TTFT__POOL_RECORD_CHUNKS to every (shard, class) pair and
+ * TTFT__POOL_SPLIT_CHUNKS to every shard — at creation for class 0 and
+ * the splits, at each ttft_class_add for the new class — and keeps the
+ * pool free down to what is still promised (the budget less the chunks
+ * handed out): 6.6 MiB for the default 9 shards and 4 classes, taken
+ * from the memory limit as records attach anyway. The budget is capped
+ * at an eighth of memory_limit (32 MiB by default: every pair of the
+ * default 16 classes fits), so a registry of many classes or threads,
+ * most of them idle, does not hold memory nobody records into. Each
+ * snapshot then keeps at least the larger of the unspent promise, twice
+ * what was taken since the last top-up, and a small floor free.
  *
  * The registry's memory is bounded by ttft_config.memory_limit (default
  * 256 MiB; ttft_registry_memory reports exactly what is allocated). When a
  * hook needs a chunk and the pool is dry (the limit reached, or a burst
- * between snapshots outran the reserve), the observation is still
- * recorded — count, sum, min and max exactly — but its bucket is a coarse
- * per-octave counter (ttft__hist.coarse), which snapshots place at the
- * middle of that octave; TTFT_GAUGE_COARSE counts such observations. No
- * observation is ever lost.
+ * between snapshots outran the budget: more classes or threads recording
+ * at once than it covers, or wider value ranges), the observation is
+ * still recorded — count, sum, min and max exactly — but its bucket is a
+ * coarse per-octave counter (ttft__hist.coarse), which snapshots place in
+ * the octave's middle bucket, always the same one (snapshot_take.c);
+ * TTFT_GAUGE_COARSE counts such observations. No observation is ever
+ * lost, and no exported bucket ever falls.
  */
 #include <string.h>
 
@@ -43,35 +63,48 @@ static void pool_unlock(ttft_registry *r) {
 }
 
 /* Add slabs until at least `want` chunks are free or the limit is
- * reached. Returns TTFT_OK, or TTFT_ENOMEM when a slab could not be
- * allocated (the slabs added before stay in the pool). Not a hook path. */
+ * reached, all or none: the slabs are allocated first and published
+ * together, so a failure leaves the pool as it was (a hook may take a
+ * chunk of a slab as soon as it is published: a published slab is never
+ * taken back). Returns TTFT_OK, or TTFT_ENOMEM when a slab could not be
+ * allocated. Not a hook path. */
 int ttft__pool_reserve(ttft_registry *r, uint64_t want) {
   pool_lock(r);
   int rc = TTFT_OK;
   ttft__pool *p = &r->pool;
-  for (;;) {
-    uint64_t limit = TTFT__LD(&p->limit);
-    uint64_t next = TTFT__LD(&p->next);
-    uint64_t free_now = limit > next ? limit - next : 0;
-    if (free_now >= want) break;
-    if (p->nslabs >= p->max_slabs) break; /* the memory limit */
-    size_t bytes = (size_t)TTFT__SLAB_CHUNKS * sizeof(ttft__chunk);
+  uint64_t limit = TTFT__LD(&p->limit);
+  uint64_t next = TTFT__LD(&p->next);
+  uint64_t free_now = limit > next ? limit - next : 0;
+  uint32_t n = p->nslabs;
+  size_t bytes = (size_t)TTFT__SLAB_CHUNKS * sizeof(ttft__chunk);
+  for (; free_now < want && n < p->max_slabs; n++, free_now += TTFT__SLAB_CHUNKS) {
     ttft__chunk *slab = ttft__block_new(r, bytes);
     if (!slab) {
       rc = TTFT_ENOMEM;
       break;
     }
-    p->slab[p->nslabs++] = slab;
-    /* release: the zeroed slab and its table entry are visible to any
-     * thread that acquires the new limit (ttft__chunk_attach) */
-    atomic_store_explicit(&p->limit, (uint64_t)p->nslabs * TTFT__SLAB_CHUNKS, memory_order_release);
+    p->slab[n] = slab; /* past nslabs: no hook reads it before the store below */
+  }
+  if (rc != TTFT_OK) {
+    while (n > p->nslabs) ttft__block_free(r, p->slab[--n], bytes);
+  } else if (n > p->nslabs) {
+    p->nslabs = n;
+    /* release: the zeroed slabs and their table entries are visible to
+     * any thread that acquires the new limit (ttft__chunk_attach) */
+    atomic_store_explicit(&p->limit, (uint64_t)n * TTFT__SLAB_CHUNKS, memory_order_release);
   }
   pool_unlock(r);
   return rc;
 }
 
-/* Snapshot-time top-up: keep at least the initial reserve free, and twice
- * what was consumed since the last top-up. */
+/* Chunks promised and not yet handed out (0 once the hooks took more). */
+static uint64_t budget_unspent(const ttft__pool *p) {
+  uint64_t budget = TTFT__LD(&p->budget), next = TTFT__LD(&p->next);
+  return budget > next ? budget - next : 0;
+}
+
+/* Snapshot-time top-up: keep free at least the floor reserve, what is
+ * still promised, and twice what was consumed since the last top-up. */
 void ttft__pool_refill(ttft_registry *r) {
   ttft__pool *p = &r->pool;
   uint64_t next = TTFT__LD(&p->next);
@@ -81,11 +114,30 @@ void ttft__pool_refill(ttft_registry *r) {
   uint64_t prev = atomic_exchange_explicit(&p->next_at_refill, next, memory_order_relaxed);
   uint64_t used_since = next > prev ? next - prev : 0;
   uint64_t want = 2 * used_since;
-  uint64_t reserve = TTFT__LD(&p->reserve);
+  uint64_t reserve = TTFT__LD(&p->reserve), unspent = budget_unspent(p);
   if (want < reserve) want = reserve;
+  if (want < unspent) want = unspent;
   /* best effort: a short pool is not the snapshot's failure (hooks then
    * bin by power of two until a later top-up succeeds) */
   (void)ttft__pool_reserve(r, want);
+}
+
+int ttft__pool_promise(ttft_registry *r, uint64_t chunks, uint64_t more) {
+  ttft__pool *p = &r->pool;
+  uint64_t was = TTFT__LD(&p->budget), b = was + chunks;
+  if (b > p->budget_cap) b = p->budget_cap;
+  /* relaxed: creation and class_add (under the class lock) write it,
+   * snapshots read it as a size */
+  TTFT__ST(&p->budget, b);
+  uint64_t limit = TTFT__LD(&p->limit), next = TTFT__LD(&p->next);
+  uint64_t want = (limit > next ? limit - next : 0) + more, unspent = budget_unspent(p);
+  if (want < unspent) want = unspent;
+  /* one reserve, all or none: at the memory limit the slabs simply stop
+   * (TTFT_OK); a failed allocation adds none and takes the promise back,
+   * and the caller fails */
+  int rc = ttft__pool_reserve(r, want);
+  if (rc != TTFT_OK) TTFT__ST(&p->budget, was);
+  return rc;
 }
 
 /* --------------------------------------------------------------- attach */
@@ -142,6 +194,10 @@ int ttft__pool_init(ttft_registry *r, uint64_t memory_limit) {
   uint64_t quarter = max * TTFT__SLAB_CHUNKS / 4;
   if (reserve > quarter) reserve = quarter;
   TTFT__ST(&p->reserve, reserve);
+  /* the promise to the records that may start recording (see the top of
+   * this file), at most an eighth of the limit */
+  p->budget_cap = max * TTFT__SLAB_CHUNKS / 8;
+  TTFT__ST(&p->budget, 0);
   return TTFT_OK;
 }
 

@@ -659,12 +659,12 @@ int ttft_class_add(ttft_registry *r, const char *name, const ttft_slo *slo) {
   ttft__strlcpy(r->classes[n].name, name, TTFT__NAME_MAX);
   r->classes[n].slo = s;
   rc = class_records_new(r, n);
-  /* and one slab of room for the new class's first chunks (pool.c); on a
-   * failure nothing of the class stays */
-  if (rc == TTFT_OK) {
-    uint64_t free_now = TTFT__LD(&r->pool.limit) - TTFT__LD(&r->pool.next);
-    rc = ttft__pool_reserve(r, free_now + CLASS_RESERVE_CHUNKS);
-  }
+  /* and one slab of room for the new class's first chunks (pool.c), and
+   * what the class will attach on every shard that may record it before
+   * the next snapshot (pool.c, "sizing"); on a failure nothing of the
+   * class stays */
+  if (rc == TTFT_OK)
+    rc = ttft__pool_promise(r, (uint64_t)r->nshards * TTFT__POOL_RECORD_CHUNKS, CLASS_RESERVE_CHUNKS);
   if (rc != TTFT_OK) {
     class_records_free(r, n);
     goto out;
@@ -790,6 +790,11 @@ ttft_registry *ttft_registry_new(const ttft_config *cfg) {
   /* the first chunks, so that the first streams record at full
    * resolution before any snapshot tops the pool up */
   if (ttft__pool_reserve(r, TTFT__LD(&r->pool.reserve) + CLASS_RESERVE_CHUNKS) != TTFT_OK) goto fail;
+  /* and what every shard's splits and class 0 will attach before the
+   * first snapshot tops the pool up (pool.c, "sizing") */
+  if (ttft__pool_promise(r, (uint64_t)r->nshards * (TTFT__POOL_SPLIT_CHUNKS + TTFT__POOL_RECORD_CHUNKS), 0) !=
+      TTFT_OK)
+    goto fail;
   registry_meta(r, &c);
   r->t_created = ttft_now_ns();
 

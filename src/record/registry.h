@@ -121,6 +121,12 @@ typedef struct ttft__pool {
    * other snapshots move it: atomics, relaxed (sizes, no data published) */
   _Atomic uint64_t reserve;       /* the reserve kept free, in chunks      */
   _Atomic uint64_t next_at_refill;/* `next` at the last snapshot top-up    */
+  /* chunks promised to the records that may record before the next
+   * top-up (pool.c, "sizing"): `next` is kept at least this far from
+   * `limit` while it is ahead. Raised by creation and ttft_class_add,
+   * at most budget_cap; relaxed, a size */
+  _Atomic uint64_t budget;
+  uint64_t budget_cap;
 } ttft__pool;
 
 /* a lock-free stack of slots: (tag << 32) | (index + 1) */
@@ -483,6 +489,16 @@ TTFT_HIDDEN int ttft__pool_init(ttft_registry *r, uint64_t memory_limit);
 TTFT_HIDDEN void ttft__pool_free(ttft_registry *r);
 TTFT_HIDDEN int ttft__pool_reserve(ttft_registry *r, uint64_t chunks);
 TTFT_HIDDEN void ttft__pool_refill(ttft_registry *r);
+/* Promise `chunks` more to records that may start recording (creation:
+ * every shard's splits and class 0; ttft_class_add: the new class on
+ * every shard; the budget stops at budget_cap) and add slabs until they
+ * are free, and at least `more` chunks more than now are, or the memory
+ * limit is reached. TTFT_OK, or TTFT_ENOMEM when a slab could not be
+ * allocated (then nothing changed). Not a hook path. */
+TTFT_HIDDEN int ttft__pool_promise(ttft_registry *r, uint64_t chunks, uint64_t more);
+/* What a record attaches under a realistic workload (pool.c, "sizing") */
+#define TTFT__POOL_RECORD_CHUNKS 160u /* one (shard, class) record     */
+#define TTFT__POOL_SPLIT_CHUNKS 96u   /* one shard's TTFT splits, steps */
 /* A chunk for bucket range c of h from the pool (NULL: the pool is dry);
  * the caller records into it. Cold: once per chunk ever attached. */
 TTFT_HIDDEN ttft__chunk *ttft__chunk_attach(ttft_registry *r, ttft__hist *h, uint32_t c,

@@ -11,7 +11,15 @@
 
 /* Add live histogram src into the builder: its attached chunks, and its
  * coarse counters (observations recorded while the chunk pool was dry,
- * record/pool.c) at the middle of their power of two. Only buckets between
+ * record/pool.c), each at the middle bucket of its power of two — a fixed
+ * bucket, never moved towards min or max: a count placed by where min and
+ * max stand moves when a later value widens them, and the bucket it left
+ * falls (1.3.0 clamped it into [min, max]: native and classic buckets went
+ * down between scrapes, issue 27.1). The snapshot's min and max then
+ * widen to that bucket's edges when it lies outside them (ttft__hacc_build).
+ * A coarse counter is read when its power of two meets the range below,
+ * like the fine buckets, so it too is counted from the first snapshot
+ * that sees it on. Only buckets between
  * the indices of src's min and max are read: a bucket outside them belongs
  * to an observation whose min/max store this thread does not see yet, and
  * it is in the next snapshot instead (min and max only widen, so a bucket
@@ -47,8 +55,7 @@ static uint64_t hist_copy_add(ttft__hacc *acc, const ttft__hist *src) {
       }
     uint64_t k = TTFT__LD(&src->coarse[c]);
     if (k) {
-      uint32_t mid = base + TTFT__CHUNK_BUCKETS / 2;
-      ttft__hacc_add_bucket(acc, mid < from ? from : mid >= to ? to - 1 : mid, k);
+      ttft__hacc_add_bucket(acc, base + TTFT__CHUNK_BUCKETS / 2, k);
       n += k;
       coarse += k;
     }
