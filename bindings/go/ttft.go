@@ -827,13 +827,12 @@ func (r *Registry) beginReq(req Request, t C.uint64_t) (*Stream, error) {
 	return r.stream(C.ttft_begin_ex(r.r, &c, t), &req)
 }
 
-// idRead is how much of an id ttft_begin_ex can read: it keeps at most
-// TTFT_MAX_REQUEST_ID bytes of a request id and each kept byte consumes at
-// most 4 of the caller's (a character is copied whole, a malformed
-// sequence of at most 3 bytes becomes one '?'); it reads at most 33 bytes
-// of a trace id. A longer id is cut here with no change to what is kept or
+// idRead is how much of an id ttft_begin_ex can read (TTFT_ID_READ: it
+// keeps at most TTFT_MAX_REQUEST_ID bytes of a request id and each kept
+// byte consumes at most 4 of the caller's); it reads at most 33 bytes of a
+// trace id. A longer id is cut here with no change to what is kept or
 // counted, so a 1 MB id costs no more than a short one.
-const idRead = 4 * (C.TTFT_MAX_REQUEST_ID + 1)
+const idRead = C.TTFT_ID_READ
 
 // idCString is id for ttft_begin_ex, in C memory: its first idRead bytes,
 // each NUL as '?' (a C string would end there, and a trace id cut at a NUL

@@ -77,13 +77,13 @@ _CANCEL_TYPES = (asyncio.CancelledError, concurrent.futures.CancelledError,
 
 
 # ------------------------------------------------------------ validation
-# What of an id the library can read: ttft_begin_ex keeps at most
-# MAX_REQUEST_ID bytes of a request id and each kept byte consumes at most 4
-# of the caller's (a valid character is copied whole, a malformed sequence
-# of at most 3 bytes becomes one '?'), and it reads at most 33 bytes of a
-# trace id; every str character encodes to at least one byte. Cutting an id
-# here changes nothing the library keeps or counts, and a 1 MB id costs no
-# more than a short one.
+# What of an id the library can read (TTFT_ID_READ): ttft_begin_ex keeps
+# at most MAX_REQUEST_ID bytes of a request id and each kept byte consumes
+# at most 4 of the caller's (a valid character is copied whole, a malformed
+# sequence of at most 3 bytes becomes one '?'), and it reads at most 33
+# bytes of a trace id; every str character encodes to at least one byte.
+# Cutting an id here changes nothing the library keeps or counts, and a
+# 1 MB id costs no more than a short one.
 _ID_READ = 4 * (_lib.TTFT_MAX_REQUEST_ID + 1)
 
 

@@ -686,7 +686,7 @@ impl Request {
     }
 }
 
-/// How much of an id ttft_begin_ex can read: it keeps at most
+/// How much of an id ttft_begin_ex can read (TTFT_ID_READ): it keeps at most
 /// TTFT_MAX_REQUEST_ID bytes of a request id and each kept byte consumes at
 /// most 4 of the caller's (a character is copied whole, a malformed
 /// sequence of at most 3 bytes becomes one `?`); it reads at most 33 bytes
