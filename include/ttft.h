@@ -625,6 +625,10 @@ typedef enum ttft_slowest_by {
 } ttft_slowest_by;
 
 #define TTFT_MAX_REQUEST_ID 63 /* longest ttft_request.request_id kept, bytes */
+/* Most bytes of ttft_request.request_id that ttft_begin_ex reads (each byte
+ * kept consumes at most 4: a whole character, or one '?' for an ill-formed
+ * part of at most 3 bytes). Since 1.3. */
+#define TTFT_ID_READ (4 * (TTFT_MAX_REQUEST_ID + 1))
 
 /* One of the slowest requests, as ttft_snapshot_slowest fills it. Every
  * time is ns on the monotonic clock of the registry that measured it. */
@@ -941,16 +945,24 @@ typedef struct ttft_request {
                              after): at most TTFT_MAX_REQUEST_ID bytes are
                              kept, a longer id is cut at the last whole
                              UTF-8 character that fits; bytes that are not
-                             well-formed UTF-8 and control characters
-                             (< 0x20, 0x7F) are stored as '?'. Shown with the
-                             slowest requests (ttft_snapshot_slowest).     */
+                             well-formed UTF-8 (one '?' per maximal
+                             ill-formed part) and control characters
+                             (< 0x20, 0x7F) are stored as '?'. No value
+                             fails the begin. It ends at its first NUL; at
+                             most TTFT_ID_READ bytes are read, so a caller
+                             may cut a longer id there (a NUL-terminated
+                             copy) without changing what is kept: the
+                             bindings do, and pass a NUL inside an id as
+                             '?'. Shown with the slowest requests
+                             (ttft_snapshot_slowest).                      */
   const char *trace_id;   /* W3C trace-context trace-id, NULL = none:
                              exactly 32 lowercase hex digits, not all zero
                              (the second field of a traceparent header).
-                             Anything else is ignored — the request is still
-                             measured — and counted in
-                             TTFT_COUNTER_TRACE_ID_INVALID. Exported as the
-                             exemplar label trace_id (OpenMetrics, protobuf). */
+                             Anything else ("" included) is ignored — the
+                             request is still measured — and counted in
+                             TTFT_COUNTER_TRACE_ID_INVALID. At most 33
+                             bytes are read. Exported as the exemplar
+                             label trace_id (OpenMetrics, protobuf).       */
 } ttft_request;
 
 /* class 0, prompt unknown, prefix unknown, no ids; struct_size = the

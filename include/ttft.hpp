@@ -108,6 +108,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <type_traits>
 #include <utility>
@@ -320,6 +321,16 @@ class Request {
     r_.prompt_tokens = 0;
     r_.prefix_hit = -1;
   }
+  /* A copy points at its own copies of ids given as std::string_view. */
+  Request(const Request &o) noexcept : r_(o.r_) { copy_ids(o); }
+  Request &operator=(const Request &o) noexcept {
+    if (this != &o) {
+      r_ = o.r_;
+      copy_ids(o);
+    }
+    return *this;
+  }
+  ~Request() = default;
   Request &cls(Class c) noexcept {
     r_.class_id = c.id();
     return *this;
@@ -340,7 +351,8 @@ class Request {
    * hex digits) shown with the slowest requests and, the trace id, as
    * exemplars. The pointers are kept, not the strings: they must stay valid
    * until begin() returns (the library copies them there; ttft.h says what
-   * it keeps and what it ignores). nullptr = none. */
+   * it keeps and what it ignores). nullptr = none. A C string ends at its
+   * first NUL: what follows is not seen. */
   Request &request_id(const char *id) noexcept {
     r_.request_id = id;
     return *this;
@@ -349,10 +361,45 @@ class Request {
     r_.trace_id = id;
     return *this;
   }
+  /* The same for ids as a client sent them, any bytes (a std::string
+   * holding NULs, a header's string_view): copied into the Request (no
+   * allocation), each NUL as '?' — shown as '?' in a request id, and a
+   * trace id holding one is ignored and counted, not cut to a valid-looking
+   * prefix — and only as much as the library reads (4 bytes per kept byte
+   * of a request id, 33 of a trace id), so a 1 MB id costs no more than a
+   * short one. Malformed UTF-8 and control characters then become '?' and
+   * a bad trace id is counted in TTFT_COUNTER_TRACE_ID_INVALID, as in C.
+   * Never fails. */
+  Request &request_id(std::string_view id) noexcept {
+    r_.request_id = copy_id(rid_, sizeof rid_, id);
+    return *this;
+  }
+  Request &trace_id(std::string_view id) noexcept {
+    r_.trace_id = copy_id(tid_, sizeof tid_, id);
+    return *this;
+  }
   const ttft_request &c_request() const noexcept { return r_; }
 
  private:
+  static const char *copy_id(char *dst, std::size_t cap, std::string_view id) noexcept {
+    const std::size_t n = id.size() < cap - 1 ? id.size() : cap - 1;
+    for (std::size_t i = 0; i < n; i++) dst[i] = id[i] == '\0' ? '?' : id[i];
+    dst[n] = '\0';
+    return dst;
+  }
+  void copy_ids(const Request &o) noexcept {
+    if (o.r_.request_id == o.rid_) {
+      std::memcpy(rid_, o.rid_, sizeof rid_);
+      r_.request_id = rid_;
+    }
+    if (o.r_.trace_id == o.tid_) {
+      std::memcpy(tid_, o.tid_, sizeof tid_);
+      r_.trace_id = tid_;
+    }
+  }
   ttft_request r_;
+  char rid_[4 * (TTFT_MAX_REQUEST_ID + 1) + 1]; /* what ttft_begin_ex can read, + NUL */
+  char tid_[33 + 1];                            /* 32 digits and one more, + NUL     */
 };
 
 // ------------------------------------------------------------------ config

@@ -4,7 +4,9 @@
  *  - ttft_request's request_id and trace_id: copied at begin, bounded
  *    (TTFT_MAX_REQUEST_ID, cut at a whole UTF-8 character), hostile bytes
  *    stored as '?', malformed trace ids ignored and counted, an older
- *    caller's smaller struct still accepted;
+ *    caller's smaller struct still accepted; ids as clients send them
+ *    (issue 27.2): every code point, 1 MB ids, and the bound on what is
+ *    read that the bindings cut ids at (a guard page);
  *  - the k slowest requests per class by TTFT and by longest gap, against
  *    the exact answer of a recorded workload (also over several threads,
  *    and across classes for TTFT_CLASS_ALL); ttft_config.slowest_k;
@@ -18,6 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "ttft.h"
 #include "task.h"
@@ -352,6 +356,169 @@ TEST(request_id_bounded_and_sanitised) {
   EXPECT_STREQ("a?b\"c???\x3f(\xe2\x82\xac\xf0\x9f\x98\x80", o.request_id);
   o = one("", NULL, &bad);
   EXPECT_STREQ("", o.request_id);
+}
+
+/* Issue 27.2: ids as clients send them. Nothing a client puts in an id
+ * makes a begin fail or go unmeasured: the bindings pass a NUL as '?' and
+ * cut an id to what the library reads (TTFT_MAX_REQUEST_ID + 1 times 4
+ * bytes of a request id, 33 of a trace id), which the guard page below
+ * proves; in C a string ends at its NUL. */
+#define MB (1u << 20)
+#define ID_READ ((size_t)TTFT_ID_READ)
+
+/* n copies of pattern p (plen bytes), NUL-terminated, malloc'd */
+static char *repeat(const char *p, size_t plen, size_t n) {
+  char *b = malloc(plen * n + 1);
+  for (size_t i = 0; i < n; i++) memcpy(b + i * plen, p, plen);
+  b[plen * n] = '\0';
+  return b;
+}
+
+TEST(ids_as_clients_send_them) {
+  uint64_t bad;
+  static const struct {
+    const char *rid, *want;
+  } rids[] = {
+      {"ab\0cd", "ab"}, /* a C string ends at its NUL */
+      {"\x01\x1f\x7f", "???"},
+      {"caf\xc3\xa9\xf4\x8f\xbf\xbf\xef\xbf\xbf", "caf\xc3\xa9\xf4\x8f\xbf\xbf\xef\xbf\xbf"},
+      {"\xed\xa0\xbd\xed\xb8\x80", "??????"},  /* a surrogate pair as CESU-8 */
+      {"\xc0\xaf\xe0\x80\xaf", "?????"},       /* overlong '/' */
+      {"\xf4\x90\x80\x80", "????"},            /* past U+10FFFF */
+      {"\xf0\x9f\x98", "?"},                   /* a cut character, one '?' */
+      {"a\xf0\x9f\x98" "b", "a?b"},
+      {"\xc2\x85", "\xc2\x85"},                /* a C1 control is kept */
+      {"", ""},
+  };
+  for (size_t i = 0; i < sizeof rids / sizeof rids[0]; i++) {
+    ttft_slow_request o = one(rids[i].rid, NULL, &bad); /* measured: TTFT 1 s */
+    EXPECT_STREQ(rids[i].want, o.request_id);
+    EXPECT_EQ_U64(1000 * MS, o.value_ns);
+    EXPECT_EQ_U64(0, bad);
+  }
+  /* 1 MB request ids */
+  static const struct {
+    const char *pat, *want_unit;
+    size_t units; /* of want_unit kept */
+  } big[] = {
+      {"x", "x", 63},
+      {"\xff", "?", 63},
+      {"\xf0\x9f\x98\x80", "\xf0\x9f\x98\x80", 15},
+      {"\xf0\x9f\x98", "?", 63}, /* 3 bytes a '?': the most read per byte kept */
+      {"\xed\xa0\xbd", "?", 63},
+  };
+  for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) {
+    size_t pl = strlen(big[i].pat);
+    char *id = repeat(big[i].pat, pl, MB / pl);
+    char *want = repeat(big[i].want_unit, strlen(big[i].want_unit), big[i].units);
+    ttft_slow_request o = one(id, NULL, &bad);
+    EXPECT_STREQ(want, o.request_id);
+    EXPECT_EQ_U64(1000 * MS, o.value_ns);
+    free(id);
+    free(want);
+  }
+  /* trace ids: a 1 MB one is ignored and counted; a C string ending after
+   * 32 good digits is the trace id (the bindings turn that NUL into '?') */
+  char *huge = repeat("4bf92f3577b34da6a3ce929d0e0e4736", 32, MB / 32);
+  ttft_slow_request o = one("r", huge, &bad);
+  EXPECT_STREQ("", o.trace_id);
+  EXPECT_EQ_U64(1, bad);
+  EXPECT_EQ_U64(1000 * MS, o.value_ns);
+  free(huge);
+  o = one("r", "4bf92f3577b34da6a3ce929d0e0e4736\0junk", &bad);
+  EXPECT_STREQ("4bf92f3577b34da6a3ce929d0e0e4736", o.trace_id);
+  EXPECT_EQ_U64(0, bad);
+  o = one("r", "4bf92f3577b34da6a3ce929d0e0e4736?junk", &bad);
+  EXPECT_STREQ("", o.trace_id);
+  EXPECT_EQ_U64(1, bad);
+  o = one("r", "4bf92f3577b34da6?3ce929d0e0e4736", &bad);
+  EXPECT_EQ_U64(1, bad);
+}
+
+/* The bound the bindings cut ids at: an id with no NUL whose last byte is
+ * the last before a PROT_NONE page is read without a fault when it is
+ * ID_READ bytes long (33 for a trace id), whatever its bytes. */
+TEST(ids_read_no_further_than_the_bindings_cut) {
+  long pg = sysconf(_SC_PAGESIZE);
+  unsigned char *m = mmap(NULL, (size_t)pg * 2, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  EXPECT_TRUE(m != MAP_FAILED);
+  if (m == MAP_FAILED) return;
+  EXPECT_EQ_INT(0, mprotect(m + pg, (size_t)pg, PROT_NONE));
+  static const char *const pats[] = {"\xf0\x9f\x98", "\xf0\x9f\x98\x80", "\xe2\x82", "\xff", "a",
+                                     "\xc3\xa9", "\x01"};
+  for (size_t i = 0; i < sizeof pats / sizeof pats[0]; i++) {
+    unsigned char *id = m + pg - ID_READ;
+    size_t pl = strlen(pats[i]);
+    for (size_t j = 0; j < ID_READ; j++) id[j] = (unsigned char)pats[i][j % pl];
+    uint64_t bad;
+    ttft_slow_request o = one((const char *)id, (const char *)(m + pg - 33), &bad);
+    EXPECT_LE_U64(strlen(o.request_id), TTFT_MAX_REQUEST_ID);
+    EXPECT_GE_U64(strlen(o.request_id), TTFT_MAX_REQUEST_ID - 3);
+    EXPECT_EQ_U64(1, bad);
+  }
+  munmap(m, (size_t)pg * 2);
+}
+
+/* Every code point as UTF-8, 15 to an id (at most 60 bytes: none is cut),
+ * 64 ids per snapshot, each batch slower than the ones before it: control
+ * characters (C0, DEL) are '?', the UTF-8 encoded surrogates are 3 '?'
+ * each (not well-formed UTF-8), everything else is kept as given. */
+static size_t utf8_put(unsigned c, char *o) {
+  if (c < 0x80) return o[0] = (char)c, 1;
+  if (c < 0x800) return o[0] = (char)(0xC0 | c >> 6), o[1] = (char)(0x80 | (c & 0x3F)), 2;
+  if (c < 0x10000) {
+    o[0] = (char)(0xE0 | c >> 12), o[1] = (char)(0x80 | (c >> 6 & 0x3F));
+    o[2] = (char)(0x80 | (c & 0x3F));
+    return 3;
+  }
+  o[0] = (char)(0xF0 | c >> 18), o[1] = (char)(0x80 | (c >> 12 & 0x3F));
+  o[2] = (char)(0x80 | (c >> 6 & 0x3F)), o[3] = (char)(0x80 | (c & 0x3F));
+  return 4;
+}
+
+TEST(every_code_point) {
+  ttft_registry *r = reg_k(TTFT_MAX_SLOWEST_K, 2);
+  char want[TTFT_MAX_SLOWEST_K][TTFT_MAX_REQUEST_ID + 1];
+  unsigned nw = 0;
+  uint64_t n = 0, failed = 0;
+  for (unsigned base = 1; base <= 0x10FFFF; base += 15) { /* 0 would end the id */
+    char id[64], *w = want[nw];
+    size_t k = 0, kw = 0;
+    for (unsigned c = base; c < base + 15 && c <= 0x10FFFF; c++) {
+      size_t l = utf8_put(c, id + k);
+      if (c < 0x20 || c == 0x7F) w[kw++] = '?';
+      else if (c >= 0xD800 && c <= 0xDFFF) memcpy(w + kw, "???", 3), kw += 3;
+      else memcpy(w + kw, id + k, l), kw += l;
+      k += l;
+    }
+    id[k] = w[kw] = '\0';
+    ttft_request q;
+    ttft_request_init(&q);
+    q.request_id = id;
+    ttft_seq s = ttft_begin_ex(r, &q, T0);
+    EXPECT_TRUE(s != 0);
+    EXPECT_ERR(TTFT_OK, ttft_token_emitted(r, s, 1, T0 + (n + 1) * 1000));
+    EXPECT_ERR(TTFT_OK, ttft_stream_end(r, s, TTFT_COMPLETED, T0 + (n + 1) * 1000));
+    n++;
+    if (++nw == TTFT_MAX_SLOWEST_K || base + 15 > 0x10FFFF) {
+      ttft_snapshot *snap = ttft_snapshot_take(r);
+      for (unsigned j = 0; j < nw; j++) { /* the slowest is the last played */
+        ttft_slow_request o = slow_at(snap, 0, TTFT_SLOWEST_TTFT, nw - 1 - j);
+        if (strcmp(want[j], o.request_id)) {
+          failed++;
+          EXPECT_STREQ(want[j], o.request_id);
+        }
+      }
+      ttft_snapshot_free(snap);
+      nw = 0;
+    }
+  }
+  ttft_snapshot *snap = ttft_snapshot_take(r);
+  EXPECT_EQ_U64(n, ttft_snapshot_count(snap, TTFT_METRIC_TTFT));
+  EXPECT_EQ_U64(0, ttft_snapshot_counter(snap, TTFT_COUNTER_DROPPED));
+  EXPECT_EQ_U64(0, failed);
+  ttft_snapshot_free(snap);
+  ttft_registry_free(r);
 }
 
 TEST(older_request_struct_still_works) {

@@ -735,11 +735,13 @@ type Request struct {
 	PrefixHit    Prefix // PrefixUnknown unless set
 	// RequestID is the server's id of the request (1.2; "" = none), shown
 	// with the slowest requests (Snapshot.Slowest); the library keeps at
-	// most 63 bytes (cut at a whole UTF-8 character; control characters
-	// become '?'). A NUL byte in it is refused with ErrInvalid.
+	// most 63 bytes (cut at a whole UTF-8 character; malformed UTF-8 and
+	// control characters, NUL included, become '?'). Any value is
+	// accepted: it is what a client sent.
 	RequestID string
 	// TraceID is the W3C trace-context trace-id (1.2; "" = none): exactly
-	// 32 lowercase hex digits, not all zero. Anything else is ignored (the
+	// 32 lowercase hex digits, not all zero. Anything else (a NUL included:
+	// it is passed as '?', not as the end of the id) is ignored (the
 	// request is still measured) and counted in CounterTraceIDInvalid. It
 	// is the exemplar of the slowest requests' buckets.
 	TraceID string
@@ -809,7 +811,8 @@ func (r *Registry) beginReq(req Request, t C.uint64_t) (*Stream, error) {
 	c.prompt_tokens = C.uint32_t(req.PromptTokens)
 	c.prefix_hit = req.PrefixHit.c()
 	// The ids are copied by ttft_begin_ex: C strings freed when it returns
-	// (C memory: a struct handed to C must not hold Go pointers).
+	// (C memory: a struct handed to C must not hold Go pointers). No value
+	// of an id fails a begin: it is what a client sent.
 	for _, id := range []struct {
 		s   string
 		dst **C.char
@@ -817,14 +820,31 @@ func (r *Registry) beginReq(req Request, t C.uint64_t) (*Stream, error) {
 		if id.s == "" {
 			continue
 		}
-		if strings.IndexByte(id.s, 0) >= 0 {
-			return nil, ErrInvalid
-		}
-		p := C.CString(id.s)
+		p := idCString(id.s)
 		defer C.free(unsafe.Pointer(p))
 		*id.dst = p
 	}
 	return r.stream(C.ttft_begin_ex(r.r, &c, t), &req)
+}
+
+// idRead is how much of an id ttft_begin_ex can read (TTFT_ID_READ: it
+// keeps at most TTFT_MAX_REQUEST_ID bytes of a request id and each kept
+// byte consumes at most 4 of the caller's); it reads at most 33 bytes of a
+// trace id. A longer id is cut here with no change to what is kept or
+// counted, so a 1 MB id costs no more than a short one.
+const idRead = C.TTFT_ID_READ
+
+// idCString is id for ttft_begin_ex, in C memory: its first idRead bytes,
+// each NUL as '?' (a C string would end there, and a trace id cut at a NUL
+// may look valid).
+func idCString(id string) *C.char {
+	if len(id) > idRead {
+		id = id[:idRead]
+	}
+	if strings.IndexByte(id, 0) >= 0 {
+		id = strings.ReplaceAll(id, "\x00", "?")
+	}
+	return C.CString(id)
 }
 
 // StepEmitted records one decode step of a continuous-batching engine:

@@ -77,18 +77,56 @@ _CANCEL_TYPES = (asyncio.CancelledError, concurrent.futures.CancelledError,
 
 
 # ------------------------------------------------------------ validation
+# What of an id the library can read (TTFT_ID_READ): ttft_begin_ex keeps
+# at most MAX_REQUEST_ID bytes of a request id and each kept byte consumes
+# at most 4 of the caller's (a valid character is copied whole, a malformed
+# sequence of at most 3 bytes becomes one '?'), and it reads at most 33
+# bytes of a trace id; every str character encodes to at least one byte.
+# Cutting an id here changes nothing the library keeps or counts, and a
+# 1 MB id costs no more than a short one.
+_ID_READ = 4 * (_lib.TTFT_MAX_REQUEST_ID + 1)
+
+
 def _id_arg(value, what):
-    """request_id / trace_id: None, or a str (bytes accepted) without NUL,
-    as bytes for the C struct."""
+    """request_id / trace_id: None, or the bytes the C struct points to.
+
+    Whatever a client sent is accepted (issue 27.2): a str is encoded as
+    UTF-8, with a surrogateescape'd byte (U+DC80..U+DCFF, as os.fsdecode
+    makes) restored and any other lone surrogate (what json.loads makes of
+    "\\ud83d") sent as '?'; bytes pass as they are; a NUL becomes '?'
+    (a C string would end there: a trace id would be cut to one that may
+    look valid). The library turns malformed UTF-8 and control characters
+    of a request id into '?' and ignores and counts a bad trace id. Only a
+    value that is neither str nor bytes raises (TypeError): that is the
+    caller's bug, not the client's input."""
     if value is None:
         return None
     if isinstance(value, str):
-        value = value.encode("utf-8", "surrogateescape")
-    elif not isinstance(value, (bytes, bytearray)):
+        value = value[:_ID_READ]
+        try:
+            b = value.encode("utf-8")
+        except UnicodeEncodeError:
+            b = _id_surrogates(value)
+    elif isinstance(value, (bytes, bytearray)):
+        b = bytes(value[:_ID_READ])
+    else:
         raise TypeError("%s must be a str or None, not %s" % (what, type(value).__name__))
-    if b"\0" in value:
-        raise ValueError("%s must not contain NUL" % what)
-    return bytes(value)
+    if b"\0" in b:
+        b = b.replace(b"\0", b"?")
+    return b
+
+
+def _id_surrogates(value):
+    """value (a str holding surrogates) as UTF-8: U+DC80..U+DCFF as the
+    byte surrogateescape stands for, any other surrogate as '?'."""
+    out = bytearray()
+    for ch in value:
+        c = ord(ch)
+        if 0xD800 <= c <= 0xDFFF:
+            out.append(c - 0xDC00 if 0xDC80 <= c <= 0xDCFF else 0x3F)
+        else:
+            out += ch.encode("utf-8")
+    return bytes(out)
 
 
 def _int_arg(value, what, lo, hi):
@@ -915,10 +953,13 @@ class Registry:
         """Start a stream at t_ns (None = now): the clock start of TTFT and
         E2E. cls: a Class from add_class, its name, or None (default).
         prompt_tokens: prompt length (band split); prefix_hit: True/False/None
-        (cache split). request_id: the server's id of the request (str,
-        copied; at most 63 bytes of UTF-8 are kept, control characters become
-        '?'); trace_id: a W3C trace-id, 32 lowercase hex digits (anything else
-        is ignored and counted as counter "trace_id_invalid"): both are shown
+        (cache split). request_id: the server's id of the request (str or
+        bytes, copied; at most 63 bytes of UTF-8 are kept, cut at a whole
+        character; control characters, NUL, lone surrogates and malformed
+        UTF-8 become '?'); trace_id: a W3C trace-id, 32 lowercase hex digits
+        (anything else is ignored and counted as counter "trace_id_invalid").
+        No value of either raises (TypeError for a type other than str,
+        bytes, bytearray or None): they are what a client sent. Both are shown
         with the slowest requests (Snapshot.slowest) and trace_id as the
         exemplar of its bucket. Returns a Stream (`dropped` when no slot was
         free)."""

@@ -946,6 +946,69 @@ void test_slowest() {
   EXPECT_EQ(ttft::Snapshot().slowest(TTFT_SLOWEST_TTFT).size(), std::size_t{0});
 }
 
+// ------------------------------------ issue 27.2: ids as clients send them
+// A std::string_view id may hold any bytes: a NUL is '?', malformed UTF-8
+// and control characters become '?', a 1 MB id is cut, a bad trace id is
+// ignored and counted; nothing fails and every request is measured. A
+// const char * id is a C string: it ends at its first NUL.
+void test_client_ids() {
+  ttft::Registry reg(ttft::Config().max_inflight(64).max_classes(2).slowest_k(64));
+  const std::string mb_x(1u << 20, 'x'), mb_nul(1u << 20, '\0'), mb_ff(1u << 20, '\xff');
+  std::string mb_emoji;
+  for (int i = 0; i < (1 << 18); i++) mb_emoji += "\xf0\x9f\x98\x80";  // 1 MB of U+1F600
+  const std::string tid = "4bf92f3577b34da6a3ce929d0e0e4736";
+  const std::string tid_nul = tid + std::string(1, '\0');
+  std::string tid_mb;
+  while (tid_mb.size() < (1u << 20)) tid_mb += tid;
+  struct Case {
+    ttft::Request req;
+    std::string want_rid, want_tid;
+  };
+  std::vector<Case> cases;
+  cases.push_back({ttft::Request().request_id(std::string("a\0b", 3)), "a?b", ""});
+  cases.push_back({ttft::Request().request_id(std::string(1, '\0')), "?", ""});
+  cases.push_back({ttft::Request().request_id("a\0b"), "a", ""});  // a C string
+  cases.push_back({ttft::Request().request_id(std::string_view("caf\xc3\xa9\xf4\x8f\xbf\xbf")),
+                   "caf\xc3\xa9\xf4\x8f\xbf\xbf", ""});
+  cases.push_back({ttft::Request().request_id(std::string_view("a\xff" "b\xc3(\xed\xa0\x80\x1b\x7f")),
+                   "a?b?(?????", ""});
+  cases.push_back({ttft::Request().request_id(std::string_view("")), "", ""});
+  cases.push_back({ttft::Request().request_id(mb_x), std::string(63, 'x'), ""});
+  cases.push_back({ttft::Request().request_id(mb_nul), std::string(63, '?'), ""});
+  cases.push_back({ttft::Request().request_id(mb_ff), std::string(63, '?'), ""});
+  cases.push_back({ttft::Request().request_id(mb_emoji), mb_emoji.substr(0, 60), ""});
+  const std::size_t n_rid = cases.size();
+  // trace ids: every one but the last two is ignored and counted
+  cases.push_back({ttft::Request().trace_id(tid_nul), "", ""});  // not cut at the NUL
+  cases.push_back({ttft::Request().trace_id(tid_nul + "junk"), "", ""});
+  cases.push_back({ttft::Request().trace_id(std::string(1, '\0')), "", ""});
+  cases.push_back({ttft::Request().trace_id(std::string_view("")), "", ""});
+  cases.push_back({ttft::Request().trace_id(std::string(32, '\xff')), "", ""});
+  cases.push_back({ttft::Request().trace_id(tid_mb), "", ""});
+  cases.push_back({ttft::Request().trace_id(mb_nul), "", ""});
+  cases.push_back({ttft::Request().trace_id(std::string_view(tid)), "", tid});
+  cases.push_back({ttft::Request().trace_id(tid_nul.c_str()), "", tid});  // a C string ends at NUL
+  for (std::size_t i = 0; i < cases.size(); i++) {
+    ttft::Request copy;
+    copy = cases[i].req;  // a copy holds its own ids
+    cases[i].req = ttft::Request();
+    ttft::Stream s = reg.begin(copy, T0 + i * 1000000);
+    EXPECT_TRUE(static_cast<bool>(s));
+    EXPECT_EQ(s.token(1, T0 + i * 1000000 + (i + 1) * 1000000), TTFT_OK);
+    EXPECT_EQ(s.end(TTFT_COMPLETED, T0 + i * 1000000 + (i + 2) * 1000000), TTFT_OK);
+  }
+  ttft::Snapshot snap = reg.snapshot();
+  EXPECT_EQ(snap.count(TTFT_METRIC_TTFT), std::uint64_t{cases.size()});
+  EXPECT_EQ(snap.counter(TTFT_COUNTER_TRACE_ID_INVALID), std::uint64_t{cases.size() - n_rid - 2});
+  std::vector<ttft_slow_request> v = snap.slowest(TTFT_SLOWEST_TTFT);
+  EXPECT_EQ(v.size(), cases.size());
+  for (std::size_t i = 0; i < v.size() && i < cases.size(); i++) {
+    const Case &c = cases[cases.size() - 1 - i];  // slowest first: the last played
+    EXPECT_STREQ(v[i].request_id, c.want_rid);
+    EXPECT_STREQ(v[i].trace_id, c.want_tid);
+  }
+}
+
 #ifdef TTFT_TEST_HTTP
 void test_http() {
   ttft::Registry reg = small_registry();
@@ -975,6 +1038,7 @@ int main() {
   test_config_11();
   test_slo_judged();
   test_slowest();
+  test_client_ids();
 #ifdef TTFT_TEST_HTTP
   test_http();
 #endif

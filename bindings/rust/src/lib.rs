@@ -612,10 +612,12 @@ pub struct Request {
     pub prefix_hit: Option<bool>,
     /// The server's id of the request (1.2), shown with the slowest
     /// requests ([`Snapshot::slowest`]); the library keeps at most 63 bytes
-    /// (cut at a whole UTF-8 character; control characters become `?`).
+    /// (cut at a whole UTF-8 character; control characters, NUL included,
+    /// become `?`). Any value is accepted: it is what a client sent.
     pub request_id: Option<String>,
     /// The W3C trace-context trace-id (1.2): exactly 32 lowercase hex
-    /// digits, not all zero. Anything else is ignored (the request is still
+    /// digits, not all zero. Anything else (a NUL included: it is passed
+    /// as `?`, not as the end of the id) is ignored (the request is still
     /// measured) and counted in [`Counter::TRACE_ID_INVALID`]. Attached as
     /// the exemplar of the slowest requests' buckets.
     pub trace_id: Option<String>,
@@ -652,9 +654,24 @@ impl Request {
         self.request_id = Some(id.to_owned());
         self
     }
+    /// Sets the server's id of the request from bytes as a client sent
+    /// them (a header value): each malformed UTF-8 sequence becomes one
+    /// `?`, as the library stores it; only what the library can keep is
+    /// copied, so a 1 MB id costs no more than a short one.
+    pub fn request_id_bytes(mut self, id: &[u8]) -> Request {
+        self.request_id = Some(lossy_id(id));
+        self
+    }
     /// Sets the W3C trace id (1.2; 32 lowercase hex digits).
     pub fn trace_id(mut self, id: &str) -> Request {
         self.trace_id = Some(id.to_owned());
+        self
+    }
+    /// Sets the W3C trace id from bytes as a client sent them: anything
+    /// but 32 lowercase hex digits is ignored and counted at begin, as for
+    /// [`Request::trace_id`].
+    pub fn trace_id_bytes(mut self, id: &[u8]) -> Request {
+        self.trace_id = Some(lossy_id(id));
         self
     }
     fn to_c(&self) -> ffi::ttft_request {
@@ -667,6 +684,45 @@ impl Request {
             trace_id: std::ptr::null(),
         }
     }
+}
+
+/// How much of an id ttft_begin_ex can read (TTFT_ID_READ): it keeps at most
+/// TTFT_MAX_REQUEST_ID bytes of a request id and each kept byte consumes at
+/// most 4 of the caller's (a character is copied whole, a malformed
+/// sequence of at most 3 bytes becomes one `?`); it reads at most 33 bytes
+/// of a trace id. A longer id is cut here with no change to what is kept
+/// or counted.
+const ID_READ: usize = 4 * (ffi::TTFT_MAX_REQUEST_ID + 1);
+
+/// `id` (its first ID_READ bytes) as a string, each malformed UTF-8
+/// sequence (a maximal invalid part, as the library counts them) as `?`.
+fn lossy_id(id: &[u8]) -> String {
+    let mut rest = &id[..id.len().min(ID_READ)];
+    let mut out = String::with_capacity(rest.len());
+    loop {
+        match std::str::from_utf8(rest) {
+            Ok(s) => {
+                out.push_str(s);
+                return out;
+            }
+            Err(e) => {
+                let (good, bad) = rest.split_at(e.valid_up_to());
+                // SAFETY: from_utf8 checked these bytes.
+                out.push_str(unsafe { std::str::from_utf8_unchecked(good) });
+                out.push('?');
+                rest = &bad[e.error_len().unwrap_or(bad.len())..];
+            }
+        }
+    }
+}
+
+/// An id for ttft_begin_ex: its first ID_READ bytes (at a character
+/// boundary or not: the library reads no further), each NUL as `?` — a C
+/// string would end there, and a trace id cut at a NUL may look valid.
+fn id_cstring(id: &str) -> CString {
+    let b = &id.as_bytes()[..id.len().min(ID_READ)];
+    let v: Vec<u8> = b.iter().map(|&c| if c == 0 { b'?' } else { c }).collect();
+    CString::new(v).unwrap_or_default() // no NUL is left: never the default
 }
 
 fn prefix_arg(p: Option<bool>) -> c_int {
@@ -1162,9 +1218,9 @@ impl Registry {
     fn begin_req(&self, req: &Request, t: u64) -> Result<Stream> {
         let mut r = req.to_c();
         // The ids are copied by ttft_begin_ex; they live until it returns.
-        // A NUL inside an id is refused (C would cut the id there).
-        let rid = req.request_id.as_deref().map(cstring).transpose()?;
-        let tid = req.trace_id.as_deref().map(cstring).transpose()?;
+        // No value of an id fails a begin (it is what a client sent).
+        let rid = req.request_id.as_deref().map(id_cstring);
+        let tid = req.trace_id.as_deref().map(id_cstring);
         if let Some(c) = &rid {
             r.request_id = c.as_ptr();
         }
