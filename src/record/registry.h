@@ -375,11 +375,12 @@ typedef struct ttft__gap_steps {
   uint64_t pre_len[TTFT__GAP_PREFILL];
   uint64_t before[TTFT__GAP_BEFORE];
   uint32_t reads;                   /* ring entries read (tests)         */
+  uint32_t torn;                    /* ... of them torn or overwritten   */
 } ttft__gap_steps;
 
 /* step_ring.c: fills *g for the gap (a, b] (a < b) from r's ring, reading
  * O(log TTFT_STEP_RING + the steps that overlap the gap + TTFT__GAP_BEFORE)
- * entries (plus any found torn or overwritten); the before list only when
+ * entries (plus at most 64 found torn or overwritten); the before list only when
  * want_before. Lock-free, allocation-free, safe against concurrent
  * writers. */
 TTFT_HIDDEN void ttft__gap_steps_read(const ttft_registry *r, uint64_t a, uint64_t b, int want_before,

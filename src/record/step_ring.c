@@ -14,7 +14,8 @@
  * the latest 16), so it reads
  *   O(log TTFT_STEP_RING + steps overlapping the gap + TTFT__GAP_BEFORE)
  * entries, plus any it finds torn or overwritten (each is passed by
- * reading the one below it, as a full scan would skip it). On such a ring
+ * reading the one below it, as a full scan would skip it; at most
+ * TORN_MAX of them). On such a ring
  * its figures are those of reading every entry newest first (the 1.2
  * reader, which read all 1024 when no step before the gap lacked prefill):
  * tests/test_step_ring.c compares the two over random timelines with torn
@@ -36,6 +37,7 @@ typedef struct step {
 static int step_read(const ttft_registry *r, uint64_t k, step *out, ttft__gap_steps *g) {
   const ttft__step_ent *e = &r->steps[k & TTFT__STEP_MASK];
   g->reads++;
+  g->torn++; /* until it reads whole */
   /* acquire: pairs with the writer's release of 2k + 2, so the fields
    * read below are the ones written before it */
   uint64_t s1 = atomic_load_explicit(&e->seq, memory_order_acquire);
@@ -45,6 +47,7 @@ static int step_read(const ttft_registry *r, uint64_t k, step *out, ttft__gap_st
    * below, so a writer that started over them changed seq first */
   atomic_thread_fence(memory_order_acquire);
   if (TTFT__LD(&e->seq) != s1) return 0;
+  g->torn--;
   out->t_start = t0, out->t_end = t1;
   out->prefill = TTFT__STEP_PREFILL(m), out->np_back = TTFT__STEP_NP_BACK(m);
   return 1;
@@ -53,6 +56,11 @@ static int step_read(const ttft_registry *r, uint64_t k, step *out, ttft__gap_st
 /* Steps begun at or after b read one by one before bisecting: the usual
  * number is 0 or 1 (a step recorded by another thread meanwhile). */
 #define AFTER_WALK 4
+/* Entries found torn or overwritten that one reading passes: beyond, it
+ * stops where it is (a writer lapping the ring as fast as it is read,
+ * e.g. while the reader was descheduled; the figures are then of the
+ * steps read so far, never counting the rest of the gap as covered). */
+#define TORN_MAX 64
 
 /* The newest readable step in [lo, hi) that started before b, + 1; lo
  * when none. Bisection over start times (in order): a probe that is torn
@@ -64,7 +72,8 @@ static uint64_t started_before(const ttft_registry *r, uint64_t lo, uint64_t hi,
     uint64_t mid = lo + (hi - lo) / 2, m = mid + 1;
     step e;
     int ok = 0;
-    while (m > lo && !(ok = step_read(r, m - 1, &e, g))) m--;
+    while (m > lo && !(ok = step_read(r, m - 1, &e, g)) && g->torn <= TORN_MAX) m--;
+    if (g->torn > TORN_MAX) return found;
     if (!ok) { /* [lo, mid] unreadable: skipped either way */
       lo = mid + 1;
       continue;
@@ -93,7 +102,7 @@ static void before_gap(const ttft_registry *r, uint64_t last, uint64_t k, step e
     if (!e.np_back || e.np_back > k - last) return; /* none, or none still in the ring */
     k -= e.np_back;
     while (!step_read(r, k, &e, g))
-      if (k-- == last) return;
+      if (k-- == last || g->torn > TORN_MAX) return;
   }
 }
 
@@ -102,7 +111,7 @@ void ttft__gap_steps_read(const ttft_registry *r, uint64_t a, uint64_t b, int wa
   g->ended_inside = 0;
   g->npre = g->nbefore = 0;
   g->covered = 0;
-  g->reads = 0;
+  g->reads = g->torn = 0;
   /* relaxed: a ticket only names an entry; each entry's seq is checked
    * with acquire (step_read), and one not complete yet is skipped */
   uint64_t head = TTFT__LD(&r->step_head);
@@ -111,11 +120,17 @@ void ttft__gap_steps_read(const ttft_registry *r, uint64_t a, uint64_t b, int wa
    * everything below `frontier` not yet seen is uncovered so far */
   uint64_t frontier = b, k = head, last = head > TTFT_STEP_RING ? head - TTFT_STEP_RING : 0;
   unsigned after = 0;
-  int reached_start = 0;
+  int reached_start = 0, whole = 1; /* whole: no entry left unread */
   step e;
   while (k > last) {
     k--;
-    if (!step_read(r, k, &e, g)) continue;
+    if (!step_read(r, k, &e, g)) {
+      if (g->torn > TORN_MAX) {
+        whole = 0;
+        break;
+      }
+      continue;
+    }
     const uint64_t s0 = e.t_start, s1 = e.t_end;
     if (s1 <= a) { /* ended before the gap, and so did every older step */
       reached_start = 1;
@@ -123,6 +138,10 @@ void ttft__gap_steps_read(const ttft_registry *r, uint64_t a, uint64_t b, int wa
     }
     if (s0 >= b) { /* recorded after this token: skip the run of them */
       if (++after == AFTER_WALK) k = started_before(r, last, k, b, g);
+      if (g->torn > TORN_MAX) {
+        whole = 0;
+        break;
+      }
       continue;
     }
     if (s1 <= b) g->ended_inside = 1;
@@ -136,6 +155,6 @@ void ttft__gap_steps_read(const ttft_registry *r, uint64_t a, uint64_t b, int wa
     if (lo < frontier) frontier = lo;
   }
   /* more steps in the gap than the ring holds: its start was busy too */
-  if (!reached_start && last > 0 && frontier > a) g->covered += frontier - a;
+  if (!reached_start && whole && last > 0 && frontier > a) g->covered += frontier - a;
   if (reached_start && want_before) before_gap(r, last, k, e, g);
 }
