@@ -575,6 +575,65 @@ static void loop_stall_cause(void *p, uint64_t n, int tid) {
   if (bad) atomic_fetch_add_explicit(&c->bad, 1, memory_order_relaxed);
 }
 
+/* The stall path when every recent engine step carried prefill (chunked
+ * prefill): one 600 ms prefill step stalls a batch of STALL_BATCH
+ * sequences (each token closes a gap over the 500 ms budget, which that
+ * step covers), and the ring's other 1023 steps carried prefill too, so no
+ * step without prefill is anywhere before the gap. Per stalled token: the
+ * step's share, step_emitted's per-token work and one stall path each. */
+#define STALL_BATCH 256
+#define STALL_STEP UINT64_C(600000000)
+typedef struct stall_ctx {
+  ttft_registry *r;
+  ttft_seq seq[STALL_BATCH];
+  uint64_t t;
+  _Atomic int bad;
+} stall_ctx;
+
+static void loop_stall_prefill(void *p, uint64_t n, int tid) {
+  stall_ctx *c = p;
+  (void)tid;
+  ttft_step_info in;
+  ttft_step_info_init(&in);
+  in.prefill_tokens = 512;
+  in.decode_seqs = STALL_BATCH;
+  uint64_t t = c->t;
+  long bad = 0;
+  for (uint64_t i = 0; i < n; i += STALL_BATCH) {
+    bad |= ttft_engine_step(c->r, &in, t, t + STALL_STEP) != TTFT_OK;
+    t += STALL_STEP;
+    bad |= ttft_step_emitted(c->r, c->seq, NULL, STALL_BATCH, t) != STALL_BATCH;
+  }
+  c->t = t;
+  if (bad) atomic_fetch_add_explicit(&c->bad, 1, memory_order_relaxed);
+}
+
+/* STALL_BATCH sequences with their first token, after a ring full of 20 ms
+ * prefill steps. */
+static stall_ctx *stall_new(ttft_registry *r) {
+  stall_ctx *c = xalloc(sizeof *c);
+  c->r = r;
+  uint64_t t = mono_ns();
+  for (int k = 0; k < STALL_BATCH; k++)
+    if (!(c->seq[k] = ttft_begin(r, t))) die("ttft_begin refused a sequence while setting up");
+  ttft_step_info in;
+  ttft_step_info_init(&in);
+  in.prefill_tokens = 512;
+  for (int k = 0; k < TTFT_STEP_RING; k++, t += 20000000)
+    check_rc(ttft_engine_step(r, &in, t, t + 20000000) != TTFT_OK, "ttft_engine_step (setup)");
+  check_rc(ttft_step_emitted(r, c->seq, NULL, STALL_BATCH, t) != STALL_BATCH, "ttft_step_emitted (setup)");
+  c->t = t;
+  return c;
+}
+
+static void stall_free(stall_ctx *c) {
+  check_rc(atomic_load_explicit(&c->bad, memory_order_relaxed) != 0, "stall path, all steps prefill");
+  for (int k = 0; k < STALL_BATCH; k++)
+    check_rc(ttft_stream_end(c->r, c->seq[k], TTFT_COMPLETED, c->t + 1) != TTFT_OK,
+             "ttft_stream_end (teardown)");
+  free(c);
+}
+
 static void loop_lib_now(void *p, uint64_t n, int tid) {
   const ttft_registry *r = ((hot_ctx *)p)->r;
   uint64_t acc = 0;
@@ -1199,6 +1258,21 @@ int main(int argc, char **argv) {
     row_print(sr);
     hot_free(hc, 1, "ttft_token_emitted (stall)");
     ttft_registry_free(rc);
+    /* the stall path when no step before the gap lacks prefill (issue
+     * 27.6), against the common token_emitted of the same run */
+    if (!row_find("tok_1t"))
+      row_print(measure("tok_1t", "hot", "token_emitted, 1 thread, 64 seqs round-robin", loop_tok, hot, 1, 0));
+    ttft_registry *rp = registry_or_die(&cfg);
+    stall_ctx *sp = stall_new(rp);
+    row *pr = measure("stall_prefill", "engine", "stall path, all steps prefill, per stalled token",
+                      loop_stall_prefill, sp, 1, (uint64_t)STALL_BATCH * (opt.quick ? 16 : 512));
+    const row *tk = row_find("tok_1t");
+    if (tk && tk->med > 0)
+      snprintf(pr->note, sizeof pr->note, "(%d seqs stalled by one prefill step; %.1fx token_emitted)",
+               STALL_BATCH, pr->med / tk->med);
+    row_print(pr);
+    stall_free(sp);
+    ttft_registry_free(rp);
   }
 
   /* ------------------------------------------------------------- peer */
@@ -1400,6 +1474,7 @@ int main(int argc, char **argv) {
   target_add("step_emitted, 64 seqs, TTFT_NOW, per token / floor", "step_now", "floor", 3.0, NULL);
   target_add("ttft_engine_step (caller timestamps)", "engine_step_ts", NULL, 50, "ns");
   target_add("engine_step + step_emitted / step_emitted, per token", "step_engine_ts", "step_ts", 1.10, NULL);
+  target_add("stall path, all steps prefill, per stalled token", "stall_prefill", NULL, 300, "ns");
   target_add("token_emitted / prometheus-cpp Observe, 1 thread", "tok_1t", "peer_1t", 0.5, NULL);
   target_add("token_emitted / prometheus-cpp Observe, 2 threads", "tok_2t", "peer_2t", 0.1, NULL);
   target_add("ttft_begin + ttft_stream_end, 1 thread", "life_1t", NULL, 150, "ns");

@@ -515,31 +515,12 @@ __attribute__((noinline, cold)) static void first_emission(ttft_registry *r, ttf
  *   NOT_SCHEDULED otherwise (steps ran without the sequence).
  * Only the stall path runs this: a gap over the class's stall budget. */
 
-/* One ring entry, if it still holds step k: 1 and *out, else 0. */
-static int step_read(const ttft_registry *r, uint64_t k, ttft__step_ent *out) {
-  const ttft__step_ent *e = &r->steps[k & TTFT__STEP_MASK];
-  /* acquire: pairs with the writer's release of 2k + 2, so the fields
-   * read below are the ones written before it */
-  uint64_t s1 = atomic_load_explicit(&e->seq, memory_order_acquire);
-  if (s1 != 2 * k + 2) return 0;
-  TTFT__ST(&out->t_start, TTFT__LD(&e->t_start));
-  TTFT__ST(&out->t_end, TTFT__LD(&e->t_end));
-  TTFT__ST(&out->prefill, TTFT__LD(&e->prefill));
-  /* acquire fence: the field loads above complete before the re-check
-   * below, so a writer that started over them changed seq first */
-  atomic_thread_fence(memory_order_acquire);
-  return TTFT__LD(&e->seq) == s1;
-}
-
 /* The sequence's usual gap: the median of its earlier gaps (em - 1 of
  * them), once it has 3; 0 when it has fewer (the caller falls back). */
 static uint64_t usual_gap(const ttft__slot *sl, uint32_t em) {
   if (em < 4) return 0;
   return ttft__seq_gap_quantile(sl, 0.5, em - 1 < 0x8000u ? em - 1 : 0);
 }
-
-#define CAUSE_BEFORE 16 /* steps before the gap read for the fallback u */
-#define CAUSE_PREFILL 64 /* prefill steps inside one gap that are weighed */
 
 /* the median of v[0..n) (n >= 1), sorted in place: n is at most 16 */
 static uint64_t median_u64(uint64_t *v, unsigned n) {
@@ -552,48 +533,16 @@ static uint64_t median_u64(uint64_t *v, unsigned n) {
   return v[(n - 1) / 2];
 }
 
+/* The steps in and before the gap are read by step_ring.c, in
+ * O(log ring + steps overlapping the gap + 16) entries. */
 static ttft_stall_cause stall_cause(const ttft_registry *r, const ttft__slot *sl, uint64_t a,
                                     uint64_t b, uint32_t em) {
-  /* relaxed: a ticket only names an entry; each entry's seq is checked
-   * with acquire (step_read), and one not complete yet is skipped */
-  uint64_t head = TTFT__LD(&r->step_head);
-  if (!head) return TTFT_STALL_UNKNOWN;
   const uint64_t gap = b - a;
   uint64_t u = usual_gap(sl, em);
-  /* the steps that overlap (a, b], newest first: a single engine loop
-   * records them in time order, so everything below `frontier` not yet
-   * seen is uncovered so far */
-  uint64_t covered = 0, frontier = b, pre_len[CAUSE_PREFILL], before[CAUSE_BEFORE];
-  unsigned npre = 0, nbefore = 0;
-  int ended_inside = 0, reached_start = 0;
-  uint64_t k = head, last = head > TTFT_STEP_RING ? head - TTFT_STEP_RING : 0;
-  while (k > last && nbefore < CAUSE_BEFORE) {
-    k--;
-    ttft__step_ent e;
-    if (!step_read(r, k, &e)) continue;
-    uint64_t s0 = TTFT__LD(&e.t_start), s1 = TTFT__LD(&e.t_end), pf = TTFT__LD(&e.prefill);
-    if (s1 <= a) { /* ended before the gap: only the fallback's sample */
-      reached_start = 1;
-      if (!pf) before[nbefore] = s1 - s0;
-      nbefore += !pf;
-      if (!pf && u) break; /* nothing more to learn */
-      continue;
-    }
-    if (s0 >= b) continue; /* recorded after this token (another thread) */
-    if (s1 <= b) ended_inside = 1;
-    uint64_t lo = s0 > a ? s0 : a, hi = s1 < b ? s1 : b;
-    if (hi > frontier) hi = frontier;
-    if (hi > lo) covered += hi - lo;
-    if (lo < frontier) frontier = lo;
-    /* a prefill step's part inside the gap (beyond CAUSE_PREFILL of them
-     * in one gap, the rest are not weighed: the gap is then mostly busy
-     * with prefill anyway) */
-    if (pf && npre < CAUSE_PREFILL) pre_len[npre++] = (s1 < b ? s1 : b) - (s0 > a ? s0 : a);
-  }
-  if (!ended_inside) return TTFT_STALL_UNKNOWN;
-  /* more steps in the gap than the ring holds: its start was busy too */
-  if (!reached_start && k == last && last > 0 && frontier > a) covered += frontier - a;
-  if (2 * covered < gap) return TTFT_STALL_ENGINE_IDLE;
+  ttft__gap_steps g;
+  ttft__gap_steps_read(r, a, b, u == 0, &g);
+  if (!g.ended_inside) return TTFT_STALL_UNKNOWN;
+  if (2 * g.covered < gap) return TTFT_STALL_ENGINE_IDLE;
   /* marked PREEMPTED after emission em, i.e. inside this gap, and out of
    * the batch (evicted, waiting, recomputing) for at least half of it */
   uint32_t f = TTFT__LD(&sl->flags);
@@ -601,13 +550,13 @@ static ttft_stall_cause stall_cause(const ttft_registry *r, const ttft__slot *sl
   if ((f & SF_PREEMPTED) && (f >> SF_PEM_SHIFT) == (em & SF_PEM_MASK) && tp <= b &&
       2 * (b - tp) >= gap)
     return TTFT_STALL_PREEMPTED;
-  if (!npre) return TTFT_STALL_NOT_SCHEDULED;
+  if (!g.npre) return TTFT_STALL_NOT_SCHEDULED;
   /* too few gaps of its own: the median of the non-prefill steps before the gap */
-  if (!u && nbefore) u = median_u64(before, nbefore);
+  if (!u && g.nbefore) u = median_u64(g.before, g.nbefore);
   uint64_t excess = 0;
-  for (unsigned i = 0; i < npre; i++)
-    if (pre_len[i] > u) excess += pre_len[i] - u;
-  uint64_t busy = covered > u ? covered - u : 0;
+  for (unsigned i = 0; i < g.npre; i++)
+    if (g.pre_len[i] > u) excess += g.pre_len[i] - u;
+  uint64_t busy = g.covered > u ? g.covered - u : 0;
   if (excess && 2 * excess >= busy) return TTFT_STALL_PREFILL;
   return TTFT_STALL_NOT_SCHEDULED;
 }
@@ -836,6 +785,11 @@ int ttft_engine_step(ttft_registry *r, const ttft_step_info *info, uint64_t t_st
   /* relaxed: the ticket only picks the entry; the entry's seq publishes */
   uint64_t k = atomic_fetch_add_explicit(&r->step_head, 1, memory_order_relaxed);
   ttft__step_ent *e = &r->steps[k & TTFT__STEP_MASK];
+  /* relaxed: the link to the latest step without prefill is a hint the
+   * reader checks against the entry it names (registry.h) */
+  uint64_t np = TTFT__LD(&r->step_np), back = np && np <= k ? k + 1 - np : 0;
+  if (back > UINT32_MAX) back = UINT32_MAX;
+  if (!prefill) TTFT__ST(&r->step_np, k + 1);
   uint64_t old = TTFT__LD(&e->seq);
   /* an entry of a later lap (a writer that overtook this one) is kept;
    * anything older, complete or abandoned mid-write (a thread that died,
@@ -851,7 +805,7 @@ int ttft_engine_step(ttft_registry *r, const ttft_step_info *info, uint64_t t_st
     atomic_thread_fence(memory_order_release);
     TTFT__ST(&e->t_start, t_start_ns);
     TTFT__ST(&e->t_end, t_end_ns);
-    TTFT__ST(&e->prefill, prefill);
+    TTFT__ST(&e->meta, back << 32 | prefill);
     uint64_t odd = 2 * k + 1;
     /* release: the fields above happen-before a reader's acquire of 2k + 2;
      * a CAS, so that a writer that took the entry over meanwhile wins */

@@ -336,21 +336,62 @@ TTFT_STATIC_ASSERT(TTFT_STATUS_COUNT_ == 3 && TTFT_PHASE_COUNT_ == 3, "arrays si
 
 /* ------------------------------------------------------- engine steps
  * The last TTFT_STEP_RING engine steps (ttft_engine_step), read by the
- * stall path to find a stall's cause (hooks.c, stall_cause). Any thread
- * may record: a writer takes ticket k = step_head++ and fills entry
- * k % RING under a per-entry sequence number (seq = 2k + 1 while it
- * writes, 2k + 2 when done; 0 never written). A reader that wants step k
- * accepts the entry only when seq reads 2k + 2 before and after copying
- * it, so a torn or overwritten entry is skipped, never misread (except
- * when a writer is delayed for a whole lap of the ring inside its four
- * stores: docs/metrics.md). */
+ * stall path to find a stall's cause (step_ring.c). Any thread may
+ * record: a writer takes ticket k = step_head++ and fills entry k % RING
+ * under a per-entry sequence number (seq = 2k + 1 while it writes,
+ * 2k + 2 when done; 0 never written). A reader that wants step k accepts
+ * the entry only when seq reads 2k + 2 before and after copying it, so a
+ * torn or overwritten entry is skipped, never misread (except when a
+ * writer is delayed for a whole lap of the ring inside its four stores:
+ * docs/metrics.md).
+ *
+ * Each entry also links back to the latest step without prefill before
+ * it (step_np when its writer took its ticket), so that the stall path
+ * finds the steps without prefill before a gap in one read each however
+ * many prefill steps lie between (chunked prefill: all of them). With one
+ * engine loop (the rule's premise) the link is exact; with several it may
+ * skip a step, which changes one stall's fallback u, nothing else. */
 #define TTFT__STEP_MASK (TTFT_STEP_RING - 1u)
 TTFT_STATIC_ASSERT((TTFT_STEP_RING & (TTFT_STEP_RING - 1)) == 0, "the ring is a power of two");
 typedef struct ttft__step_ent {
   _Atomic uint64_t seq;
   _Atomic uint64_t t_start, t_end;
-  _Atomic uint64_t prefill;          /* prompt tokens in the step         */
+  _Atomic uint64_t meta;  /* prompt tokens in the step (low 32 bits), and
+                             how many steps back the latest one without
+                             prefill is (high 32 bits; 0 none, saturated) */
 } ttft__step_ent;
+#define TTFT__STEP_PREFILL(meta) ((uint32_t)(meta))
+#define TTFT__STEP_NP_BACK(meta) ((uint32_t)((meta) >> 32))
+
+/* What the steps that overlap a gap (a, b] say, for its cause (hooks.c,
+ * stall_cause; the rule is in docs/metrics.md). Read newest first, as one
+ * engine loop records them (ending in time order, starting in order):
+ * covered is their union clipped to the gap, each step adding what lies
+ * below the start of the newer ones; with more steps in the gap than the
+ * ring holds, the part of the gap before the oldest is counted as covered
+ * too. pre_len: the part inside the gap of each prefill step, newest
+ * first, the first TTFT__GAP_PREFILL of them. before: the durations of
+ * the latest TTFT__GAP_BEFORE steps without prefill that ended at or
+ * before a, newest first (only when asked for). */
+#define TTFT__GAP_BEFORE 16
+#define TTFT__GAP_PREFILL 64
+typedef struct ttft__gap_steps {
+  int ended_inside;                 /* a step ended inside (a, b]        */
+  uint32_t npre, nbefore;
+  uint64_t covered;
+  uint64_t pre_len[TTFT__GAP_PREFILL];
+  uint64_t before[TTFT__GAP_BEFORE];
+  uint32_t reads;                   /* ring entries read (tests)         */
+  uint32_t torn;                    /* ... of them torn or overwritten   */
+} ttft__gap_steps;
+
+/* step_ring.c: fills *g for the gap (a, b] (a < b) from r's ring, reading
+ * O(log TTFT_STEP_RING + the steps that overlap the gap + TTFT__GAP_BEFORE)
+ * entries (plus at most 64 found torn or overwritten); the before list only when
+ * want_before. Lock-free, allocation-free, safe against concurrent
+ * writers. */
+TTFT_HIDDEN void ttft__gap_steps_read(const ttft_registry *r, uint64_t a, uint64_t b, int want_before,
+                                      ttft__gap_steps *g);
 
 /* ------------------------------------------------------------- classes */
 typedef struct ttft__class {
@@ -401,6 +442,9 @@ struct ttft_registry {
   _Atomic size_t memory;          /* bytes allocated (ttft__memory_add)     */
   TTFT__ALIGNED ttft__pool pool;  /* chunks for the live histograms       */
   TTFT__ALIGNED _Atomic uint64_t step_head; /* engine steps ever recorded  */
+  _Atomic uint64_t step_np;       /* 1 + the latest step taken without
+                                     prefill, 0 none (relaxed: a hint the
+                                     ring's links copy, see above)        */
   ttft__step_ent *steps;          /* [TTFT_STEP_RING]                      */
   struct ttft_snapshot meta;      /* labels and export config; no classes  */
 };

@@ -73,21 +73,34 @@ TTFT_HIDDEN int ttft__format_text(const ttft_snapshot *s, ttft__sb *sb);
 TTFT_HIDDEN int ttft__format_json(const ttft_snapshot *s, ttft__sb *sb);
 TTFT_HIDDEN int ttft__format_prometheus(const ttft_snapshot *s, ttft__sb *sb, int openmetrics);
 
+/* Where a classic bucket counts value v: the largest value of v's
+ * internal bucket. The classic bucket with bounds (lo, hi] counts v when
+ * lo < ttft__classic_key(v) <= hi — the rule of the cumulative counts
+ * (format_prom.c cumulative, format_protobuf.c classic_step), which count
+ * whole internal buckets, so the one that straddles a bound is counted
+ * above it. Non-decreasing in v. */
+static inline uint64_t ttft__classic_key(uint64_t v) { return ttft__bucket_hi(ttft__hist_index(v)); }
+
 /* Exemplars (OpenMetrics and protobuf): the slowest request with a trace
- * id whose value of metric m lies in the bucket (lo, hi] (hi UINT64_MAX:
- * +Inf) of class k, from the slowest lists — TTFT from the TTFT list; ITL
- * and SEQ_ITL_MAX from the longest-gap list (a request's longest gap is
- * one of its ITL observations and its SEQ_ITL_MAX observation). NULL when
- * none, and for every other metric. */
+ * id whose value of metric m is counted by the classic bucket (lo, hi]
+ * (hi UINT64_MAX: +Inf) of class k — by the counts' own rule
+ * (ttft__classic_key), so an exemplar sits on the bucket that counts it,
+ * also for a value in the internal bucket straddling a bound (a TTFT of
+ * exactly 1.000 s is counted, and shown, under le="2.5"). From the slowest
+ * lists — TTFT from the TTFT list; ITL and SEQ_ITL_MAX from the
+ * longest-gap list (a request's longest gap is one of its ITL observations
+ * and its SEQ_ITL_MAX observation). NULL when none, and for every other
+ * metric. */
 static inline const ttft__slow *ttft__exemplar(const ttft__sclass *k, ttft_metric m, uint64_t lo,
                                                uint64_t hi) {
   int by = m == TTFT_METRIC_TTFT ? TTFT_SLOWEST_TTFT
            : (m == TTFT_METRIC_ITL || m == TTFT_METRIC_SEQ_ITL_MAX) ? TTFT_SLOWEST_GAP : -1;
   if (!k || by < 0) return NULL;
-  for (uint32_t i = 0; i < k->nslow[by]; i++) { /* slowest first */
+  for (uint32_t i = 0; i < k->nslow[by]; i++) { /* slowest first: keys descend too */
     const ttft__slow *e = &k->slow[by][i];
-    if (e->value <= lo) break;
-    if (e->value <= hi && e->has_trace) return e;
+    uint64_t key = ttft__classic_key(e->value);
+    if (key <= lo) break;
+    if (key <= hi && e->has_trace) return e;
   }
   return NULL;
 }
