@@ -3,7 +3,11 @@
  * peer library, measured in one run (docs/performance.md shows a run).
  *
  *   ttft-bench [--quick] [--json FILE] [--reps N] [--only GROUP[,GROUP]]
- *              [--no-membarrier]
+ *              [--no-membarrier] [--rounds N] [--baseline BIN]
+ *
+ * The group "compare" runs the hooks of this library and of 1.1 (the same
+ * file built against it, ttft-bench-baseline) alternately, in child
+ * processes: see "against 1.1" below and docs/performance.md.
  *
  * Every row is the median of >= 5 repetitions. A repetition runs the loop
  * on fresh threads that start together from a spin barrier, after a
@@ -1343,7 +1347,8 @@ static int write_json(const char *path, double total_s) {
 /* ================================================================ main */
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: ttft-bench [--quick] [--json FILE] [--reps N] [--only GROUPS]\n"
+          "usage: ttft-bench [--quick] [--json FILE] [--reps N] [--only GROUPS] [--no-membarrier]\n"
+          "                  [--rounds N] [--baseline BIN]\n"
           "  --quick       tiny iteration counts (a smoke test; numbers mean little)\n"
           "  --json FILE   write the results there (default bench/results.json when\n"
           "                ./bench exists, else ttft-bench.json)\n"
