@@ -3,7 +3,11 @@
  * peer library, measured in one run (docs/performance.md shows a run).
  *
  *   ttft-bench [--quick] [--json FILE] [--reps N] [--only GROUP[,GROUP]]
- *              [--no-membarrier]
+ *              [--no-membarrier] [--rounds N] [--baseline BIN]
+ *
+ * The group "compare" runs the hooks of this library and of 1.1 (the same
+ * file built against it, ttft-bench-baseline) alternately, in child
+ * processes: see "against 1.1" below and docs/performance.md.
  *
  * Every row is the median of >= 5 repetitions. A repetition runs the loop
  * on fresh threads that start together from a spin barrier, after a
@@ -35,6 +39,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -57,6 +62,14 @@
 #  define HAVE_PEER 0
 #endif
 
+/* ttft_engine_step and ttft_step_info came with 1.2: this file also builds
+ * against the 1.1 baseline's ttft.h (ttft-bench-baseline) */
+#if TTFT_VERSION_NUMBER >= 10200
+#  define HAVE_ENGINE 1
+#else
+#  define HAVE_ENGINE 0
+#endif
+
 #define MAX_REPS 64
 #define MAX_THREADS 4
 #define NSEQ 64 /* sequences per thread in the hot rows (a power of two) */
@@ -72,6 +85,9 @@ static struct {
   const char *json;
   const char *only;    /* comma-separated groups, NULL = all */
   int no_membarrier;   /* membarrier(2) denied before any registry: fence mode */
+  int child;           /* --compare-child: the compare cases only, on stdout */
+  int rounds;          /* compare: rounds of the two binaries (0: default) */
+  const char *baseline; /* compare: the baseline binary (default: built with this one) */
 } opt;
 
 static int group_on(const char *g) {
@@ -502,6 +518,7 @@ static void loop_step_now(void *p, uint64_t n, int tid) {
   if (bad) atomic_fetch_add_explicit(&c->bad, 1, memory_order_relaxed);
 }
 
+#if HAVE_ENGINE
 /* ttft_engine_step (1.2): one engine iteration, caller timestamps; one
  * step in 8 carries prefill */
 static void loop_engine_step(void *p, uint64_t n, int tid) {
@@ -633,6 +650,7 @@ static void stall_free(stall_ctx *c) {
              "ttft_stream_end (teardown)");
   free(c);
 }
+#endif /* HAVE_ENGINE */
 
 static void loop_lib_now(void *p, uint64_t n, int tid) {
   const ttft_registry *r = ((hot_ctx *)p)->r;
@@ -894,6 +912,361 @@ static void measure_reads(ttft_registry *r, const char *key, const char *label) 
   ttft_snapshot_free(sc.s);
 }
 
+/* ====================================================== against 1.1 */
+/* SPEC section 9: token_emitted and step_emitted, per token, within 10 % of
+ * 1.1 measured in the same run; SPEC section 5: two threads on their own
+ * sequences <= 1.3x one thread. The same cases run in this binary and in
+ * ttft-bench-baseline (this file built against the 1.1 library that
+ * bench/CMakeLists.txt extracts from git history), each in a child process
+ * ("--compare-child") that prints one line per case. The parent runs the
+ * two children alternately, swapping their order every round, and reports
+ * the median over rounds of each child's fastest repetition (fresh threads
+ * land on either core, and on this shared 2-core machine one core can be
+ * 1.7x slower than the other for seconds: a run's median is a coin flip,
+ * its fastest repetition is not). The iteration counts are fixed: both
+ * libraries do the same work. */
+typedef struct cmp_case {
+  const char *key, *name;
+  int threads;   /* each thread feeds sequences of its own */
+  int nseq;      /* sequences per thread (step: one step_emitted over all) */
+  int step;      /* ttft_step_emitted, else ttft_token_emitted */
+  int now;       /* TTFT_NOW, else caller timestamps */
+  uint64_t n;    /* tokens per thread per repetition (a multiple of nseq) */
+  double limit;  /* target for current / baseline; 0: none */
+} cmp_case;
+
+static const cmp_case cmp_cases[] = {
+    {"tok_ts", "token_emitted, 1 seq, caller t", 1, 1, 0, 0, UINT64_C(2) << 20, 1.10},
+    {"tok_now", "token_emitted, 1 seq, TTFT_NOW", 1, 1, 0, 1, UINT64_C(5) << 17, 1.10},
+    {"step_1", "step_emitted, 1 seq, per token", 1, 1, 1, 0, UINT64_C(2) << 20, 1.10},
+    {"step_64", "step_emitted, 64 seqs, per token", 1, 64, 1, 0, UINT64_C(4) << 20, 1.10},
+    {"step_256", "step_emitted, 256 seqs, per token", 1, 256, 1, 0, UINT64_C(4) << 20, 1.10},
+    {"tok_2t", "token_emitted, 2 threads x own seq", 2, 1, 0, 0, UINT64_C(2) << 20, 0},
+};
+#define NCMP (sizeof cmp_cases / sizeof cmp_cases[0])
+#define CMP_CHILD_REPS 5
+#define CMP_ROUNDS_MAX 64
+
+typedef struct cmp_ctx {
+  ttft_registry *r;
+  const cmp_case *cc;
+  struct {
+    ttft_seq *seq;
+    uint64_t t;  /* the sequences' last timestamp */
+    char pad[PAD];
+  } th[MAX_THREADS];
+  _Atomic int bad;
+} cmp_ctx;
+
+static uint64_t cmp_iters(const cmp_case *cc) {
+  return opt.quick ? cc->n >> 10 : cc->n; /* stays a multiple of 256 */
+}
+
+static void loop_cmp(void *p, uint64_t n, int tid) {
+  cmp_ctx *c = p;
+  const cmp_case *cc = c->cc;
+  ttft_registry *r = c->r;
+  const ttft_seq *seq = c->th[tid].seq;
+  uint64_t t = c->th[tid].t;
+  int bad = 0;
+  if (cc->step) {
+    size_t ns = (size_t)cc->nseq;
+    for (uint64_t i = 0; i < n; i += ns) {
+      t += g_gaps[(i / ns) & GAP_MASK];
+      bad |= ttft_step_emitted(r, seq, NULL, ns, t) != (long)ns;
+    }
+  } else if (cc->now) {
+    ttft_seq s = seq[0];
+    for (uint64_t i = 0; i < n; i++) bad |= ttft_token_emitted(r, s, 1, TTFT_NOW);
+  } else {
+    ttft_seq s = seq[0];
+    for (uint64_t i = 0; i < n; i++) {
+      t += g_gaps[i & GAP_MASK];
+      bad |= ttft_token_emitted(r, s, 1, t);
+    }
+  }
+  c->th[tid].t = t;
+  if (bad) atomic_fetch_add_explicit(&c->bad, 1, memory_order_relaxed);
+}
+
+static ttft_registry *registry_or_die(const ttft_config *cfg);
+static void section(const char *title);
+
+/* --compare-child: every case, opt.reps repetitions each, on stdout as
+ * "case KEY ns ns ...", per token, each thread's CPU time */
+static int compare_child(void) {
+  ttft_config cfg;
+  ttft_config_init(&cfg);
+  printf("version %s\n", ttft_version_string());
+  for (size_t i = 0; i < NCMP; i++) {
+    const cmp_case *cc = &cmp_cases[i];
+    cmp_ctx *c = xalloc(sizeof *c);
+    c->r = registry_or_die(&cfg);
+    c->cc = cc;
+    uint64_t t0 = mono_ns();
+    for (int th = 0; th < cc->threads; th++) {
+      c->th[th].seq = xalloc(sizeof(ttft_seq) * (size_t)cc->nseq);
+      for (int k = 0; k < cc->nseq; k++) {
+        ttft_seq s = ttft_begin(c->r, cc->now ? TTFT_NOW : t0);
+        if (!s) die("ttft_begin refused a sequence while setting up");
+        /* the first token: the loop measures the steady state (ITL) */
+        check_rc(ttft_token_emitted(c->r, s, 1, cc->now ? TTFT_NOW : t0 + 300000000) != TTFT_OK,
+                 "ttft_token_emitted (setup)");
+        c->th[th].seq[k] = s;
+      }
+      c->th[th].t = t0 + 300000000;
+    }
+    double v[MAX_REPS], w, a;
+    for (int rep = 0; rep < opt.reps; rep++) run_once(loop_cmp, c, cc->threads, cmp_iters(cc), &v[rep], &w, &a);
+    printf("case %s", cc->key);
+    for (int rep = 0; rep < opt.reps; rep++) printf(" %.4f", v[rep]);
+    printf("\n");
+    check_rc(atomic_load_explicit(&c->bad, memory_order_relaxed) != 0, cc->key);
+    for (int th = 0; th < cc->threads; th++) {
+      for (int k = 0; k < cc->nseq; k++)
+        check_rc(ttft_stream_end(c->r, c->th[th].seq[k], TTFT_COMPLETED,
+                                 cc->now ? TTFT_NOW : c->th[th].t + 1) != TTFT_OK,
+                 "ttft_stream_end (teardown)");
+      free(c->th[th].seq);
+    }
+    ttft_registry_free(c->r);
+    free(c);
+  }
+  fflush(stdout);
+  return call_errors ? 1 : 0;
+}
+
+/* Run `exe --compare-child`; its stdout into buf. 0 when it exited 0. */
+static int run_child(const char *exe, char *buf, size_t cap) {
+  int fd[2];
+  fflush(stdout);
+  if (pipe(fd) != 0) return -1;
+  pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    char reps[16];
+    snprintf(reps, sizeof reps, "%d", CMP_CHILD_REPS);
+    char *argv[8];
+    int a = 0;
+    argv[a++] = (char *)exe;
+    argv[a++] = "--compare-child";
+    argv[a++] = "--reps";
+    argv[a++] = reps;
+    if (opt.quick) argv[a++] = "--quick";
+    if (opt.no_membarrier) argv[a++] = "--no-membarrier";
+    argv[a] = NULL;
+    dup2(fd[1], STDOUT_FILENO);
+    close(fd[0]);
+    close(fd[1]);
+    execv(exe, argv);
+    fprintf(stderr, "ttft-bench: cannot run %s: %s\n", exe, strerror(errno));
+    _exit(127);
+  }
+  close(fd[1]);
+  size_t len = 0;
+  for (;;) {
+    char tmp[4096];
+    ssize_t k = read(fd[0], tmp, sizeof tmp);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) break;
+    size_t take = (size_t)k < cap - 1 - len ? (size_t)k : cap - 1 - len;
+    memcpy(buf + len, tmp, take);
+    len += take;
+  }
+  buf[len] = 0;
+  close(fd[0]);
+  int st;
+  while (waitpid(pid, &st, 0) < 0)
+    if (errno != EINTR) return -1;
+  return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
+/* a child's output: best[i] = its fastest repetition of cmp_cases[i], med[i]
+ * their median; 0 when every case is there */
+static int parse_child(const char *buf, double best[NCMP], double med[NCMP], char *version, size_t vcap) {
+  int seen = 0;
+  for (const char *l = buf; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+    if (strncmp(l, "version ", 8) == 0) {
+      size_t n = strcspn(l + 8, "\n");
+      snprintf(version, vcap, "%.*s", (int)n, l + 8);
+    } else if (strncmp(l, "case ", 5) == 0) {
+      const char *k = l + 5;
+      size_t kn = strcspn(k, " \n");
+      for (size_t i = 0; i < NCMP; i++) {
+        if (strlen(cmp_cases[i].key) != kn || memcmp(k, cmp_cases[i].key, kn) != 0) continue;
+        double v[MAX_REPS];
+        int n = 0;
+        char *e;
+        for (const char *q = k + kn; n < MAX_REPS; q = e) {
+          double x = strtod(q, &e);
+          if (e == q) break;
+          v[n++] = x;
+        }
+        if (n == 0) return -1;
+        med[i] = median_of(v, n);
+        best[i] = v[0];
+        for (int j = 1; j < n; j++)
+          if (v[j] < best[i]) best[i] = v[j];
+        seen |= 1 << i;
+      }
+    }
+  }
+  return seen == (1 << NCMP) - 1 ? 0 : -1;
+}
+
+static struct {
+  int ran;               /* the compare group ran */
+  const char *skipped;   /* why there was no baseline (NULL: there was one) */
+  const char *binary, *commit;
+  char version[64];
+  int rounds;
+} g_cmp;
+
+static const char *self_exe(void) {
+  static char path[4096];
+  ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+  if (n <= 0) return NULL;
+  path[n] = 0;
+  return path;
+}
+
+static double ratio_stats(const double *a, const double *b, int n, double *lo, double *hi) {
+  double v[CMP_ROUNDS_MAX] = {0};
+  for (int i = 0; i < n; i++) v[i] = b[i] > 0 ? a[i] / b[i] : INFINITY;
+  *lo = *hi = v[0];
+  for (int i = 1; i < n; i++) {
+    if (v[i] < *lo) *lo = v[i];
+    if (v[i] > *hi) *hi = v[i];
+  }
+  return median_of(v, n);
+}
+
+static void run_compare(void) {
+  g_cmp.ran = 1;
+  g_cmp.rounds = opt.rounds ? opt.rounds : opt.quick ? 2 : 9;
+  g_cmp.binary = opt.baseline;
+#if defined(TTFT_BENCH_IS_BASELINE)
+  g_cmp.skipped = "this binary is the baseline (run ttft-bench)";
+#else
+#  if defined(TTFT_BENCH_BASELINE_COMMIT)
+  g_cmp.commit = TTFT_BENCH_BASELINE_COMMIT;
+#  endif
+#  if defined(TTFT_BENCH_BASELINE_BIN)
+  if (!g_cmp.binary) g_cmp.binary = TTFT_BENCH_BASELINE_BIN;
+#  elif defined(TTFT_BENCH_BASELINE_SKIPPED)
+  if (!g_cmp.binary) g_cmp.skipped = TTFT_BENCH_BASELINE_SKIPPED;
+#  else
+  if (!g_cmp.binary) g_cmp.skipped = "built without a baseline";
+#  endif
+#endif
+  if (g_cmp.binary && !g_cmp.skipped && access(g_cmp.binary, X_OK) != 0) g_cmp.skipped = "the baseline binary is missing";
+  if (g_cmp.skipped) g_cmp.binary = NULL;
+  const char *self = self_exe();
+  if (!self) die("compare: cannot find this program (/proc/self/exe)");
+
+  section("against the 1.1 baseline: the same cases in this library and in 1.1, alternately");
+  if (g_cmp.skipped) {
+    printf("  ************************************************************************\n"
+           "  NO BASELINE: %s.\n"
+           "  The hooks are measured alone; nothing says whether they are within\n"
+           "  10 %% of 1.1 (SPEC section 9). Build from a git clone with history.\n"
+           "  ************************************************************************\n",
+           g_cmp.skipped);
+    fprintf(stderr, "ttft-bench: NO BASELINE: %s\n", g_cmp.skipped);
+  } else {
+    printf("  baseline: %s%s%s\n", g_cmp.binary, g_cmp.commit ? ", git " : "", g_cmp.commit ? g_cmp.commit : "");
+  }
+
+  /* per round: each run's fastest repetition (the figures), and its median */
+  static double cur[NCMP][CMP_ROUNDS_MAX], bas[NCMP][CMP_ROUNDS_MAX];
+  static double cur_med[NCMP][CMP_ROUNDS_MAX], bas_med[NCMP][CMP_ROUNDS_MAX];
+  static char buf[1 << 16];
+  char cur_version[64] = "", ver[64] = "";
+  int runs = g_cmp.binary ? 2 : 1;
+  for (int rd = 0; rd < g_cmp.rounds; rd++) {
+    for (int j = 0; j < runs; j++) {
+      int is_base = runs == 2 && (rd + j) % 2 == 1; /* rounds alternate who goes first */
+      const char *exe = is_base ? g_cmp.binary : self;
+      double best[NCMP], med[NCMP];
+      if (run_child(exe, buf, sizeof buf) != 0 || parse_child(buf, best, med, ver, sizeof ver) != 0) {
+        fputs(buf, stdout);
+        die("compare: %s --compare-child failed", exe);
+      }
+      snprintf(is_base ? g_cmp.version : cur_version, sizeof cur_version, "%s", ver);
+      for (size_t i = 0; i < NCMP; i++) {
+        (is_base ? bas : cur)[i][rd] = best[i];
+        (is_base ? bas_med : cur_med)[i][rd] = med[i];
+      }
+    }
+  }
+
+  for (size_t i = 0; i < NCMP; i++) {
+    const cmp_case *cc = &cmp_cases[i];
+    char key[32], name[80];
+    snprintf(key, sizeof key, "cur_%s", cc->key);
+    snprintf(name, sizeof name, "current: %s", cc->name);
+    row *rc = row_add(key, "compare", name, "ns/op");
+    row_set_samples(rc, cur[i], g_cmp.rounds);
+    rc->threads = cc->threads;
+    rc->iters = cmp_iters(cc);
+    if (!g_cmp.binary) continue;
+    snprintf(key, sizeof key, "base_%s", cc->key);
+    snprintf(name, sizeof name, "%s: %s", g_cmp.version, cc->name);
+    row *rb = row_add(key, "compare", name, "ns/op");
+    row_set_samples(rb, bas[i], g_cmp.rounds);
+    rb->threads = cc->threads;
+    rb->iters = cmp_iters(cc);
+    double lo, hi, m = ratio_stats(cur[i], bas[i], g_cmp.rounds, &lo, &hi);
+    double mm = median_of(cur_med[i], g_cmp.rounds) / median_of(bas_med[i], g_cmp.rounds);
+    snprintf(rc->note, sizeof rc->note,
+             "(current/%s per round: median %.3fx, %.3f .. %.3f; medians of medians: %.3fx)", g_cmp.version, m,
+             lo, hi, mm);
+  }
+
+  printf("  libttft %s (this build) against %s; %d rounds, the two alternating, first swapped\n"
+         "  every round; a figure = median over rounds of one run's fastest of %d reps,\n"
+         "  CPU time per token per thread\n",
+         cur_version, g_cmp.binary ? g_cmp.version : "nothing", g_cmp.rounds, CMP_CHILD_REPS);
+  printf("  %-38s %10s %10s %8s %24s %10s\n", "case", "current", g_cmp.binary ? g_cmp.version : "-",
+         "cur/base", "per round: median [range]", "target");
+  for (size_t i = 0; i < NCMP; i++) {
+    const cmp_case *cc = &cmp_cases[i];
+    double c = median_of(cur[i], g_cmp.rounds);
+    printf("  %-38s %7.2f ns", cc->name, c);
+    if (g_cmp.binary) {
+      double b = median_of(bas[i], g_cmp.rounds), lo, hi;
+      double m = ratio_stats(cur[i], bas[i], g_cmp.rounds, &lo, &hi);
+      char pr[48];
+      snprintf(pr, sizeof pr, "%.3fx [%.2f .. %.2f]", m, lo, hi);
+      printf(" %7.2f ns %7.3fx %24s", b, c / b, pr);
+      if (cc->limit > 0) printf("   <= %.2fx %s", cc->limit, c / b <= cc->limit ? "met" : "MISSED");
+    }
+    printf("\n");
+  }
+  size_t i1 = 0, i2 = NCMP - 1; /* tok_ts, tok_2t */
+  double s_cur = median_of(cur[i2], g_cmp.rounds) / median_of(cur[i1], g_cmp.rounds);
+  double lo, hi, m = ratio_stats(cur[i2], cur[i1], g_cmp.rounds, &lo, &hi);
+  char pr[48];
+  snprintf(pr, sizeof pr, "%.3fx [%.2f .. %.2f]", m, lo, hi);
+  printf("  %-38s %8.3fx", "2 threads x own seq / 1 thread", s_cur);
+  if (g_cmp.binary)
+    printf(" %9.3fx %8s %24s", median_of(bas[i2], g_cmp.rounds) / median_of(bas[i1], g_cmp.rounds), "", pr);
+  else
+    printf(" %10s %8s %24s", "", "", pr);
+  printf("   <= 1.30x %s\n", s_cur <= 1.30 ? "met" : "MISSED");
+
+  for (size_t i = 0; i < NCMP && g_cmp.binary; i++) {
+    const cmp_case *cc = &cmp_cases[i];
+    if (cc->limit <= 0) continue;
+    char num[32], den[32], name[96];
+    snprintf(num, sizeof num, "cur_%s", cc->key);
+    snprintf(den, sizeof den, "base_%s", cc->key);
+    snprintf(name, sizeof name, "current / %s: %s", g_cmp.version, cc->name);
+    target_add(name, num, den, cc->limit, NULL);
+  }
+  target_add("token_emitted 2 threads x own seq / 1 thread (compare)", "cur_tok_2t", "cur_tok_ts", 1.30, NULL);
+}
+
 /* ================================================================ JSON */
 static void json_str(FILE *f, const char *s) {
   fputc('"', f);
@@ -954,6 +1327,24 @@ static int write_json(const char *path, double total_s) {
   fprintf(f, "},\n  \"peer\": ");
   if (HAVE_PEER) json_str(f, "prometheus-cpp");
   else fputs("null", f);
+  fprintf(f, ",\n  \"compare\": ");
+  if (!g_cmp.ran) {
+    fputs("null", f);
+  } else {
+    fprintf(f, "{\"baseline_binary\": ");
+    if (g_cmp.binary) json_str(f, g_cmp.binary);
+    else fputs("null", f);
+    fprintf(f, ", \"baseline_commit\": ");
+    if (g_cmp.commit && g_cmp.binary) json_str(f, g_cmp.commit);
+    else fputs("null", f);
+    fprintf(f, ", \"baseline_version\": ");
+    if (g_cmp.binary) json_str(f, g_cmp.version);
+    else fputs("null", f);
+    fprintf(f, ", \"skipped\": ");
+    if (g_cmp.skipped) json_str(f, g_cmp.skipped);
+    else fputs("null", f);
+    fprintf(f, ", \"rounds\": %d, \"child_reps\": %d}", g_cmp.rounds, CMP_CHILD_REPS);
+  }
   fprintf(f, ",\n  \"rows\": [\n");
   for (int i = 0; i < g_nrows; i++) {
     const row *r = &g_rows[i];
@@ -1014,13 +1405,18 @@ static int write_json(const char *path, double total_s) {
 /* ================================================================ main */
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: ttft-bench [--quick] [--json FILE] [--reps N] [--only GROUPS]\n"
+          "usage: ttft-bench [--quick] [--json FILE] [--reps N] [--only GROUPS] [--no-membarrier]\n"
+          "                  [--rounds N] [--baseline BIN]\n"
           "  --quick       tiny iteration counts (a smoke test; numbers mean little)\n"
           "  --json FILE   write the results there (default bench/results.json when\n"
           "                ./bench exists, else ttft-bench.json)\n"
           "  --reps N      repetitions per row, 5 .. %d (default 7; medians are reported)\n"
-          "  --only GROUPS comma-separated subset of: baseline,hot,threads,clock,peer,\n"
-          "                step,engine,lifecycle,snapshot,growth,memory\n"
+          "  --only GROUPS comma-separated subset of: compare,baseline,hot,threads,clock,\n"
+          "                peer,step,engine,lifecycle,snapshot,growth,memory\n"
+          "  --rounds N    compare: rounds of this library and the 1.1 baseline, run\n"
+          "                alternately (default 9; --quick: 2)\n"
+          "  --baseline BIN  compare: the baseline binary (default: ttft-bench-baseline,\n"
+          "                built beside this one from git history)\n"
           "  --no-membarrier  deny membarrier(2) (a seccomp filter) before any\n"
           "                registry exists: every registry runs in fence mode, as\n"
           "                under a sandbox without it (compare the ratios to the\n"
@@ -1047,6 +1443,9 @@ int main(int argc, char **argv) {
     else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) opt.reps = atoi(argv[++i]);
     else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) opt.only = argv[++i];
     else if (strcmp(argv[i], "--no-membarrier") == 0) opt.no_membarrier = 1;
+    else if (strcmp(argv[i], "--compare-child") == 0) opt.child = 1;
+    else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) opt.rounds = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--baseline") == 0 && i + 1 < argc) opt.baseline = argv[++i];
     else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
       usage(stdout);
       return 0;
@@ -1056,6 +1455,7 @@ int main(int argc, char **argv) {
     }
   }
   if (opt.reps < 5 || opt.reps > MAX_REPS) die("--reps must be 5 .. %d", MAX_REPS);
+  if (opt.rounds < 0 || opt.rounds > CMP_ROUNDS_MAX) die("--rounds must be 1 .. %d", CMP_ROUNDS_MAX);
   opt.rep_ms = opt.quick ? 0.5 : 40;
   if (!opt.json) {
     struct stat st;
@@ -1071,6 +1471,7 @@ int main(int argc, char **argv) {
 #endif
   }
   gaps_init();
+  if (opt.child) return compare_child();
   uint64_t t_start = mono_ns();
   g_load_start = loadavg();
 
@@ -1086,6 +1487,9 @@ int main(int argc, char **argv) {
   if (opt.no_membarrier)
     printf("membarrier(2) denied (--no-membarrier): every registry runs in fence mode, a seq_cst\n"
            "fence in each private-shard hook call\n");
+
+  /* first, while this process holds no registry: the children run alone */
+  if (group_on("compare")) run_compare();
 
   ttft_config cfg;
   ttft_config_init(&cfg);
@@ -1223,6 +1627,7 @@ int main(int argc, char **argv) {
   }
 
   /* ----------------------------------------------------------- engine */
+#if HAVE_ENGINE
   if (group_on("engine")) {
     section("engine steps (1.2): ttft_engine_step, and a decode loop that calls it");
     if (!row_find("floor"))
@@ -1274,6 +1679,10 @@ int main(int argc, char **argv) {
     stall_free(sp);
     ttft_registry_free(rp);
   }
+#else
+  if (group_on("engine"))
+    printf("\nengine steps: ttft_engine_step is not in libttft %s\n", ttft_version_string());
+#endif
 
   /* ------------------------------------------------------------- peer */
   if (group_on("peer")) {

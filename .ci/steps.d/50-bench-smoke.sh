@@ -31,10 +31,28 @@ for r in d["rows"]:
     assert r["reps"] >= 1 and len(r["samples"]) == r["reps"], r["key"]
     assert r["median"] is not None and math.isfinite(r["median"]), r["key"]
     assert r["median"] >= 0 or r["key"] in ("rss_growth", "heap_growth"), r["key"]
+# the comparison with the 1.1 baseline (SPEC section 9): both binaries ran,
+# at a tiny size; a missing baseline (no git history) is a failure in CI
+cmp = d["compare"]
+assert cmp is not None and cmp["rounds"] >= 1, cmp
+cases = ["tok_ts", "tok_now", "step_1", "step_64", "step_256", "tok_2t"]
+need_cmp = ["cur_" + k for k in cases]
+if cmp["baseline_binary"]:
+    assert cmp["skipped"] is None and cmp["baseline_version"], cmp
+    need_cmp += ["base_" + k for k in cases]
+elif __import__("os").environ.get("CI"):
+    sys.exit("ttft-bench ran without its 1.1 baseline: %s" % cmp["skipped"])
+missing = [k for k in need_cmp if k not in rows]
+assert not missing, "compare rows missing: %s" % missing
+for k in need_cmp:
+    assert rows[k]["reps"] == cmp["rounds"] and rows[k]["median"] > 0, rows[k]
+names = [t["name"] for t in d["targets"]]
+assert sum("current / " in n for n in names) == (5 if cmp["baseline_binary"] else 0), names
 assert len(d["targets"]) >= 12, len(d["targets"])
 for t in d["targets"]:
     assert isinstance(t["met"], bool), t
-print("ttft-bench --quick: %d rows, %d targets, valid JSON" % (len(d["rows"]), len(d["targets"])))
+print("ttft-bench --quick: %d rows, %d targets, baseline %s, valid JSON"
+      % (len(d["rows"]), len(d["targets"]), cmp["baseline_version"] or "SKIPPED"))
 PY
 
 # fence mode (membarrier denied by a seccomp filter before any registry):
