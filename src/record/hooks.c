@@ -616,15 +616,10 @@ __attribute__((noinline)) static int emit_in_call(ttft_registry *r, ttft__shard 
  * of a live sequence, time moving forward, no stall, no counter halving
  * due — inside a call bracket. Returns 1 when it recorded the emission,
  * 0 when nothing was written and the general path must run. */
-TTFT__INLINE int emit_fast_at(ttft__slot *slots, uint32_t nslots, ttft__shard *sh, ttft_seq s,
-                              uint32_t n_tokens, uint64_t t) {
-  uint32_t idx = (uint32_t)s - 1; /* handle 0 wraps to UINT32_MAX */
-  if (TTFT_UNLIKELY(idx >= nslots)) return 0;
-  ttft__slot *sl = &slots[idx];
-  /* seq_cst: as in live_slot */
-  if (TTFT_UNLIKELY(atomic_load_explicit(&sl->state, memory_order_seq_cst) !=
-                    TTFT__SLOT_STATE(s >> 32, TTFT__SLOT_LIVE)))
-    return 0;
+TTFT__INLINE int emit_fast_sl(ttft__shard *sh, ttft__slot *sl, uint64_t want, uint32_t n_tokens,
+                              uint64_t t) {
+  /* seq_cst: as in live_slot (the check that counts, after the hazard) */
+  if (TTFT_UNLIKELY(atomic_load_explicit(&sl->state, memory_order_seq_cst) != want)) return 0;
   uint32_t em = TTFT__LD(&sl->emissions);
   uint64_t gap = t - TTFT__LD(&sl->t_last);
   /* ((em - 1) & 0x7FFF) == 0x7FFF: em == 0 (the first emission) or a
@@ -656,10 +651,6 @@ TTFT__INLINE int emit_fast_at(ttft__slot *slots, uint32_t nslots, ttft__shard *s
   return 1;
 }
 
-TTFT__INLINE int emit_fast_in_call(ttft_registry *r, ttft__shard *sh, ttft_seq s,
-                                   uint32_t n_tokens, uint64_t t) {
-  return emit_fast_at(r->slots, r->nslots, sh, s, n_tokens, t);
-}
 
 /* token_emitted, any case. */
 __attribute__((noinline)) static int token_emitted_full(ttft_registry *r, ttft_seq s,
@@ -678,20 +669,24 @@ __attribute__((noinline)) static int token_emitted_full(ttft_registry *r, ttft_s
 TTFT__INLINE int token_emitted_fast(ttft_registry *r, ttft_seq s, uint32_t n_tokens, uint64_t t) {
   if (TTFT_UNLIKELY(ttft__tl_cache[0].reg_id != r->id)) goto full;
   ttft__shard *sh = ttft__tl_cache[0].sh;
-  /* the shared shard, or a hazard published already: this thread is
-   * inside a call (a signal handler's hook); the full path takes the
-   * shared shard (relaxed: only this thread and its handlers store it) */
-  if (TTFT_UNLIKELY(sh->shared | ((atomic_load_explicit(&sh->hz, memory_order_relaxed) &
-                                    TTFT__HZ_IN) != 0)))
-    goto full;
-  /* a stale handle (the pre-check) takes the full path, which counts it */
-  if (TTFT_UNLIKELY(!seq_fresh(r, s))) goto full;
+  /* a hazard published already — this thread is inside a call (a signal
+   * handler's hook) — or the shared shard, whose word always says so: the
+   * full path takes the shared shard (relaxed: only this thread and its
+   * handlers store a private word) */
+  if (TTFT_UNLIKELY(atomic_load_explicit(&sh->hz, memory_order_relaxed) & TTFT__HZ_IN)) goto full;
+  uint32_t idx = (uint32_t)s - 1; /* handle 0 wraps to UINT32_MAX */
+  if (TTFT_UNLIKELY(idx >= r->nslots)) goto full;
+  ttft__slot *sl = &r->slots[idx];
+  const uint64_t want = TTFT__SLOT_STATE(s >> 32, TTFT__SLOT_LIVE);
+  /* the pre-check (relaxed, see seq_fresh): a stale handle takes the full
+   * path, which counts it and publishes no slot */
+  if (TTFT_UNLIKELY(atomic_load_explicit(&sl->state, memory_order_relaxed) != want)) goto full;
   hz_publish(r, sh, (uint32_t)s);
-  if (TTFT_UNLIKELY(!emit_fast_in_call(r, sh, s, n_tokens, t))) goto leave_full;
-  call_leave(r, sh, 0, 0);
+  if (TTFT_UNLIKELY(!emit_fast_sl(sh, sl, want, n_tokens, t))) goto leave_full;
+  hz_leave(sh);
   return TTFT_OK;
 leave_full:
-  call_leave(r, sh, 0, 0);
+  hz_leave(sh);
 full:
   return token_emitted_full(r, s, n_tokens, t);
 }
@@ -734,15 +729,15 @@ long ttft_step_emitted(ttft_registry *r, const ttft_seq *seqs, const uint32_t *n
        * handle). release: the previous slot's writes happen-before a
        * round that reads the new value */
       ttft_seq q = seqs[i];
-      uint32_t idx = (uint32_t)q - 1;
-      uint32_t x1 = idx < nslots && atomic_load_explicit(&slots[idx].state, memory_order_relaxed) ==
-                                       TTFT__SLOT_STATE(q >> 32, TTFT__SLOT_LIVE)
-                        ? (uint32_t)q
-                        : 0u;
-      atomic_store_explicit(&sh->hz, TTFT__HZ_IN | x1, memory_order_release);
+      uint32_t idx = (uint32_t)q - 1; /* handle 0 wraps to UINT32_MAX */
+      ttft__slot *sl = idx < nslots ? &slots[idx] : NULL;
+      const uint64_t want = TTFT__SLOT_STATE(q >> 32, TTFT__SLOT_LIVE);
+      /* the pre-check (relaxed, see seq_fresh) */
+      int fresh = sl && atomic_load_explicit(&sl->state, memory_order_relaxed) == want;
+      atomic_store_explicit(&sh->hz, TTFT__HZ_IN | (fresh ? (uint32_t)q : 0u), memory_order_release);
       hz_order(sh, fm);
-      if (TTFT_LIKELY(emit_fast_at(slots, nslots, sh, seqs[i], n, t)) ||
-          emit_in_call(r, sh, 0, seqs[i], n, t) == TTFT_OK)
+      if (TTFT_LIKELY(fresh && emit_fast_sl(sh, sl, want, n, t)) ||
+          emit_in_call(r, sh, 0, q, n, t) == TTFT_OK)
         accepted++;
     }
     call_leave(r, sh, 0, 0);

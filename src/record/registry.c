@@ -777,6 +777,10 @@ ttft_registry *ttft_registry_new(const ttft_config *cfg) {
     ttft__shard *sh = &r->shards[i];
     sh->id = i;
     sh->shared = (i == r->nshards - 1);
+    /* the shared shard's word always says "inside": a private call's one
+     * test of its word (hooks.c) also sends the shared shard's threads to
+     * the general path; no round reads it */
+    if (sh->shared) TTFT__ST(&sh->hz, TTFT__HZ_IN);
     sh->cls = ttft__alloc(&a, (size_t)r->max_classes * sizeof(*sh->cls));
     if (!sh->cls) goto fail;
     ttft__memory_add(r, (size_t)r->max_classes * sizeof(*sh->cls));

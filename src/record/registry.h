@@ -470,14 +470,17 @@ static inline ttft__shard *ttft__shard_get(ttft_registry *r) {
  * a call left by siglongjmp (reclaim.c, "fault model"). The shared shard
  * takes atomic read-modify-writes, so the nested call's updates and the
  * interrupted call's plain ones are both kept, and the interrupted call's
- * hazard stays published until it leaves. (The shared shard's hazard word
- * is never inside.) */
+ * hazard stays published until it leaves. (The shared shard's word always
+ * says inside, so its own threads come here too and stay on it.) */
 static inline ttft__shard *ttft__shard_for_call(ttft_registry *r) {
   ttft__shard *sh = ttft__shard_get(r);
   /* relaxed: only this thread (and its signal handlers) store it */
   if (__builtin_expect((atomic_load_explicit(&sh->hz, memory_order_relaxed) & TTFT__HZ_IN) != 0, 0)) {
     sh = &r->shards[r->nshards - 1];
-    atomic_store_explicit(&sh->used, 1, memory_order_relaxed); /* snapshots read it */
+    /* snapshots read it; stored once (the shared shard's threads come here
+     * on every call) */
+    if (!atomic_load_explicit(&sh->used, memory_order_relaxed))
+      atomic_store_explicit(&sh->used, 1, memory_order_relaxed);
   }
   return sh;
 }
