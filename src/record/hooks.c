@@ -704,43 +704,61 @@ int ttft_token_emitted(ttft_registry *r, ttft_seq s, uint32_t n_tokens, uint64_t
 }
 
 /* ---------------------------------------------------------- step_emitted */
-/* One call bracket and (for TTFT_NOW) one clock read for the whole step;
- * per sequence the same recording as ttft_token_emitted. */
+/* step_emitted on a private shard: the loop, made for each of its callers'
+ * constants (n_tokens NULL or not, fm 0 or not) so that the common one
+ * tests neither per sequence. */
+TTFT__INLINE long step_private(ttft_registry *r, ttft__shard *sh, const ttft_seq *seqs,
+                               const uint32_t *n_tokens, size_t count, uint64_t t, int fm) {
+  /* the slot table in locals: the atomics below would make the compiler
+   * reload r->slots and r->nslots for every sequence */
+  ttft__slot *slots = r->slots;
+  const uint32_t nslots = r->nslots;
+  long accepted = 0;
+  for (size_t i = 0; i < count; i++) {
+    uint32_t n = n_tokens ? n_tokens[i] : 1;
+    if (TTFT_UNLIKELY(!n)) continue;
+    ttft_seq q = seqs[i];
+    uint32_t idx = (uint32_t)q - 1; /* handle 0 wraps to UINT32_MAX */
+    const uint64_t want = TTFT__SLOT_STATE(q >> 32, TTFT__SLOT_LIVE);
+    /* the hazard moves to this sequence's slot, or to none for a stale
+     * handle (the pre-check, relaxed: see seq_fresh). release: the previous
+     * slot's writes happen-before a round that reads the new value */
+    if (TTFT_LIKELY(idx < nslots) &&
+        TTFT_LIKELY(atomic_load_explicit(&slots[idx].state, memory_order_relaxed) == want)) {
+      atomic_store_explicit(&sh->hz, TTFT__HZ_IN | (uint32_t)q, memory_order_release);
+      hz_order(sh, fm);
+      if (TTFT_LIKELY(emit_fast_sl(sh, &slots[idx], want, n, t))) {
+        accepted++;
+        continue;
+      }
+    } else {
+      atomic_store_explicit(&sh->hz, TTFT__HZ_IN, memory_order_release);
+      hz_order(sh, fm);
+    }
+    accepted += emit_in_call(r, sh, 0, q, n, t) == TTFT_OK;
+  }
+  return accepted;
+}
+
+/* One clock read (for TTFT_NOW) for the whole step; per sequence the same
+ * recording as ttft_token_emitted, and the hazard moves from slot to slot. */
 long ttft_step_emitted(ttft_registry *r, const ttft_seq *seqs, const uint32_t *n_tokens,
                        size_t count, uint64_t t_ns) {
   if (TTFT_UNLIKELY(!r || (!seqs && count))) return TTFT_EINVAL;
   if (!count) return 0;
   uint64_t t = t_ns == TTFT_NOW ? ttft__now(r) : t_ns;
   ttft__shard *sh = ttft__shard_for_call(r);
-  const int shared = sh->shared;
   long accepted = 0;
-  if (TTFT_LIKELY(!shared)) {
-    /* the slot table and the fence mode in locals: the atomics below would
-     * make the compiler reload them for every sequence */
-    ttft__slot *slots = r->slots;
-    const uint32_t nslots = r->nslots;
+  if (TTFT_LIKELY(!sh->shared)) {
     /* relaxed: as hz_publish's (read once a step: a switch to fence mode
      * 2 meanwhile is seen by the next call, and the rounds wait for it) */
     const int fm = atomic_load_explicit(&r->fence_mode, memory_order_relaxed);
-    for (size_t i = 0; i < count; i++) {
-      uint32_t n = n_tokens ? n_tokens[i] : 1;
-      if (TTFT_UNLIKELY(!n)) continue;
-      /* the hazard moves to this sequence's slot (none for a stale
-       * handle). release: the previous slot's writes happen-before a
-       * round that reads the new value */
-      ttft_seq q = seqs[i];
-      uint32_t idx = (uint32_t)q - 1; /* handle 0 wraps to UINT32_MAX */
-      ttft__slot *sl = idx < nslots ? &slots[idx] : NULL;
-      const uint64_t want = TTFT__SLOT_STATE(q >> 32, TTFT__SLOT_LIVE);
-      /* the pre-check (relaxed, see seq_fresh) */
-      int fresh = sl && atomic_load_explicit(&sl->state, memory_order_relaxed) == want;
-      atomic_store_explicit(&sh->hz, TTFT__HZ_IN | (fresh ? (uint32_t)q : 0u), memory_order_release);
-      hz_order(sh, fm);
-      if (TTFT_LIKELY(fresh && emit_fast_sl(sh, sl, want, n, t)) ||
-          emit_in_call(r, sh, 0, q, n, t) == TTFT_OK)
-        accepted++;
-    }
-    call_leave(r, sh, 0, 0);
+    if (TTFT_LIKELY(!fm))
+      accepted = n_tokens ? step_private(r, sh, seqs, n_tokens, count, t, 0)
+                          : step_private(r, sh, seqs, NULL, count, t, 0);
+    else
+      accepted = step_private(r, sh, seqs, n_tokens, count, t, fm);
+    hz_leave(sh);
   } else {
     for (size_t i = 0; i < count; i++) {
       uint32_t n = n_tokens ? n_tokens[i] : 1;
