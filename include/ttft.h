@@ -196,12 +196,13 @@ typedef enum ttft_counter {
                                      Attainment = SLO_MET / SLO_JUDGED      */
   TTFT_COUNTER_TRACE_ID_INVALID = 15, /* begins whose trace_id was ignored
                                      (not 32 lowercase hex, or all zero)   */
-  TTFT_COUNTER_BARRIER_FALLBACKS = 16, /* reclaim batches whose barrier was
-                                     made with signals or fences because
-                                     membarrier(2) failed at run time (a
-                                     seccomp filter installed later);
-                                     registry-wide, class 0. Not 0: see
-                                     docs/reliability.md, 18.2             */
+  TTFT_COUNTER_BARRIER_FALLBACKS = 16, /* reclaim rounds whose barrier was
+                                     made without membarrier(2) because it
+                                     failed at run time (a seccomp filter
+                                     installed later): fences, the threads'
+                                     acknowledgements, /proc; registry-
+                                     wide, class 0. Not 0: see
+                                     docs/reliability.md, 1.3 (27.3, 27.4) */
   TTFT_COUNTER_COUNT_ = 17
 } ttft_counter;
 
@@ -233,26 +234,31 @@ TTFT_API void ttft_registry_free(ttft_registry *r);
 
 /* Start a sequence at t_ns (TTFT_NOW = read r's clock): the clock start of
  * TTFT and E2E (see config start_point). Returns its handle, or 0 when r is
- * NULL or no slot is free (counted as TTFT_COUNTER_DROPPED). An ended stream's slot is reused only once no
- * hook call that saw that stream live is still running (docs/design.md),
- * so a thread stopped inside a hook delays recycling: a registry at its
- * capacity can then drop while fewer than max_inflight streams are live.
- * When every slot is taken but some belong to ended streams, it polls the
- * reclaimer a bounded number of times (microseconds; it never waits for
- * time to pass or yields the CPU) before giving up. Thread-safe, lock-free, no
- * allocation; about one in 64 calls of ttft_stream_end or ttft_begin
- * also runs the reclaimer (one membarrier(2) system call).
+ * NULL or no slot is free (counted as TTFT_COUNTER_DROPPED). An ended
+ * stream's slot is reused only once no hook call that saw that stream live
+ * is still running (docs/design.md): a call holds back only the slot it is
+ * inside, so a begin is refused only when every slot is in flight or is
+ * the one slot a running call is inside — a thread stopped inside a hook
+ * costs at most one slot. When every slot is taken but some belong to
+ * ended streams, the begin reclaims them (one membarrier(2) system call
+ * when another thread records on a private shard), and polls a slot that
+ * a call is still inside a bounded number of times (microseconds; it never
+ * waits for time to pass or yields the CPU) before giving up. Thread-safe,
+ * lock-free, no allocation; only a begin that finds no free slot
+ * reclaims, so with n slots about one begin in n - in-flight does.
  * If membarrier(2) starts failing after registries exist (a seccomp filter
- * installed later with SECCOMP_FILTER_FLAG_TSYNC), reclamation goes on:
- * the reclaimer queues a real-time signal (the highest one whose
- * disposition is still SIG_DFL; its handler is then installed) once to
- * each thread that owns a private shard of r, and once every one has run
- * the handler (or released its shard), r's calls fence like a registry
- * made without membarrier (a seq_cst fence per hook call: +1 to +3 ns
- * measured, ttft-bench --no-membarrier, docs/performance.md). Counted in
- * TTFT_COUNTER_BARRIER_FALLBACKS; a thread that blocks that signal for
- * good holds reclamation back (begins at capacity are then refused and
- * counted as DROPPED). docs/reliability.md, 18.2. */
+ * installed later with SECCOMP_FILTER_FLAG_TSYNC), reclamation goes on
+ * without it and without signals: each thread that records on a private
+ * shard of r acknowledges at its next hook call and fences from then on,
+ * like a registry made without membarrier (a seq_cst fence per hook call:
+ * +1 to +3 ns measured, ttft-bench --no-membarrier, docs/performance.md);
+ * a thread that has not called since is taken as passed when it sleeps or
+ * is stopped, and on x86 (without broadcast TLB invalidation) a
+ * TLB-shootdown barrier serves every thread at once. Counted in
+ * TTFT_COUNTER_BARRIER_FALLBACKS. Where that barrier is missing, a thread
+ * that keeps running without calling a hook or sleeping holds those
+ * reclaims back until it calls one (begins at capacity are then refused
+ * and counted as DROPPED). docs/reliability.md, 1.3 (issue 27.3, 27.4). */
 TTFT_API ttft_seq ttft_begin(ttft_registry *r, uint64_t t_ns);
 
 /* Mark a phase of sequence s at t_ns. SCHEDULED sets t_sched once (queue
@@ -983,7 +989,8 @@ TTFT_API ttft_seq ttft_begin_ex(ttft_registry *r, const ttft_request *req, uint6
  * release it automatically when pthreads are available). Recorded data stays.
  * A thread that left a hook of r by siglongjmp calls this afterwards: the
  * abandoned call is closed (until then the thread's later calls record
- * through the shared shard and slot reuse waits for it). A thread that
+ * through the shared shard and the one slot the abandoned call was inside
+ * is not reused). A thread that
  * dies inside a hook (pthread_exit in a signal handler, an asynchronous
  * cancel) needs nothing: its exit closes the call. Hooks may be called
  * from a signal handler that interrupted a hook of the same thread (the

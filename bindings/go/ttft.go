@@ -162,8 +162,9 @@ const (
 	// CounterTraceIDInvalid counts the begins whose trace id was ignored (not
 	// 32 lowercase hex digits, or all zero); the request is measured as usual.
 	CounterTraceIDInvalid Counter = 15
-	// CounterBarrierFallbacks counts slot-reclaim batches whose barrier was
-	// made with signals or fences because membarrier(2) failed at run time.
+	// CounterBarrierFallbacks counts slot-reclaim rounds whose barrier was
+	// made without membarrier(2) because it failed at run time (fences,
+	// the recording threads' acknowledgements, /proc; no signal since 1.3).
 	CounterBarrierFallbacks Counter = 16
 )
 

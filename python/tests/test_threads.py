@@ -12,8 +12,9 @@ TOKENS = 5             # per stream
 
 class Threads(unittest.TestCase):
     def test_eight_threads_exact_totals(self):
-        # Ended slots are recycled after a short grace period (src/reclaim.c),
-        # so capacity is sized for the churn, not for the 16 live streams.
+        # Ended slots are recycled once no call is inside them
+        # (src/record/reclaim.c); capacity is sized for the churn anyway,
+        # not for the 16 live streams.
         reg = ttft.Registry(max_inflight=4096, stall_threshold=0.5, max_classes=4)
         chat = reg.add_class("chat")
         errors = []

@@ -317,8 +317,9 @@ c_enum!(
     SLO_JUDGED = 14,
     /// Begins whose trace id was ignored (not 32 lowercase hex, or all zero).
     TRACE_ID_INVALID = 15,
-    /// Slot-reclaim batches whose barrier was made with signals or fences
-    /// because membarrier(2) failed at run time (1.2; registry-wide).
+    /// Slot-reclaim rounds whose barrier was made without membarrier(2)
+    /// because it failed at run time (1.2; registry-wide). Since 1.3:
+    /// fences, the recording threads' acknowledgements, /proc; no signal.
     BARRIER_FALLBACKS = 16,
 });
 
