@@ -537,6 +537,10 @@ static uint64_t median_u64(uint64_t *v, unsigned n) {
  * O(log ring + steps overlapping the gap + 16) entries. */
 static ttft_stall_cause stall_cause(const ttft_registry *r, const ttft__slot *sl, uint64_t a,
                                     uint64_t b, uint32_t em) {
+  /* no engine step recorded yet (a server that does not report them):
+   * nothing to read, and the usual gap is not needed. relaxed: as the
+   * ring reader's */
+  if (!TTFT__LD(&r->step_head)) return TTFT_STALL_UNKNOWN;
   const uint64_t gap = b - a;
   uint64_t u = usual_gap(sl, em);
   ttft__gap_steps g;
