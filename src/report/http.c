@@ -383,16 +383,25 @@ static int parse_addr(const char *addr, struct sockaddr_storage *ss, socklen_t *
   return 0;
 }
 
-static int listen_on(const struct sockaddr_storage *ss, socklen_t len, int *port) {
+/* A listening socket bound to ss, or -1 with errno set and *step naming
+ * the call that failed. */
+static int listen_on(const struct sockaddr_storage *ss, socklen_t len, int *port, const char **step) {
   struct sockaddr_storage bound;
   socklen_t blen = sizeof bound;
-  int one = 1;
+  int one = 1, e;
   int fd = socket(ss->ss_family, SOCK_STREAM, 0);
+  *step = "socket";
   if (fd < 0) return -1;
-  if (ttft__http_set_flags(fd) < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
-      bind(fd, (const struct sockaddr *)ss, len) < 0 || listen(fd, SOMAXCONN) < 0 ||
-      getsockname(fd, (struct sockaddr *)&bound, &blen) < 0) {
+  if (ttft__http_set_flags(fd) < 0) *step = "fcntl";
+  else if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0) *step = "setsockopt";
+  else if (bind(fd, (const struct sockaddr *)ss, len) < 0) *step = "bind";
+  else if (listen(fd, SOMAXCONN) < 0) *step = "listen";
+  else if (getsockname(fd, (struct sockaddr *)&bound, &blen) < 0) *step = "getsockname";
+  else *step = NULL;
+  if (*step) {
+    e = errno;
     close(fd);
+    errno = e;
     return -1;
   }
   *port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
@@ -400,21 +409,53 @@ static int listen_on(const struct sockaddr_storage *ss, socklen_t len, int *port
   return fd;
 }
 
+/* errno e as text, thread-safe (strerror is not). */
+static const char *err_text(int e, char *buf, size_t cap) {
+#if defined(__GLIBC__) && defined(_GNU_SOURCE)
+  return strerror_r(e, buf, cap); /* GNU: may return a static string */
+#else
+  if (strerror_r(e, buf, cap) != 0) snprintf(buf, cap, "errno %d", e);
+  return buf;
+#endif
+}
+
+/* Why a start failed, into msg (snprintf rules; nothing when cap is 0). */
+static void say(char *msg, size_t cap, const char *addr, const char *what, int e) {
+  char eb[128];
+  if (!msg || cap == 0) return;
+  if (e) snprintf(msg, cap, "%s: %s: %s", addr ? addr : "(null)", what, err_text(e, eb, sizeof eb));
+  else snprintf(msg, cap, "%s: %s", addr ? addr : "(null)", what);
+}
+
 /* ---------------------------------------------------------------- public */
 
-int ttft__http_start_opts(ttft_registry *r, const char *addr, const ttft__http_opts *o, ttft_http **out) {
+static int start(ttft_registry *r, const char *addr, const ttft__http_opts *o, ttft_http **out,
+                 char *msg, size_t msg_cap) {
   int saved_errno = errno, rc = TTFT_OK, i, pipefd[2];
   struct sockaddr_storage ss;
   socklen_t slen = 0;
   sigset_t all, old;
   ttft_allocator a;
   ttft_http *srv = NULL;
+  const char *step = NULL;
 
+  if (msg && msg_cap) msg[0] = '\0';
   if (out) *out = NULL;
-  if (!r || !addr || !out || parse_addr(addr, &ss, &slen) < 0) return TTFT_EINVAL;
+  if (!r || !out) {
+    say(msg, msg_cap, addr, !r ? "no registry (NULL)" : "no place for the server (out is NULL)", 0);
+    return TTFT_EINVAL;
+  }
+  if (!addr || parse_addr(addr, &ss, &slen) < 0) {
+    say(msg, msg_cap, addr, "not an address (host:port, [v6]:port or :port; host numeric or localhost)",
+        0);
+    return TTFT_EINVAL;
+  }
   ttft__allocator_current(&a);
   srv = ttft__alloc(&a, sizeof *srv);
-  if (!srv) return TTFT_ENOMEM;
+  if (!srv) {
+    say(msg, msg_cap, addr, "out of memory", 0);
+    return TTFT_ENOMEM;
+  }
   srv->alloc = a;
   srv->r = r;
   srv->pid = getpid();
@@ -427,27 +468,34 @@ int ttft__http_start_opts(ttft_registry *r, const char *addr, const ttft__http_o
   for (i = 0; i < HTTP_MAX_CONN; i++) srv->c[i].fd = -1;
   if (pthread_mutex_init(&srv->mu, NULL) != 0) {
     ttft__free(&a, srv);
+    say(msg, msg_cap, addr, "out of memory (pthread_mutex_init)", 0);
     return TTFT_ENOMEM;
   }
 
-  srv->lfd = listen_on(&ss, slen, &srv->port);
+  srv->lfd = listen_on(&ss, slen, &srv->port, &step);
   if (srv->lfd < 0) {
+    say(msg, msg_cap, addr, step, errno); /* "127.0.0.1:9464: bind: Address already in use" */
     rc = TTFT_EIO;
     goto fail;
   }
   if (pipe(pipefd) < 0) {
+    say(msg, msg_cap, addr, "pipe", errno);
     rc = TTFT_EIO;
     goto fail;
   }
   srv->wake_r = pipefd[0];
   srv->wake_w = pipefd[1];
   if (ttft__http_set_flags(srv->wake_r) < 0 || ttft__http_set_flags(srv->wake_w) < 0) {
+    say(msg, msg_cap, addr, "fcntl", errno);
     rc = TTFT_EIO;
     goto fail;
   }
   /* on g_servers before the thread runs: a fork from now on finds it */
   rc = fork_link(srv);
-  if (rc != TTFT_OK) goto fail;
+  if (rc != TTFT_OK) {
+    say(msg, msg_cap, addr, "out of memory (pthread_atfork)", 0);
+    goto fail;
+  }
   /* The thread starts with every signal blocked, so that signals meant for
    * the application are never delivered to it. */
   sigfillset(&all);
@@ -456,6 +504,7 @@ int ttft__http_start_opts(ttft_registry *r, const char *addr, const ttft__http_o
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   if (i != 0) {
     fork_unlink(srv);
+    say(msg, msg_cap, addr, "cannot start the server thread (pthread_create)", i);
     rc = TTFT_ENOMEM;
     goto fail;
   }
@@ -473,8 +522,16 @@ fail:
   return rc;
 }
 
+int ttft__http_start_opts(ttft_registry *r, const char *addr, const ttft__http_opts *o, ttft_http **out) {
+  return start(r, addr, o, out, NULL, 0);
+}
+
 int ttft_http_start(ttft_registry *r, const char *addr, ttft_http **out) {
-  return ttft__http_start_opts(r, addr, NULL, out);
+  return start(r, addr, NULL, out, NULL, 0);
+}
+
+int ttft_http_start_msg(ttft_registry *r, const char *addr, ttft_http **out, char *msg, size_t cap) {
+  return start(r, addr, NULL, out, msg, cap);
 }
 
 int ttft_http_port(const ttft_http *srv) { return srv ? srv->port : TTFT_EINVAL; }
