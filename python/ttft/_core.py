@@ -22,8 +22,11 @@ import warnings
 from array import array
 
 from . import _lib
-from ._errors import (ClosedError, Error, InvalidArgumentError,
-                      StaleHandleError, from_code)
+from ._common import (_STATUS_INDEX, Class, _int_arg, _metric_index,  # noqa: F401
+                      _Owner, _status_arg, _str_arg)
+from ._errors import ClosedError, Error, InvalidArgumentError, StaleHandleError
+from ._lib import from_code
+from ._snapshot import Snapshot
 
 # Hot-path C functions, bound by _bind() when the library is first loaded.
 # Module globals are the cheapest lookup from a method body.
@@ -71,7 +74,6 @@ def _typecode(size):
 # and _typecode picks it first for that reason.
 _SEQ_CODE = _typecode(8)
 _N_CODE = _typecode(4)
-_STATUS_INDEX = {name: i for i, name in enumerate(_lib.STATUSES)}
 _CANCEL_TYPES = (asyncio.CancelledError, concurrent.futures.CancelledError,
                  GeneratorExit, ConnectionError)
 
@@ -127,16 +129,6 @@ def _id_surrogates(value):
         else:
             out += ch.encode("utf-8")
     return bytes(out)
-
-
-def _int_arg(value, what, lo, hi):
-    """value as a Python int in [lo, hi]; TypeError/ValueError otherwise."""
-    if isinstance(value, bool) or not hasattr(type(value), "__index__"):
-        raise TypeError("%s must be an int, not %s" % (what, type(value).__name__))
-    v = value.__index__()
-    if v < lo or v > hi:
-        raise ValueError("%s must be in [%d, %d], got %d" % (what, lo, hi, v))
-    return v
 
 
 _ZERO_TIME = (
@@ -214,28 +206,6 @@ def _bool_arg(value, what):
     return 1 if value else 0
 
 
-def _str_arg(value, what, max_bytes=None):
-    if not isinstance(value, str):
-        raise TypeError("%s must be a str, not %s" % (what, type(value).__name__))
-    b = value.encode("utf-8")
-    if b"\0" in b:
-        raise ValueError("%s must not contain NUL" % what)
-    if max_bytes is not None and len(b) > max_bytes:
-        raise ValueError("%s is longer than %d bytes" % (what, max_bytes))
-    return b
-
-
-def _status_arg(status):
-    if not isinstance(status, str):
-        raise TypeError("status must be one of %s, not %s"
-                        % ("/".join(_lib.STATUSES), type(status).__name__))
-    try:
-        return _STATUS_INDEX[status]
-    except KeyError:
-        raise ValueError("status must be one of %s, got %r"
-                         % (", ".join(_lib.STATUSES), status)) from None
-
-
 # A task's CancelledError: the client went away (an ASGI server cancels the
 # handler on disconnect), or the server's own timeout (asyncio.wait_for,
 # asyncio.timeout) cancelled it. on_cancel= decides which it was.
@@ -294,55 +264,11 @@ _CLASS_NAME = re.compile(r"[A-Za-z0-9_.:-]{1,63}\Z")
 
 
 # ---------------------------------------------------------------- owners
-class _Owner:
-    """Owns one C pointer; frees it when the last reference goes."""
-
-    __slots__ = ("ptr", "_raw", "_free")
-
-    def __init__(self, raw, free):
-        self.ptr = raw      # what calls use; None once retired
-        self._raw = raw     # what __del__ frees
-        self._free = free
-
-    def retire(self):
-        self.ptr = None
-
-    def __del__(self):
-        raw, self._raw = self._raw, None
-        if raw:
-            try:
-                self._free(raw)
-            except Exception:  # interpreter shutdown: never raise from __del__
-                pass
-
-
 def _registry_ptr(o):
     p = o.ptr if o is not None else None
     if p is None:
         raise ClosedError("registry is closed")
     return p
-
-
-# ----------------------------------------------------------------- class
-class Class:
-    """A request class with its SLO budgets (from Registry.add_class)."""
-
-    __slots__ = ("id", "name", "_key")
-
-    def __init__(self, class_id, name, key):
-        self.id = class_id
-        self.name = name
-        self._key = key
-
-    def __repr__(self):
-        return "<ttft.Class %r id=%d>" % (self.name, self.id)
-
-    def __eq__(self, other):
-        return (isinstance(other, Class) and other._key is self._key
-                and other.id == self.id)
-
-    def __hash__(self):
-        return hash((id(self._key), self.id))
 
 
 # ------------------------------------------------------------------ stream
@@ -1174,7 +1100,6 @@ class Registry:
     # --- reading
     def snapshot(self):
         """An immutable Snapshot of everything recorded so far."""
-        from ._snapshot import Snapshot
         o = self._o  # a local keeps the registry alive during the call
         raw = _L.ttft_snapshot_take(_registry_ptr(o))
         if not raw:
@@ -1240,19 +1165,6 @@ class HttpServer:
 
     def __repr__(self):
         return "<ttft.HttpServer %s %s>" % (self.url, "running" if self.running else "stopped")
-
-
-_METRIC_INDEX = {name: i for i, name in enumerate(_lib.METRICS)}
-
-
-def _metric_index(metric):
-    if not isinstance(metric, str):
-        raise TypeError("metric must be a str, not %s" % type(metric).__name__)
-    try:
-        return _METRIC_INDEX[metric]
-    except KeyError:
-        raise ValueError("unknown metric %r; one of: %s"
-                         % (metric, ", ".join(_lib.METRICS))) from None
 
 
 def now_ns():
