@@ -280,6 +280,13 @@ PROTOTYPES = {
     "ttft_stall_cause_name": (_str, [_c_enum]),
 }
 
+# Declared when the library has them (a newer libttft than the oldest these
+# bindings accept); the bindings fall back when it does not.
+OPTIONAL_PROTOTYPES = {
+    # 1.3: why an endpoint did not start ("127.0.0.1:9464: bind: Address already in use")
+    "ttft_http_start_msg": (_int, [_vp, _str, _P(_vp), ctypes.c_char_p, _size]),
+}
+
 # ---------------------------------------------------------------- lookup
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
 _SONAME = "libttft.so.1"
@@ -351,6 +358,11 @@ def _declare(lib):
         fn = getattr(lib, name)  # AttributeError: not libttft / too old
         fn.restype = restype
         fn.argtypes = argtypes
+    for name, (restype, argtypes) in OPTIONAL_PROTOTYPES.items():
+        fn = getattr(lib, name, None)
+        if fn is not None:
+            fn.restype = restype
+            fn.argtypes = argtypes
     return lib
 
 
