@@ -1058,6 +1058,14 @@ typedef struct ttft_http ttft_http; /* opaque */
  * server. Thread-safe. */
 TTFT_API int ttft_http_start(ttft_registry *r, const char *addr, ttft_http **out);
 
+/* ttft_http_start, and why it failed as one line of text in msg (snprintf
+ * rules: at most cap bytes, NUL-terminated; "" on success), naming the
+ * address and the reason, e.g. "127.0.0.1:9464: bind: Address already in
+ * use" for a busy port (the return value is still TTFT_EIO), or
+ * ":99999: not an address (...)". msg may be NULL when cap is 0. Since 1.3. */
+TTFT_API int ttft_http_start_msg(ttft_registry *r, const char *addr, ttft_http **out, char *msg,
+                                 size_t cap);
+
 /* The TCP port the server listens on, or TTFT_EINVAL for NULL. */
 TTFT_API int ttft_http_port(const ttft_http *srv);
 

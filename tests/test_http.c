@@ -274,6 +274,40 @@ TEST(addresses) {
   }
 }
 
+/* ttft_http_start_msg: why a start failed, as text naming the address and
+ * the reason (issue 32.7): a busy port says "address already in use", not
+ * only TTFT_EIO; a bad address says so; success leaves "". */
+TEST(start_messages) {
+  ttft_http *a = NULL, *b = NULL;
+  char addr[64], msg[256], want[96], tiny[8];
+  int port;
+  if (!fixture(0)) return;
+  memset(msg, 'x', sizeof msg);
+  EXPECT_ERR(TTFT_OK, ttft_http_start_msg(F.reg, "127.0.0.1:0", &a, msg, sizeof msg));
+  EXPECT_STREQ("", msg);
+  port = ttft_http_port(a);
+  snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
+  b = (ttft_http *)&b;
+  EXPECT_ERR(TTFT_EIO, ttft_http_start_msg(F.reg, addr, &b, msg, sizeof msg));
+  EXPECT_NULL(b);
+  snprintf(want, sizeof want, "%s: bind: ", addr);
+  EXPECT_CONTAINS(msg, want);
+  EXPECT_CONTAINS(msg, "ddress already in use"); /* strerror(EADDRINUSE) */
+  /* truncated, NUL-terminated, and the same code */
+  memset(tiny, 'x', sizeof tiny);
+  EXPECT_ERR(TTFT_EIO, ttft_http_start_msg(F.reg, addr, &b, tiny, sizeof tiny));
+  EXPECT_EQ_INT(sizeof tiny - 1, strlen(tiny));
+  EXPECT_ERR(TTFT_EIO, ttft_http_start_msg(F.reg, addr, &b, NULL, 0));
+  ttft_http_stop(a);
+
+  EXPECT_ERR(TTFT_EINVAL, ttft_http_start_msg(F.reg, "127.0.0.1:99999", &b, msg, sizeof msg));
+  EXPECT_CONTAINS(msg, "127.0.0.1:99999: not an address");
+  EXPECT_ERR(TTFT_EINVAL, ttft_http_start_msg(NULL, ":0", &b, msg, sizeof msg));
+  EXPECT_CONTAINS(msg, "no registry");
+  EXPECT_ERR(TTFT_EINVAL, ttft_http_start_msg(F.reg, NULL, &b, msg, sizeof msg));
+  EXPECT_CONTAINS(msg, "(null): not an address");
+}
+
 /* port 0, ":port", a taken port, IPv6 */
 TEST(ports) {
   ttft_http *a = NULL, *b = NULL;

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "common/snapshot.h"
+#include "report_model.h"
 #include "svg.h"
 
 #define SVG_W 980.0

@@ -24,12 +24,4 @@
 int report_svg(FILE *f, const ttft_snapshot *s, const char *s_name, const ttft_snapshot *old,
                const char *old_name, int tail_axis);
 
-/* From ttft-report.c (the text diff's rules, shared so that the picture
- * and the text agree): the smallest n with enough observations on each
- * side of quantile q to judge it ("not enough data" below that), and the
- * independent units behind class c's gaps (the sequences that had one;
- * c = TTFT_CLASS_ALL for every class). */
-uint64_t report_min_n_for(double q);
-uint64_t report_gap_units(const ttft_snapshot *s, int c);
-
 #endif

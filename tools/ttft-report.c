@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "common/snapshot.h"
+#include "report_model.h"
 #include "svg.h"
 #include "ttft.h"
 
@@ -496,7 +497,7 @@ static void fmt_est(char *out, size_t cap, const est *e, int is_time, int with_c
  * Their mean is a sequence's mean gap averaged over sequences, so its
  * interval takes its relative width from the spread of TPOT (each
  * sequence's own mean gap per token) over the sequences. */
-#define MIN_TAIL 10
+#define MIN_TAIL REPORT_MIN_TAIL /* report_model.h */
 #define MIN_MEAN_N 30
 #define MIN_RATE_N 30
 
@@ -573,14 +574,6 @@ static double value_at_unit_rank(const ttft__shist *h, uint64_t r, uint64_t n_ef
   if (n_eff >= h->count) return value_at_rank(h, r);
   double full = ceil((double)r * (double)h->count / (double)n_eff);
   return value_at_rank(h, full < 1 ? 1 : (uint64_t)full);
-}
-
-/* the smallest n with at least MIN_TAIL observations beyond quantile q */
-static uint64_t min_n_for(double q) {
-  uint64_t n = (uint64_t)(MIN_TAIL / (1 - q));
-  n = n > 3 ? n - 3 : 1;
-  while (n - ttft__nearest_rank(q, n) < MIN_TAIL || ttft__nearest_rank(q, n) < MIN_TAIL) n++;
-  return n;
 }
 
 /* quantile q of h; units = the number of independent units behind h's
@@ -825,21 +818,7 @@ static uint64_t ended(const ttft_snapshot *s, int c) {
          ttft_snapshot_class_counter(s, c, TTFT_COUNTER_ERRORS);
 }
 
-/* The independent units behind class c's gaps: the sequences that had at
- * least one (ended ones carry a SEQ_ITL_MAX observation; while none has
- * ended, every begun sequence counts). Never 0 when there are gaps. */
-static uint64_t gap_units(const ttft_snapshot *s, int c) {
-  uint64_t u = ttft_snapshot_class_count(s, c, TTFT_METRIC_SEQ_ITL_MAX);
-  if (!u) u = ttft_snapshot_class_counter(s, c, TTFT_COUNTER_BEGUN);
-  return u ? u : 1;
-}
-
 static int per_gap(int m) { return m == TTFT_METRIC_ITL || m == TTFT_METRIC_ITL_PER_TOKEN; }
-
-/* for svg.c: the same minimum counts and units, so a plot panel says
- * "not enough data" exactly where the text diff does */
-uint64_t report_min_n_for(double q) { return min_n_for(q); }
-uint64_t report_gap_units(const ttft_snapshot *s, int c) { return gap_units(s, c); }
 
 static void diff_rates(diff_ctx *d, const ttft_snapshot *o, int oc, const ttft_snapshot *n, int nc,
                        const char *scope) {
@@ -861,7 +840,7 @@ static void diff_rates(diff_ctx *d, const ttft_snapshot *o, int oc, const ttft_s
   uint64_t go = ho ? ttft_snapshot_class_count(o, oc, TTFT_METRIC_ITL) : 0;
   uint64_t gn = hn ? ttft_snapshot_class_count(n, nc, TTFT_METRIC_ITL) : 0;
   /* gaps cluster by sequence: the sequences are the units */
-  SHARE("stalls/gap", TTFT_COUNTER_STALLS, go, gn, ho ? gap_units(o, oc) : 0, hn ? gap_units(n, nc) : 0);
+  SHARE("stalls/gap", TTFT_COUNTER_STALLS, go, gn, ho ? report_gap_units(o, oc) : 0, hn ? report_gap_units(n, nc) : 0);
 #undef SHARE
 }
 
@@ -923,13 +902,13 @@ static int run_diff(const ttft_snapshot *o, const char *opath, const ttft_snapsh
      * users waited (no direction), and output length has none either */
     int worse = is_time && m != TTFT_METRIC_ABANDONED_WAIT ? 1 : 0;
     diff_count(name, "count", (double)co, (double)cn, 1, 1);
-    uint64_t uo = per_gap(m) ? gap_units(o, TTFT_CLASS_ALL) : 0;
-    uint64_t un = per_gap(m) ? gap_units(n, TTFT_CLASS_ALL) : 0;
+    uint64_t uo = per_gap(m) ? report_gap_units(o, TTFT_CLASS_ALL) : 0;
+    uint64_t un = per_gap(m) ? report_gap_units(n, TTFT_CLASS_ALL) : 0;
     const char *unit = per_gap(m) ? " sequences" : "";
     for (size_t k = 0; k < sizeof stats / sizeof stats[0]; k++) {
       est eo = quantile_est(ho, stats[k].q, uo), en = quantile_est(hn, stats[k].q, un);
       char need[64];
-      snprintf(need, sizeof need, "n >= %llu%s per side", (unsigned long long)min_n_for(stats[k].q), unit);
+      snprintf(need, sizeof need, "n >= %llu%s per side", (unsigned long long)report_min_n_for(stats[k].q), unit);
       diff_est(&d, name, stats[k].name, &eo, &en, is_time, worse, need);
     }
     const ttft__shist *to = per_gap(m) ? hist_of(o, TTFT_CLASS_ALL, TTFT_METRIC_TPOT) : NULL;
@@ -968,7 +947,7 @@ static int run_diff(const ttft_snapshot *o, const char *opath, const ttft_snapsh
       if ((!hho || !hho->count) && (!hhn || !hhn->count)) continue;
       char stat[32], need[64];
       snprintf(stat, sizeof stat, "%s_p99", ttft_metric_name((ttft_metric)m));
-      snprintf(need, sizeof need, "n >= %llu per side", (unsigned long long)min_n_for(0.99));
+      snprintf(need, sizeof need, "n >= %llu per side", (unsigned long long)report_min_n_for(0.99));
       est eo = quantile_est(hho, 0.99, 0), en = quantile_est(hhn, 0.99, 0);
       diff_est(&d, cname, stat, &eo, &en, 1, 1, need);
     }

@@ -260,8 +260,9 @@ class Wheel(unittest.TestCase):
         self.assertEqual(self.build_log.strip().splitlines()[-1], os.path.basename(self.wheel))
         files, modes = check_wheel(self, self.wheel)
         pkg = sorted(f for f in files if f.startswith("ttft/"))
-        self.assertEqual(pkg, ["ttft/__init__.py", "ttft/_core.py", "ttft/_errors.py",
-                               "ttft/_lib.py", "ttft/_libttft.so", "ttft/_snapshot.py"])
+        self.assertEqual(pkg, ["ttft/__init__.py", "ttft/_common.py", "ttft/_core.py",
+                               "ttft/_errors.py", "ttft/_lib.py", "ttft/_libttft.so",
+                               "ttft/_snapshot.py"])
         self.assertEqual(modes["ttft/_libttft.so"], 0o755)
         self.assertIn("ttft-%s.dist-info/LICENSE" % load_backend().project()["version"], files)
         # the flags CMake gives the library reached the compiler

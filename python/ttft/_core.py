@@ -14,6 +14,7 @@ safe, which the C API alone does not promise.
 import asyncio
 import concurrent.futures
 import ctypes
+import datetime
 import math
 import numbers
 import re
@@ -22,8 +23,11 @@ import warnings
 from array import array
 
 from . import _lib
-from ._errors import (ClosedError, Error, InvalidArgumentError,
-                      StaleHandleError, from_code)
+from ._common import (_STATUS_INDEX, Class, _int_arg, _metric_index,  # noqa: F401
+                      _Owner, _status_arg, _str_arg)
+from ._errors import ClosedError, Error, InvalidArgumentError, StaleHandleError
+from ._lib import from_code
+from ._snapshot import Snapshot
 
 # Hot-path C functions, bound by _bind() when the library is first loaded.
 # Module globals are the cheapest lookup from a method body.
@@ -71,7 +75,6 @@ def _typecode(size):
 # and _typecode picks it first for that reason.
 _SEQ_CODE = _typecode(8)
 _N_CODE = _typecode(4)
-_STATUS_INDEX = {name: i for i, name in enumerate(_lib.STATUSES)}
 _CANCEL_TYPES = (asyncio.CancelledError, concurrent.futures.CancelledError,
                  GeneratorExit, ConnectionError)
 
@@ -116,6 +119,32 @@ def _id_arg(value, what):
     return b
 
 
+_HEX = frozenset(b"0123456789abcdef")
+
+
+def _traceparent_trace_id(value):
+    """The trace id of a W3C traceparent header value (Trace Context,
+    section 3.2: version "-" trace-id "-" parent-id "-" trace-flags, each
+    lowercase hex: 2, 32, 16 and 2 digits; version ff and all-zero ids
+    invalid; version 00 exactly 55 characters, a later version may carry
+    more after a "-"), as the bytes ttft_request.trace_id takes. A value
+    that is not one comes back as bytes the library refuses, so it is
+    ignored and counted as "trace_id_invalid", as a bad trace_id is.
+    Surrounding spaces and tabs (what an HTTP field value may carry) are
+    ignored; only a type other than str/bytes/None raises."""
+    b = _id_arg(value, "traceparent")
+    if b is None:
+        return None
+    b = b.strip(b" \t")
+    ok = (len(b) >= 55 and b[2:3] == b"-" and b[35:36] == b"-" and b[52:53] == b"-"
+          and all(ch in _HEX for ch in b[0:2] + b[3:35] + b[36:52] + b[53:55])
+          and b[0:2] != b"ff" and b[3:35] != b"0" * 32 and b[36:52] != b"0" * 16
+          and (len(b) == 55 if b[0:2] == b"00" else (len(b) == 55 or b[55:56] == b"-")))
+    if ok:
+        return b[3:35]
+    return b"traceparent:" + b[:_ID_READ]  # never 32 hex digits: refused, counted
+
+
 def _id_surrogates(value):
     """value (a str holding surrogates) as UTF-8: U+DC80..U+DCFF as the
     byte surrogateescape stands for, any other surrogate as '?'."""
@@ -127,16 +156,6 @@ def _id_surrogates(value):
         else:
             out += ch.encode("utf-8")
     return bytes(out)
-
-
-def _int_arg(value, what, lo, hi):
-    """value as a Python int in [lo, hi]; TypeError/ValueError otherwise."""
-    if isinstance(value, bool) or not hasattr(type(value), "__index__"):
-        raise TypeError("%s must be an int, not %s" % (what, type(value).__name__))
-    v = value.__index__()
-    if v < lo or v > hi:
-        raise ValueError("%s must be in [%d, %d], got %d" % (what, lo, hi, v))
-    return v
 
 
 _ZERO_TIME = (
@@ -208,32 +227,52 @@ def _seconds_arg(value, what, allow_zero=True):
     return ns
 
 
+# A plain number of seconds at or above this is refused: it was meant in ms.
+_SECONDS_PLAUSIBLE = {"ttft_slo": 60, "tpot_slo": 60, "stall_threshold": 60, "e2e_slo": 600}
+
+
+def _budget_arg(value, ms, what):
+    """An SLO budget in ns from add_class's arguments: value (seconds as a
+    number, or a datetime.timedelta) or ms (the *_ms keyword); None when
+    neither is given."""
+    if value is not None and ms is not None:
+        raise TypeError("give %s or %s_ms, not both" % (what, what))
+    if ms is not None:
+        if isinstance(ms, datetime.timedelta):
+            raise TypeError("%s_ms takes a number of milliseconds; pass a timedelta as %s"
+                            % (what, what))
+        if isinstance(ms, bool) or not isinstance(ms, numbers.Real):
+            raise TypeError("%s_ms must be a number of milliseconds, not %s"
+                            % (what, type(ms).__name__))
+        return _seconds_arg(ms / 1000, what, allow_zero=False)
+    if value is None:
+        return None
+    if isinstance(value, datetime.timedelta):
+        return _seconds_arg(value.total_seconds(), what, allow_zero=False)
+    if (isinstance(value, numbers.Real) and not isinstance(value, bool)
+            and value >= _SECONDS_PLAUSIBLE[what]):
+        raise ValueError(
+            "%s=%r is in seconds (%s): a budget in milliseconds goes in %s_ms=%r or "
+            "%s=timedelta(milliseconds=%r); for a budget this long pass "
+            "%s=timedelta(seconds=%r)"
+            % (what, value, _human_seconds(value), what, value, what, value, what, value))
+    return _seconds_arg(value, what, allow_zero=False)
+
+
+def _human_seconds(s):
+    try:
+        s = float(s)
+    except (TypeError, ValueError, OverflowError):
+        return "?"
+    if s >= 3600:
+        return "%.3g hours" % (s / 3600)
+    return "%.3g minutes" % (s / 60)
+
+
 def _bool_arg(value, what):
     if not isinstance(value, bool):
         raise TypeError("%s must be True or False, not %s" % (what, type(value).__name__))
     return 1 if value else 0
-
-
-def _str_arg(value, what, max_bytes=None):
-    if not isinstance(value, str):
-        raise TypeError("%s must be a str, not %s" % (what, type(value).__name__))
-    b = value.encode("utf-8")
-    if b"\0" in b:
-        raise ValueError("%s must not contain NUL" % what)
-    if max_bytes is not None and len(b) > max_bytes:
-        raise ValueError("%s is longer than %d bytes" % (what, max_bytes))
-    return b
-
-
-def _status_arg(status):
-    if not isinstance(status, str):
-        raise TypeError("status must be one of %s, not %s"
-                        % ("/".join(_lib.STATUSES), type(status).__name__))
-    try:
-        return _STATUS_INDEX[status]
-    except KeyError:
-        raise ValueError("status must be one of %s, got %r"
-                         % (", ".join(_lib.STATUSES), status)) from None
 
 
 # A task's CancelledError: the client went away (an ASGI server cancels the
@@ -294,55 +333,11 @@ _CLASS_NAME = re.compile(r"[A-Za-z0-9_.:-]{1,63}\Z")
 
 
 # ---------------------------------------------------------------- owners
-class _Owner:
-    """Owns one C pointer; frees it when the last reference goes."""
-
-    __slots__ = ("ptr", "_raw", "_free")
-
-    def __init__(self, raw, free):
-        self.ptr = raw      # what calls use; None once retired
-        self._raw = raw     # what __del__ frees
-        self._free = free
-
-    def retire(self):
-        self.ptr = None
-
-    def __del__(self):
-        raw, self._raw = self._raw, None
-        if raw:
-            try:
-                self._free(raw)
-            except Exception:  # interpreter shutdown: never raise from __del__
-                pass
-
-
 def _registry_ptr(o):
     p = o.ptr if o is not None else None
     if p is None:
         raise ClosedError("registry is closed")
     return p
-
-
-# ----------------------------------------------------------------- class
-class Class:
-    """A request class with its SLO budgets (from Registry.add_class)."""
-
-    __slots__ = ("id", "name", "_key")
-
-    def __init__(self, class_id, name, key):
-        self.id = class_id
-        self.name = name
-        self._key = key
-
-    def __repr__(self):
-        return "<ttft.Class %r id=%d>" % (self.name, self.id)
-
-    def __eq__(self, other):
-        return (isinstance(other, Class) and other._key is self._key
-                and other.id == self.id)
-
-    def __hash__(self):
-        return hash((id(self._key), self.id))
 
 
 # ------------------------------------------------------------------ stream
@@ -873,19 +868,33 @@ class Registry:
 
     # --- classes
     def add_class(self, name, ttft_slo=None, tpot_slo=None, e2e_slo=None,
-                  stall_threshold=None):
-        """Add a request class with SLO budgets in seconds (None = no budget;
-        stall_threshold None = the registry's). Returns a Class."""
+                  stall_threshold=None, *, ttft_slo_ms=None, tpot_slo_ms=None,
+                  e2e_slo_ms=None, stall_threshold_ms=None):
+        """Add a request class with SLO budgets (None = no budget;
+        stall_threshold None = the registry's). Returns a Class.
+
+        Say the unit: a datetime.timedelta (ttft_slo=timedelta(
+        milliseconds=500)), or the *_ms keywords (ttft_slo_ms=500). A plain
+        number in ttft_slo/tpot_slo/e2e_slo/stall_threshold is seconds, as
+        in 1.0-1.2 (ttft_slo=0.5 still means 500 ms), but one that only
+        makes sense as milliseconds is refused (ValueError): 60 or more
+        for ttft_slo, tpot_slo and stall_threshold, 600 or more for
+        e2e_slo (ttft_slo=500 would be a budget of 8 minutes). Pass a
+        timedelta for a budget that long."""
         nb = _str_arg(name, "class name")
         if not _CLASS_NAME.match(name):
             raise ValueError("class name must be 1..63 characters of [A-Za-z0-9_.:-], got %r"
                              % name)
         slo = _lib.Slo()
         _L.ttft_slo_init_sized(ctypes.byref(slo), ctypes.sizeof(slo))
-        for field, value in (("ttft_ns", ttft_slo), ("tpot_ns", tpot_slo),
-                             ("e2e_ns", e2e_slo), ("stall_threshold_ns", stall_threshold)):
-            if value is not None:
-                setattr(slo, field, _seconds_arg(value, field[:-3], allow_zero=False))
+        for field, value, ms in (("ttft_ns", ttft_slo, ttft_slo_ms),
+                                 ("tpot_ns", tpot_slo, tpot_slo_ms),
+                                 ("e2e_ns", e2e_slo, e2e_slo_ms),
+                                 ("stall_threshold_ns", stall_threshold, stall_threshold_ms)):
+            what = "stall_threshold" if field == "stall_threshold_ns" else field[:-3] + "_slo"
+            ns = _budget_arg(value, ms, what)
+            if ns is not None:
+                setattr(slo, field, ns)
         o = self._o
         rc = _L.ttft_class_add(_registry_ptr(o), nb, ctypes.byref(slo))
         if rc < 0:
@@ -914,15 +923,21 @@ class Registry:
                         % type(cls).__name__)
 
     # --- hooks
-    def _prepare(self, cls, prompt_tokens, prefix_hit, request_id=None, trace_id=None):
+    def _prepare(self, cls, prompt_tokens, prefix_hit, request_id=None, trace_id=None,
+                 traceparent=None):
         """A ttft_request for these arguments, or None for the defaults."""
         cid = self._class_id(cls)
         if prompt_tokens is not None:
             prompt_tokens = _int_arg(prompt_tokens, "prompt_tokens", 0, _U32)
         if prefix_hit is not None and not isinstance(prefix_hit, bool):
             raise TypeError("prefix_hit must be True, False or None")
+        if trace_id is not None and traceparent is not None:
+            raise TypeError("give trace_id or traceparent, not both")
         rid = _id_arg(request_id, "request_id")
-        tid = _id_arg(trace_id, "trace_id")
+        if traceparent is not None:
+            tid = _traceparent_trace_id(traceparent)
+        else:
+            tid = _id_arg(trace_id, "trace_id")
         if cid == 0 and not prompt_tokens and prefix_hit is None and rid is None and tid is None:
             return None
         req = _lib.Request()
@@ -949,7 +964,7 @@ class Registry:
         return Stream(o, seq, cls, self._key)
 
     def begin(self, t_ns=None, cls=None, prompt_tokens=None, prefix_hit=None, *,
-              request_id=None, trace_id=None):
+              request_id=None, trace_id=None, traceparent=None):
         """Start a stream at t_ns (None = now): the clock start of TTFT and
         E2E. cls: a Class from add_class, its name, or None (default).
         prompt_tokens: prompt length (band split); prefix_hit: True/False/None
@@ -957,14 +972,18 @@ class Registry:
         bytes, copied; at most 63 bytes of UTF-8 are kept, cut at a whole
         character; control characters, NUL, lone surrogates and malformed
         UTF-8 become '?'); trace_id: a W3C trace-id, 32 lowercase hex digits
-        (anything else is ignored and counted as counter "trace_id_invalid").
+        (anything else is ignored and counted as counter "trace_id_invalid");
+        traceparent: instead of trace_id, the W3C traceparent header as a
+        client sent it ("00-<trace-id>-<parent-id>-<flags>"): its trace id is
+        used, and a malformed one is ignored and counted as a bad trace_id.
         No value of either raises (TypeError for a type other than str,
         bytes, bytearray or None): they are what a client sent. Both are shown
         with the slowest requests (Snapshot.slowest) and trace_id as the
         exemplar of its bucket. Returns a Stream (`dropped` when no slot was
         free)."""
         t = _t_arg(t_ns)
-        req = self._prepare(cls, prompt_tokens, prefix_hit, request_id, trace_id)
+        req = self._prepare(cls, prompt_tokens, prefix_hit, request_id, trace_id,
+                            traceparent)
         return self._begin_prepared(t, req, self._resolve_cls(cls))
 
     def attach(self, handle):
@@ -1055,7 +1074,7 @@ class Registry:
         return handles, ns
 
     def stream(self, t_ns=None, cls=None, prompt_tokens=None, prefix_hit=None, *,
-               on_cancel="cancelled", request_id=None, trace_id=None):
+               on_cancel="cancelled", request_id=None, trace_id=None, traceparent=None):
         """A context manager (sync and async) that begins a stream on enter
         and ends it on exit: completed; cancelled for GeneratorExit and
         ConnectionError (the client went away); error for any other
@@ -1076,12 +1095,13 @@ class Registry:
         on_cancel = _on_cancel_arg(on_cancel)
         o = self._o
         _registry_ptr(o)
-        req = self._prepare(cls, prompt_tokens, prefix_hit, request_id, trace_id)
+        req = self._prepare(cls, prompt_tokens, prefix_hit, request_id, trace_id,
+                            traceparent)
         return _StreamScope(self, t, req, self._resolve_cls(cls), on_cancel)
 
     def instrument(self, iterable, cls=None, t_ns=None, prompt_tokens=None,
                    prefix_hit=None, count=None, *, on_cancel="cancelled",
-                   request_id=None, trace_id=None):
+                   request_id=None, trace_id=None, traceparent=None):
         """Wrap a token iterable (sync or async): the stream begins when
         iteration starts (or at t_ns, e.g. the request's arrival), each item
         yielded is one emission of count(item) tokens (default 1; items with
@@ -1091,7 +1111,8 @@ class Registry:
         records, as in stream()."""
         t = _t_arg(t_ns)
         on_cancel = _on_cancel_arg(on_cancel)
-        req = self._prepare(cls, prompt_tokens, prefix_hit, request_id, trace_id)
+        req = self._prepare(cls, prompt_tokens, prefix_hit, request_id, trace_id,
+                            traceparent)
         c = self._resolve_cls(cls)
         if count is not None and not callable(count):
             raise TypeError("count must be a callable item -> tokens")
@@ -1174,7 +1195,6 @@ class Registry:
     # --- reading
     def snapshot(self):
         """An immutable Snapshot of everything recorded so far."""
-        from ._snapshot import Snapshot
         o = self._o  # a local keeps the registry alive during the call
         raw = _L.ttft_snapshot_take(_registry_ptr(o))
         if not raw:
@@ -1183,15 +1203,24 @@ class Registry:
 
     def serve_http(self, addr="127.0.0.1:0"):
         """Serve /metrics, /report and /report.json on addr in a background
-        C thread. Returns an HttpServer (.port, .stop())."""
+        C thread. Returns an HttpServer (.port, .url, .metrics_url, .stop()).
+        A failure raises with the library's reason, naming the address:
+        a busy port is IoError "... 127.0.0.1:9464: bind: Address already
+        in use"."""
         ab = _str_arg(addr, "addr")
         with self._lock:
             o = self._o
             p = _registry_ptr(o)
             out = ctypes.c_void_p()
-            rc = _L.ttft_http_start(p, ab, ctypes.byref(out))
+            start_msg = getattr(_L, "ttft_http_start_msg", None)
+            why = ctypes.create_string_buffer(256)
+            if start_msg is not None:
+                rc = start_msg(p, ab, ctypes.byref(out), why, ctypes.sizeof(why))
+            else:  # a libttft older than 1.3: the code alone
+                rc = _L.ttft_http_start(p, ab, ctypes.byref(out))
             if rc:
-                raise from_code(rc, "Registry.serve_http(%r)" % addr)
+                raise from_code(rc, "Registry.serve_http(%r)" % addr,
+                                why.value.decode("utf-8", "replace") or None)
             srv = HttpServer(o, out.value, addr)
             self._servers.append(srv)
         return srv
@@ -1215,8 +1244,14 @@ class HttpServer:
 
     @property
     def url(self):
+        """The server's root, "http://127.0.0.1:9464" (an index of paths)."""
         host = self.addr.rsplit(":", 1)[0] or "127.0.0.1"
         return "http://%s:%d" % (host, self.port)
+
+    @property
+    def metrics_url(self):
+        """What Prometheus scrapes: "http://127.0.0.1:9464/metrics"."""
+        return self.url + "/metrics"
 
     def stop(self):
         with self._lock:
@@ -1240,19 +1275,6 @@ class HttpServer:
 
     def __repr__(self):
         return "<ttft.HttpServer %s %s>" % (self.url, "running" if self.running else "stopped")
-
-
-_METRIC_INDEX = {name: i for i, name in enumerate(_lib.METRICS)}
-
-
-def _metric_index(metric):
-    if not isinstance(metric, str):
-        raise TypeError("metric must be a str, not %s" % type(metric).__name__)
-    try:
-        return _METRIC_INDEX[metric]
-    except KeyError:
-        raise ValueError("unknown metric %r; one of: %s"
-                         % (metric, ", ".join(_lib.METRICS))) from None
 
 
 def now_ns():

@@ -4,9 +4,11 @@ Every error that comes from the C library carries its code (the negative
 TTFT_E* value), the symbolic name (ttft_err_name) and the English text
 (ttft_strerror). Classes also derive from the matching built-in exception,
 so `except ValueError` catches an invalid argument the C side rejected.
-"""
 
-from . import _lib
+A leaf: it imports nothing of the package, so any module may raise these
+(_lib raises LibraryNotFoundError while loading; _lib.from_code builds the
+exception of a C return code with for_code below).
+"""
 
 
 class Error(Exception):
@@ -74,25 +76,27 @@ class LibraryNotFoundError(Error, OSError):
     """libttft could not be loaded; the message lists every place tried."""
 
 
-_BY_CODE = {
-    _lib.TTFT_EINVAL: InvalidArgumentError,
-    _lib.TTFT_ESTALE: StaleHandleError,
-    _lib.TTFT_EFULL: FullError,
-    _lib.TTFT_ENOMEM: OutOfMemoryError,
-    _lib.TTFT_ERANGE: RangeError,
-    _lib.TTFT_ECORRUPT: CorruptError,
-    _lib.TTFT_EEXIST: ExistsError,
-    _lib.TTFT_EIO: IoError,
-    _lib.TTFT_ENOTSUP: NotSupportedError,
+_BY_NAME = {  # ttft_err_name -> class
+    "TTFT_EINVAL": InvalidArgumentError,
+    "TTFT_ESTALE": StaleHandleError,
+    "TTFT_EFULL": FullError,
+    "TTFT_ENOMEM": OutOfMemoryError,
+    "TTFT_ERANGE": RangeError,
+    "TTFT_ECORRUPT": CorruptError,
+    "TTFT_EEXIST": ExistsError,
+    "TTFT_EIO": IoError,
+    "TTFT_ENOTSUP": NotSupportedError,
 }
 
 
-def from_code(code, what):
-    """The exception for C return code `code` (negative) raised by `what`.
-
-    The text comes from the loaded library's ttft_strerror/ttft_err_name."""
-    lib = _lib.load()
-    text = lib.ttft_strerror(code).decode("utf-8", "replace")
-    name = lib.ttft_err_name(code).decode("ascii", "replace")
-    cls = _BY_CODE.get(code, Error)
-    return cls("%s: %s (%s)" % (what, text, name), code=code, name=name, strerror=text)
+def for_code(code, what, name, text, detail=None, kind=None):
+    """The exception for C return code `code` (negative) raised by `what`,
+    of the class of `kind` (a TTFT_E* name; default name, the library's
+    ttft_err_name); text is the C library's strerror;
+    detail, when given, is said after it (what the library said about this
+    failure, e.g. "127.0.0.1:9464: bind: Address already in use")."""
+    cls = _BY_NAME.get(kind or name, Error)
+    msg = "%s: %s (%s)" % (what, text, name)
+    if detail:
+        msg += ": " + detail
+    return cls(msg, code=code, name=name, strerror=text)

@@ -12,6 +12,8 @@ import glob
 import os
 import threading
 
+from . import _errors
+
 # ------------------------------------------------------------ C constants
 # Values from include/ttft.h. Names are the lower-case enum suffixes, the
 # same strings the C library returns from ttft_metric_name() and friends
@@ -278,6 +280,13 @@ PROTOTYPES = {
     "ttft_stall_cause_name": (_str, [_c_enum]),
 }
 
+# Declared when the library has them (a newer libttft than the oldest these
+# bindings accept); the bindings fall back when it does not.
+OPTIONAL_PROTOTYPES = {
+    # 1.3: why an endpoint did not start ("127.0.0.1:9464: bind: Address already in use")
+    "ttft_http_start_msg": (_int, [_vp, _str, _P(_vp), ctypes.c_char_p, _size]),
+}
+
 # ---------------------------------------------------------------- lookup
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
 _SONAME = "libttft.so.1"
@@ -349,13 +358,17 @@ def _declare(lib):
         fn = getattr(lib, name)  # AttributeError: not libttft / too old
         fn.restype = restype
         fn.argtypes = argtypes
+    for name, (restype, argtypes) in OPTIONAL_PROTOTYPES.items():
+        fn = getattr(lib, name, None)
+        if fn is not None:
+            fn.restype = restype
+            fn.argtypes = argtypes
     return lib
 
 
 def load_from(cands):
     """Load the first candidate that opens and exports the ABI; raise
     LibraryNotFoundError listing every attempt otherwise."""
-    from ._errors import LibraryNotFoundError
     tried = []
     for where, path in cands:
         if path.endswith("(none found)") or path == "(not found)":
@@ -377,7 +390,7 @@ def load_from(cands):
                          % (where, path, lib.ttft_version_string().decode(), ABI_MAJOR))
             continue
         return lib, path
-    raise LibraryNotFoundError(
+    raise _errors.LibraryNotFoundError(
         "libttft shared library not found. Looked in:\n  " + "\n  ".join(tried) +
         "\nInstall the package with `pip install ./python` (it compiles the "
         "library into the package), build it (make), install it (make install), "
@@ -402,3 +415,15 @@ def loaded_path():
     """Path of the loaded library (loads it if needed)."""
     load()
     return _loaded[1]
+
+
+def from_code(code, what, detail=None):
+    """The exception for C return code `code` (negative) raised by `what`
+    (a ttft.Error subclass by code). The text comes from the loaded
+    library's ttft_strerror/ttft_err_name; the class from the code's name
+    in ERRORS (the header's table), as the library may be older."""
+    lib = load()
+    text = lib.ttft_strerror(code).decode("utf-8", "replace")
+    name = lib.ttft_err_name(code).decode("ascii", "replace")
+    kind = ERRORS.get(code, (name,))[0]
+    return _errors.for_code(code, what, name, text, detail, kind=kind)

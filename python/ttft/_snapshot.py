@@ -11,8 +11,9 @@ import ctypes
 import json
 import math
 
-from . import _core, _lib
-from ._errors import ClosedError, from_code
+from . import _common, _lib
+from ._errors import ClosedError
+from ._lib import from_code
 
 _COUNTER_INDEX = {name: i for i, name in enumerate(_lib.COUNTERS)}
 _GAUGE_INDEX = {name: i for i, name in enumerate(_lib.GAUGES)}
@@ -52,8 +53,8 @@ def _status_view(metric, status):
     """(metric index, status index) of a per-status view; ValueError for a
     metric that has none (the C call would answer 0, which reads like an
     empty view)."""
-    m = _core._metric_index(metric)
-    st = _core._status_arg(status)
+    m = _common._metric_index(metric)
+    st = _common._status_arg(status)
     if metric not in _lib.STATUS_VIEW_METRICS:
         raise ValueError("status views exist for %s only, not %r"
                          % (", ".join(_lib.STATUS_VIEW_METRICS), metric))
@@ -71,7 +72,7 @@ def _split_args(split, index):
         if _lib.SPLITS[s] == "prompt_band":
             raise TypeError("a prompt_band index is an int")
         return s, _lookup(_PREFIX_INDEX, index, "prefix band")
-    return s, _core._int_arg(index, "index", 0, _lib.U32_MAX)
+    return s, _common._int_arg(index, "index", 0, _lib.U32_MAX)
 
 
 class Snapshot:
@@ -88,8 +89,8 @@ class Snapshot:
     @classmethod
     def _wrap(cls, raw):
         self = object.__new__(cls)
-        lib = _core._bind()
-        self._o = _core._Owner(raw, lib.ttft_snapshot_free)
+        lib = _lib.load()
+        self._o = _common._Owner(raw, lib.ttft_snapshot_free)
         self._names = None
         return self
 
@@ -134,15 +135,15 @@ class Snapshot:
         if self._names is None:
             own = self._p()
             p = own.ptr
-            n = _core._L.ttft_snapshot_classes(p)
-            self._names = tuple(_core._L.ttft_snapshot_class_name(p, i).decode("utf-8")
+            n = _lib.load().ttft_snapshot_classes(p)
+            self._names = tuple(_lib.load().ttft_snapshot_class_name(p, i).decode("utf-8")
                                 for i in range(n))
         return list(self._names)
 
     def _cid(self, cls):
         if cls is None:
             return _lib.TTFT_CLASS_ALL
-        if isinstance(cls, _core.Class):
+        if isinstance(cls, _common.Class):
             name = cls.name
         elif isinstance(cls, str):
             name = cls
@@ -169,7 +170,7 @@ class Snapshot:
         slo = _lib.Slo()
         slo.struct_size = ctypes.sizeof(_lib.Slo)
         own = self._p()
-        rc = _core._L.ttft_snapshot_class_slo(own.ptr, cid, ctypes.byref(slo))
+        rc = _lib.load().ttft_snapshot_class_slo(own.ptr, cid, ctypes.byref(slo))
         if rc:
             raise from_code(rc, "Snapshot.class_slo")
         return {k: (getattr(slo, k + "_ns") / 1e9 or None)
@@ -186,29 +187,29 @@ class Snapshot:
         what client benchmarks report (they count completed requests only);
         without status, ttft counts every stream that saw a first token,
         including those cancelled later."""
-        return _value(_core._metric_index(metric), self.quantile_ns(metric, q, cls, status))
+        return _value(_common._metric_index(metric), self.quantile_ns(metric, q, cls, status))
 
     def quantile_ns(self, metric, q, cls=None, status=None):
         """Like quantile() but the raw C value: int ns (tokens)."""
         qq = _q_arg(q)
         if status is None:
-            m = _core._metric_index(metric)
+            m = _common._metric_index(metric)
             own = self._p()
-            return _core._L.ttft_snapshot_class_quantile(own.ptr, self._cid(cls), m, qq)
+            return _lib.load().ttft_snapshot_class_quantile(own.ptr, self._cid(cls), m, qq)
         m, st = _status_view(metric, status)
         own = self._p()
-        return _core._L.ttft_snapshot_status_quantile(own.ptr, self._cid(cls), st, m, qq)
+        return _lib.load().ttft_snapshot_status_quantile(own.ptr, self._cid(cls), st, m, qq)
 
     def count(self, metric, cls=None, status=None):
         """Number of observations of metric (of the streams that ended with
         status, when given: see quantile())."""
         if status is None:
-            m = _core._metric_index(metric)
+            m = _common._metric_index(metric)
             own = self._p()
-            return _core._L.ttft_snapshot_class_count(own.ptr, self._cid(cls), m)
+            return _lib.load().ttft_snapshot_class_count(own.ptr, self._cid(cls), m)
         m, st = _status_view(metric, status)
         own = self._p()
-        return _core._L.ttft_snapshot_status_count(own.ptr, self._cid(cls), st, m)
+        return _lib.load().ttft_snapshot_status_count(own.ptr, self._cid(cls), st, m)
 
     def sum(self, metric, cls=None, status=None):
         """Exact sum of metric: seconds (tokens for output_tokens). The
@@ -216,12 +217,12 @@ class Snapshot:
         are summed as a Python int before the division. With status (see
         quantile()), the sum of that status view (sum_ns() says when it is
         past 2**64 - 1 ns)."""
-        m = _core._metric_index(metric)
+        m = _common._metric_index(metric)
         if status is not None:
             return _value(m, self.sum_ns(metric, cls, status))
         own = self._p()
         hi, lo = ctypes.c_uint64(0), ctypes.c_uint64(0)
-        _core._L.ttft_snapshot_class_sum_wide(own.ptr, self._cid(cls), m,
+        _lib.load().ttft_snapshot_class_sum_wide(own.ptr, self._cid(cls), m,
                                               ctypes.byref(hi), ctypes.byref(lo))
         return _value(m, (hi.value << 64) | lo.value)
 
@@ -229,12 +230,12 @@ class Snapshot:
         """Like sum() but the raw C value: int ns (tokens), saturated at
         2**64 - 1 (ttft_snapshot_class_sum / ttft_snapshot_status_sum)."""
         if status is None:
-            m = _core._metric_index(metric)
+            m = _common._metric_index(metric)
             own = self._p()
-            return _core._L.ttft_snapshot_class_sum(own.ptr, self._cid(cls), m)
+            return _lib.load().ttft_snapshot_class_sum(own.ptr, self._cid(cls), m)
         m, st = _status_view(metric, status)
         own = self._p()
-        return _core._L.ttft_snapshot_status_sum(own.ptr, self._cid(cls), st, m)
+        return _lib.load().ttft_snapshot_status_sum(own.ptr, self._cid(cls), st, m)
 
     def mean(self, metric, cls=None, status=None):
         """Exact mean of metric: seconds (tokens for output_tokens); 0.0
@@ -243,20 +244,20 @@ class Snapshot:
         benchmarks print (completed requests only). Report percentiles,
         not means, for latency."""
         if status is None:
-            m = _core._metric_index(metric)
+            m = _common._metric_index(metric)
             own = self._p()
-            v = _core._L.ttft_snapshot_class_mean(own.ptr, self._cid(cls), m)
+            v = _lib.load().ttft_snapshot_class_mean(own.ptr, self._cid(cls), m)
         else:
             m, st = _status_view(metric, status)
             own = self._p()
-            v = _core._L.ttft_snapshot_status_mean(own.ptr, self._cid(cls), st, m)
+            v = _lib.load().ttft_snapshot_status_mean(own.ptr, self._cid(cls), st, m)
         return v if m == _TOKENS else v / 1e9
 
     def counter(self, name, cls=None):
         """Counter name ("begun", "stalls", ...)."""
         c = _lookup(_COUNTER_INDEX, name, "counter")
         own = self._p()
-        return _core._L.ttft_snapshot_class_counter(own.ptr, self._cid(cls), c)
+        return _lib.load().ttft_snapshot_class_counter(own.ptr, self._cid(cls), c)
 
     def counters(self, cls=None):
         """Every counter as a dict."""
@@ -269,14 +270,14 @@ class Snapshot:
         beyond the pool's reserve; 0 normally)."""
         g = _lookup(_GAUGE_INDEX, name, "gauge")
         own = self._p()
-        return _core._L.ttft_snapshot_gauge(own.ptr, g)
+        return _lib.load().ttft_snapshot_gauge(own.ptr, g)
 
     def attainment(self, cls=None):
         """SLO attainment good/judged in [0, 1] (counters slo_met / slo_judged:
         streams cancelled before they missed a budget are not judged); None
         when nothing was judged."""
         own = self._p()
-        v = _core._L.ttft_snapshot_attainment(own.ptr, self._cid(cls))
+        v = _lib.load().ttft_snapshot_attainment(own.ptr, self._cid(cls))
         return None if v < 0 or math.isnan(v) else v
 
     def split_count(self, split, index):
@@ -286,7 +287,7 @@ class Snapshot:
         ("prefill_by_prefix", band)."""
         s, i = _split_args(split, index)
         own = self._p()
-        return _core._L.ttft_snapshot_split_count(own.ptr, s, i)
+        return _lib.load().ttft_snapshot_split_count(own.ptr, s, i)
 
     def split_quantile(self, split, index, q):
         """TTFT (PREFILL for "prefill_by_prefix") quantile in seconds under
@@ -294,7 +295,7 @@ class Snapshot:
         s, i = _split_args(split, index)
         qq = _q_arg(q)
         own = self._p()
-        return _core._L.ttft_snapshot_split_quantile(own.ptr, s, i, qq) / 1e9
+        return _lib.load().ttft_snapshot_split_quantile(own.ptr, s, i, qq) / 1e9
 
     # --- stall causes and engine steps (1.2)
     def stalls_by_cause(self, cause, cls=None):
@@ -303,13 +304,13 @@ class Snapshot:
         counter("stalls")."""
         c = _lookup(_CAUSE_INDEX, cause, "stall cause")
         own = self._p()
-        return _core._L.ttft_snapshot_stalls_by_cause(own.ptr, self._cid(cls), c)
+        return _lib.load().ttft_snapshot_stalls_by_cause(own.ptr, self._cid(cls), c)
 
     def stall_seconds_by_cause(self, cause, cls=None):
         """The summed gaps (seconds) of the stalls attributed to cause."""
         c = _lookup(_CAUSE_INDEX, cause, "stall cause")
         own = self._p()
-        return _core._L.ttft_snapshot_stall_seconds_by_cause(own.ptr, self._cid(cls), c) / 1e9
+        return _lib.load().ttft_snapshot_stall_seconds_by_cause(own.ptr, self._cid(cls), c) / 1e9
 
     def stall_causes(self, cls=None):
         """{cause: (stalls, stalled seconds)} for every cause."""
@@ -319,19 +320,20 @@ class Snapshot:
     def engine_step_count(self, prefill):
         """Engine steps (registry-wide) that carried prefill (True) or not."""
         own = self._p()
-        return _core._L.ttft_snapshot_engine_step_count(own.ptr, 1 if prefill else 0)
+        return _lib.load().ttft_snapshot_engine_step_count(own.ptr, 1 if prefill else 0)
 
     def engine_step_quantile(self, prefill, q):
         """Quantile q (seconds) of the engine-step durations with or
         without prefill."""
         qq = _q_arg(q)
         own = self._p()
-        return _core._L.ttft_snapshot_engine_step_quantile(own.ptr, 1 if prefill else 0, qq) / 1e9
+        lib = _lib.load()
+        return lib.ttft_snapshot_engine_step_quantile(own.ptr, 1 if prefill else 0, qq) / 1e9
 
     def engine_step_sum(self, prefill):
         """Summed engine-step durations (seconds) with or without prefill."""
         own = self._p()
-        return _core._L.ttft_snapshot_engine_step_sum(own.ptr, 1 if prefill else 0) / 1e9
+        return _lib.load().ttft_snapshot_engine_step_sum(own.ptr, 1 if prefill else 0) / 1e9
 
     def bands(self):
         """Prompt-length bands as [(lo, hi), ...]: lo <= prompt_tokens < hi
@@ -340,8 +342,8 @@ class Snapshot:
         p = own.ptr
         out = []
         lo, hi = ctypes.c_uint32(), ctypes.c_uint32()
-        for i in range(_core._L.ttft_snapshot_bands(p)):
-            rc = _core._L.ttft_snapshot_band(p, i, ctypes.byref(lo), ctypes.byref(hi))
+        for i in range(_lib.load().ttft_snapshot_bands(p)):
+            rc = _lib.load().ttft_snapshot_band(p, i, ctypes.byref(lo), ctypes.byref(hi))
             if rc:
                 raise from_code(rc, "Snapshot.bands")
             out.append((lo.value, hi.value))
@@ -360,7 +362,7 @@ class Snapshot:
         cid = self._cid(cls)
         own = self._p()
         p = own.ptr
-        L = _core._L
+        L = _lib.load()
         n = L.ttft_snapshot_slowest_count(p, cid, b)
         names = self.classes
         out = []
@@ -385,7 +387,7 @@ class Snapshot:
         """(start_ns, end_ns) the snapshot covers, on the monotonic clock."""
         a, b = ctypes.c_uint64(), ctypes.c_uint64()
         own = self._p()
-        rc = _core._L.ttft_snapshot_interval(own.ptr, ctypes.byref(a), ctypes.byref(b))
+        rc = _lib.load().ttft_snapshot_interval(own.ptr, ctypes.byref(a), ctypes.byref(b))
         if rc:
             raise from_code(rc, "Snapshot.interval_ns")
         return a.value, b.value
@@ -398,9 +400,9 @@ class Snapshot:
 
     def label(self, key):
         """"start_point", "token_point", "model" or "namespace"; None otherwise."""
-        kb = _core._str_arg(key, "key")
+        kb = _common._str_arg(key, "key")
         own = self._p()
-        v = _core._L.ttft_snapshot_label(own.ptr, kb)
+        v = _lib.load().ttft_snapshot_label(own.ptr, kb)
         return None if v is None else v.decode("utf-8", "replace")
 
     # --- rendering
@@ -411,7 +413,7 @@ class Snapshot:
         f = _lookup(_FORMAT_INDEX, fmt, "format")
         own = self._p()
         p = own.ptr
-        fn = _core._L.ttft_snapshot_format
+        fn = _lib.load().ttft_snapshot_format
         n = fn(p, f, None, 0)
         if n < 0:
             raise from_code(n, "Snapshot.format(%r)" % fmt)
@@ -458,7 +460,7 @@ class Snapshot:
         """Compact, versioned, checksummed bytes (Snapshot.decode reads them)."""
         own = self._p()
         p = own.ptr
-        fn = _core._L.ttft_snapshot_encode
+        fn = _lib.load().ttft_snapshot_encode
         n = fn(p, None, 0)
         if n < 0:
             raise from_code(n, "Snapshot.encode")
@@ -472,7 +474,7 @@ class Snapshot:
         """encode() as one line of base64 text."""
         own = self._p()
         p = own.ptr
-        fn = _core._L.ttft_snapshot_encode_base64
+        fn = _lib.load().ttft_snapshot_encode_base64
         n = fn(p, None, 0)
         if n < 0:
             raise from_code(n, "Snapshot.encode_base64")
@@ -489,7 +491,7 @@ class Snapshot:
             raise TypeError("decode() needs bytes, not %s (use decode_base64 for text)"
                             % type(data).__name__)
         b = bytes(data)
-        lib = _core._bind()
+        lib = _lib.load()
         err = ctypes.c_int(0)
         raw = lib.ttft_snapshot_decode(b, len(b), ctypes.byref(err))
         if not raw:
@@ -504,7 +506,7 @@ class Snapshot:
         if not isinstance(text, (bytes, bytearray)):
             raise TypeError("decode_base64() needs str or bytes, not %s" % type(text).__name__)
         b = bytes(text)
-        lib = _core._bind()
+        lib = _lib.load()
         err = ctypes.c_int(0)
         raw = lib.ttft_snapshot_decode_base64(b, len(b), ctypes.byref(err))
         if not raw:
@@ -522,7 +524,7 @@ class Snapshot:
             return NotImplemented
         a, b = self._p(), older._p()  # locals keep both alive during the call
         err = ctypes.c_int(0)
-        raw = _core._L.ttft_snapshot_delta(a.ptr, b.ptr, ctypes.byref(err))
+        raw = _lib.load().ttft_snapshot_delta(a.ptr, b.ptr, ctypes.byref(err))
         del a, b
         if not raw:
             raise from_code(err.value or _lib.TTFT_EINVAL, "Snapshot delta (newer - older)")
@@ -536,7 +538,7 @@ def merge(a, b):
         raise TypeError("merge() needs two ttft.Snapshot objects")
     oa, ob = a._p(), b._p()  # locals keep both alive during the call
     err = ctypes.c_int(0)
-    raw = _core._L.ttft_snapshot_merge(oa.ptr, ob.ptr, ctypes.byref(err))
+    raw = _lib.load().ttft_snapshot_merge(oa.ptr, ob.ptr, ctypes.byref(err))
     del oa, ob
     if not raw:
         raise from_code(err.value or _lib.TTFT_ENOMEM, "ttft.merge")

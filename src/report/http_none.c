@@ -6,12 +6,22 @@
  */
 #include "common/snapshot.h"
 
+#include <stdio.h>
+
 #if !defined(TTFT_HAVE_HTTP)
 
 int ttft_http_start(ttft_registry *r, const char *addr, ttft_http **out) {
   (void)r;
   (void)addr;
   if (out) *out = NULL;
+  return TTFT_ENOTSUP;
+}
+
+int ttft_http_start_msg(ttft_registry *r, const char *addr, ttft_http **out, char *msg, size_t cap) {
+  (void)r;
+  if (out) *out = NULL;
+  if (msg && cap) snprintf(msg, cap, "%s: this libttft was built without HTTP (TTFT_WITH_HTTP off)",
+                           addr ? addr : "(null)");
   return TTFT_ENOTSUP;
 }
 
