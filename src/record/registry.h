@@ -423,6 +423,11 @@ struct ttft_registry {
   ttft_clock clock;
   uint64_t t_created;
   uint64_t stall_ns;
+  /* a clock reading + TTFT_CLOCK_AHEAD_NS: a timestamp up to it is not a
+   * wall-clock time, whatever the clock reads now (hooks.c, clock_ahead).
+   * Raised (relaxed: any value stored is a valid bound) only by a call
+   * that sees a timestamp past it, so a begin checks one load */
+  _Atomic uint64_t horizon;
   uint32_t n_band_edges;
   uint32_t band_edges[TTFT_MAX_BANDS - 1];
   uint32_t prefix_min;            /* config.prefix_hit_min_tokens          */
