@@ -93,16 +93,18 @@ TTFT_API const char *ttft_version_string(void);
   XX(EEXIST,   -7, "name already exists")                                      \
   XX(EIO,      -8, "socket or I/O error")                                      \
   XX(ENOTSUP,  -9, "not supported by this build")                              \
-  XX(ECLOCK,  -10, "timestamp more than a day ahead of the monotonic clock "  \
-                   "(CLOCK_MONOTONIC): a wall-clock time such as "              \
-                   "time.time_ns() or system_clock? (TTFT_NOW reads the clock)")
+  XX(ECLOCK,  -10, "wall-clock timestamp (CLOCK_REALTIME: time.time_ns(), "   \
+                   "system_clock) where the monotonic clock (CLOCK_MONOTONIC: " \
+                   "time.monotonic_ns(), steady_clock, or TTFT_NOW) is expected")
 
-/* TTFT_ECLOCK (since 1.3): a begin whose t_ns is more than
- * TTFT_CLOCK_AHEAD_NS after the registry's clock now. The library's clock
- * is CLOCK_MONOTONIC (time.monotonic_ns(), steady_clock, Instant,
- * ttft_now_ns), nanoseconds since boot on Linux: a wall-clock time
- * (time.time_ns(), system_clock, gettimeofday; about 1.7e18 ns since 1970)
- * is decades ahead of it, and would record a 56-year TTFT. */
+/* TTFT_ECLOCK (since 1.3): a begin whose t_ns is a wall-clock time — more
+ * than TTFT_CLOCK_AHEAD_NS ahead of the registry's clock and within
+ * TTFT_CLOCK_AHEAD_NS of the wall clock's now (CLOCK_REALTIME). The
+ * library's clock is CLOCK_MONOTONIC (time.monotonic_ns(), steady_clock,
+ * Instant, ttft_now_ns: ns since boot on Linux); time.time_ns() or
+ * system_clock (about 1.7e18 ns since 1970) is decades ahead of it and
+ * would record a 56-year TTFT. A synthetic timeline that runs ahead of the
+ * clock elsewhere (a simulation, a replay from t = 1) is accepted. */
 #define TTFT_CLOCK_AHEAD_NS UINT64_C(86400000000000) /* one day */
 
 typedef enum ttft_errno {
@@ -214,10 +216,9 @@ typedef enum ttft_counter {
                                      registry-wide, class 0. Not 0: see
                                      docs/reliability.md, 18.2             */
   TTFT_COUNTER_CLOCK_REFUSED = 17, /* (1.3) begins refused with TTFT_ECLOCK:
-                                     a t_ns more than TTFT_CLOCK_AHEAD_NS
-                                     ahead of the clock (a wall-clock time
-                                     passed for a monotonic one). Should
-                                     stay 0                                */
+                                     a wall-clock t_ns (time.time_ns(),
+                                     system_clock) passed for a monotonic
+                                     one. Should stay 0                    */
   TTFT_COUNTER_COUNT_ = 18
 } ttft_counter;
 
@@ -250,9 +251,8 @@ TTFT_API void ttft_registry_free(ttft_registry *r);
 /* Start a sequence at t_ns (TTFT_NOW = read r's clock): the clock start of
  * TTFT and E2E (see config start_point). Returns its handle, or 0 when r is
  * NULL, no slot is free (counted as TTFT_COUNTER_DROPPED) or t_ns is a
- * wall-clock time, more than TTFT_CLOCK_AHEAD_NS ahead of r's clock
- * (counted as TTFT_COUNTER_CLOCK_REFUSED; ttft_begin_checked returns
- * TTFT_ECLOCK for it). An ended stream's slot is reused only once no
+ * wall-clock time (see TTFT_ECLOCK; counted as TTFT_COUNTER_CLOCK_REFUSED;
+ * ttft_begin_checked returns TTFT_ECLOCK for it). An ended stream's slot is reused only once no
  * hook call that saw that stream live is still running (docs/design.md),
  * so a thread stopped inside a hook delays recycling: a registry at its
  * capacity can then drop while fewer than max_inflight streams are live.
@@ -275,17 +275,19 @@ TTFT_API void ttft_registry_free(ttft_registry *r);
 TTFT_API ttft_seq ttft_begin(ttft_registry *r, uint64_t t_ns);
 
 /* The one cheap check a timestamp gets (all hooks): a t_ns more than
- * TTFT_CLOCK_AHEAD_NS (a day) after r's clock now is not on the library's
- * monotonic clock — a wall-clock time (time.time_ns(), system_clock).
- * ttft_begin refuses it (returns 0; ttft_begin_checked says
- * TTFT_ECLOCK), counted in TTFT_COUNTER_CLOCK_REFUSED, nothing recorded.
- * The other hooks never record such a value either: a t_ns more than a
- * day after the sequence's previous event that is also more than a day
- * ahead of the clock is clamped to that event and counted in
- * TTFT_COUNTER_CLOCK_CLAMPED, as time going backwards is (the hook
- * returns TTFT_OK; a class whose stall budget is above a day has its
- * gaps checked against a day). Replays of recorded monotonic timestamps
- * are unaffected: they lie in the clock's past. */
+ * TTFT_CLOCK_AHEAD_NS (a day) after r's clock now and within a day of the
+ * wall clock's now is a wall-clock time (time.time_ns(), system_clock)
+ * passed for a monotonic one. ttft_begin refuses it (returns 0;
+ * ttft_begin_checked says TTFT_ECLOCK), counted in
+ * TTFT_COUNTER_CLOCK_REFUSED, nothing recorded. The other hooks never
+ * record such a value either: one more than a day after the sequence's
+ * previous event is clamped to that event and counted in
+ * TTFT_COUNTER_CLOCK_CLAMPED, as time going backwards is (the hook returns
+ * TTFT_OK; a class whose stall budget is above a day has its gaps checked
+ * against a day). Cost: one load and compare per begin with a t_ns; the
+ * clocks are read only for a t_ns past a cached bound (r's clock + a day
+ * at the last reading). Replays of recorded monotonic timestamps and
+ * synthetic timelines are unaffected. */
 
 /* Mark a phase of sequence s at t_ns. SCHEDULED sets t_sched once (queue
  * time is recorded then); later SCHEDULED marks are accepted and ignored.
@@ -1037,8 +1039,8 @@ TTFT_API ttft_seq ttft_begin_ex(ttft_registry *r, const ttft_request *req, uint6
 /* ttft_begin_ex that says why a begin was refused: *out = the handle and
  * TTFT_OK, or *out = 0 and TTFT_EINVAL (NULL r or out, invalid req; not
  * counted), TTFT_EFULL (no free slot; counted DROPPED) or TTFT_ECLOCK
- * (t_ns more than TTFT_CLOCK_AHEAD_NS ahead of r's clock: a wall-clock
- * time; counted CLOCK_REFUSED). Same cost and guarantees as ttft_begin_ex;
+ * (t_ns is a wall-clock time: more than TTFT_CLOCK_AHEAD_NS ahead of r's
+ * clock and within it of CLOCK_REALTIME's now; counted CLOCK_REFUSED). Same cost and guarantees as ttft_begin_ex;
  * ttft_begin and ttft_begin_ex refuse the same begins, returning 0. The
  * bindings use this one to raise the right error. Since 1.3. */
 TTFT_API int ttft_begin_checked(ttft_registry *r, const ttft_request *req, uint64_t t_ns,

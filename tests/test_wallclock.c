@@ -4,8 +4,9 @@
  * (issue 32.7): the begin is refused with TTFT_ECLOCK, whose message names
  * the clock, and counted in TTFT_COUNTER_CLOCK_REFUSED; the other hooks
  * never record a 56-year value (clamped, counted in CLOCK_CLAMPED).
- * The rule (ttft.h, TTFT_CLOCK_AHEAD_NS): more than a day ahead of the
- * registry's clock now. Past monotonic values (replays) are untouched.
+ * The rule (ttft.h, TTFT_ECLOCK): more than a day ahead of the registry's
+ * clock now and within a day of the wall clock's. Past monotonic values
+ * (replays) and synthetic timelines elsewhere are untouched.
  * Before 1.3 every begin here was accepted and recorded a 56-year TTFT.
  */
 #include <stdlib.h>
@@ -60,6 +61,7 @@ TEST(error_names_the_clock) {
   EXPECT_STREQ("TTFT_ECLOCK", ttft_err_name(TTFT_ECLOCK));
   const char *m = ttft_strerror(TTFT_ECLOCK);
   EXPECT_CONTAINS(m, "CLOCK_MONOTONIC");
+  EXPECT_CONTAINS(m, "CLOCK_REALTIME");
   EXPECT_CONTAINS(m, "wall-clock");
   EXPECT_CONTAINS(m, "time.time_ns()");
   EXPECT_STREQ("clock_refused", ttft_counter_name(TTFT_COUNTER_CLOCK_REFUSED));
@@ -77,9 +79,6 @@ TEST(begin_refuses_wall_clock) {
   ttft_seq s = 77;
   EXPECT_ERR(TTFT_ECLOCK, ttft_begin_checked(r, &q, w, &s));
   EXPECT_EQ_U64(0, s);
-  /* system_clock::now() in microseconds or ms would be in the past of
-   * the monotonic clock only by luck; seconds since 1970 (1.7e9 ns = 1.7
-   * s) are a past value: not this rule's to catch */
   EXPECT_EQ_U64(3, ctr(r, TTFT_COUNTER_CLOCK_REFUSED));
   EXPECT_EQ_U64(0, ctr(r, TTFT_COUNTER_DROPPED));
   EXPECT_EQ_U64(0, ctr(r, TTFT_COUNTER_BEGUN));
@@ -121,22 +120,37 @@ TEST(begin_checked_args) {
   ttft_registry_free(r);
 }
 
-/* the bound is a day ahead of the clock, both sides of it */
+/* the rule: more than a day ahead of the clock and within a day of the
+ * wall clock; both sides of each bound */
 TEST(begin_boundary) {
   ttft_registry *r = reg(0);
-  uint64_t now = ttft_registry_now_ns(r);
   ttft_seq s;
-  EXPECT_ERR(TTFT_OK, ttft_begin_checked(r, NULL, now + DAY - 60 * SEC, &s));
-  EXPECT_ERR(TTFT_OK, ttft_stream_end(r, s, TTFT_COMPLETED, now + DAY - 59 * SEC));
-  now = ttft_registry_now_ns(r);
-  EXPECT_ERR(TTFT_ECLOCK, ttft_begin_checked(r, NULL, now + DAY + 60 * SEC, &s));
-  EXPECT_ERR(TTFT_ECLOCK, ttft_begin_checked(r, NULL, UINT64_MAX, &s));
+  uint64_t w = wall_ns();
+  EXPECT_ERR(TTFT_ECLOCK, ttft_begin_checked(r, NULL, w - DAY + 60 * SEC, &s));
+  EXPECT_ERR(TTFT_ECLOCK, ttft_begin_checked(r, NULL, w + DAY - 60 * SEC, &s));
+  EXPECT_ERR(TTFT_ECLOCK, ttft_begin_checked(r, NULL, w / 1000 * 1000, &s)); /* a time in us, times 1000 */
+  EXPECT_EQ_U64(3, ctr(r, TTFT_COUNTER_CLOCK_REFUSED));
+  /* a day and more from the wall clock: a synthetic timeline, accepted */
+  EXPECT_ERR(TTFT_OK, ttft_begin_checked(r, NULL, w - DAY - 60 * SEC, &s));
+  EXPECT_ERR(TTFT_OK, ttft_stream_end(r, s, TTFT_COMPLETED, w - DAY - 59 * SEC));
+  EXPECT_ERR(TTFT_OK, ttft_begin_checked(r, NULL, w + DAY + 60 * SEC, &s));
+  EXPECT_ERR(TTFT_OK, ttft_stream_end(r, s, TTFT_COMPLETED, w + DAY + 61 * SEC));
+  EXPECT_ERR(TTFT_OK, ttft_begin_checked(r, NULL, UINT64_MAX - SEC, &s));
+  EXPECT_ERR(TTFT_OK, ttft_stream_end(r, s, TTFT_COMPLETED, UINT64_MAX - 1));
+  /* a simulation run two days ahead of the monotonic clock */
+  uint64_t now = ttft_registry_now_ns(r);
+  EXPECT_ERR(TTFT_OK, ttft_begin_checked(r, NULL, now + 2 * DAY, &s));
+  EXPECT_ERR(TTFT_OK, ttft_token_emitted(r, s, 1, now + 2 * DAY + SEC));
+  EXPECT_ERR(TTFT_OK, ttft_stream_end(r, s, TTFT_COMPLETED, now + 2 * DAY + 2 * SEC));
   /* past values — a replayed monotonic trace, a caller's own origin —
    * are accepted as ever */
   EXPECT_ERR(TTFT_OK, ttft_begin_checked(r, NULL, 1000, &s));
   EXPECT_ERR(TTFT_OK, ttft_stream_end(r, s, TTFT_COMPLETED, 2000));
-  EXPECT_EQ_U64(2, ctr(r, TTFT_COUNTER_CLOCK_REFUSED));
+  EXPECT_ERR(TTFT_OK, ttft_begin_checked(r, NULL, now + DAY - 60 * SEC, &s));
+  EXPECT_ERR(TTFT_OK, ttft_stream_end(r, s, TTFT_COMPLETED, now + DAY - 59 * SEC));
+  EXPECT_EQ_U64(3, ctr(r, TTFT_COUNTER_CLOCK_REFUSED));
   EXPECT_EQ_U64(0, ctr(r, TTFT_COUNTER_CLOCK_CLAMPED));
+  EXPECT_EQ_U64(6, ctr(r, TTFT_COUNTER_COMPLETED));
   ttft_registry_free(r);
 }
 

@@ -226,17 +226,23 @@ TTFT__INLINE ttft__slot *live_slot(ttft_registry *r, int shared, ttft_seq s) {
   return sl;
 }
 
-/* Whether t is more than TTFT_CLOCK_AHEAD_NS ahead of r's clock: a
- * wall-clock time (ttft.h, TTFT_ECLOCK). The clock is read only when t
- * passes the horizon (a reading + a day), i.e. for such a time or once a
- * day; the horizon then moves up to the new reading's. */
+/* Whether t is a wall-clock time (ttft.h, TTFT_ECLOCK): more than
+ * TTFT_CLOCK_AHEAD_NS ahead of r's clock, and within that of the wall
+ * clock's now (CLOCK_REALTIME). The clocks are read only when t passes the
+ * horizon (a reading of r's clock + a day): for such a time, a synthetic
+ * timeline run ahead of the clock, or once a day; the horizon then moves
+ * up to the new reading's. */
 __attribute__((noinline, cold)) static int clock_ahead_slow(ttft_registry *r, uint64_t t) {
   uint64_t h = ttft__now(r) + TTFT_CLOCK_AHEAD_NS;
   /* relaxed: a bound, nothing is published with it; two racing stores
    * leave either, both valid (each was a reading + a day) */
   if (h > atomic_load_explicit(&r->horizon, memory_order_relaxed))
     atomic_store_explicit(&r->horizon, h, memory_order_relaxed);
-  return t > h;
+  if (t <= h) return 0;
+  struct timespec ts;
+  if (clock_gettime(CLOCK_REALTIME, &ts) != 0) return 0;
+  uint64_t w = (uint64_t)ts.tv_sec * UINT64_C(1000000000) + (uint64_t)ts.tv_nsec;
+  return t + TTFT_CLOCK_AHEAD_NS >= w && t <= w + TTFT_CLOCK_AHEAD_NS;
 }
 TTFT__INLINE int clock_ahead(ttft_registry *r, uint64_t t) {
   /* relaxed: as above */
@@ -246,7 +252,7 @@ TTFT__INLINE int clock_ahead(ttft_registry *r, uint64_t t) {
 
 /* event_time's rare case: t before prev, or more than a day after it.
  * Clamped to prev (and counted) when it went backwards or is a wall-clock
- * time; a real gap of more than a day is kept. */
+ * time; a real gap of more than a day (or a synthetic timeline's) is kept. */
 __attribute__((noinline, cold)) static uint64_t event_time_odd(ttft_registry *r, int shared,
                                                               ttft__crec *cr, uint64_t t,
                                                               uint64_t prev) {
@@ -413,7 +419,7 @@ static ttft_seq begin_common(ttft_registry *r, uint32_t cls, uint32_t prompt_tok
    * through the shared shard instead (ttft__shard_for_call) */
   if (!sh->shared) call_enter_noslot(r, sh);
   /* a wall-clock t (time.time_ns(), system_clock): refused before it
-   * takes a slot. One load and compare; the clock is read only past the
+   * takes a slot. One load and compare; the clocks are read only past the
    * horizon (clock_ahead) */
   if (TTFT_UNLIKELY(t != TTFT_NOW && clock_ahead(r, t))) {
     ctr_add(sh->shared, &cr->ctr[TTFT_COUNTER_CLOCK_REFUSED], 1);
