@@ -283,8 +283,7 @@ TTFT_API ttft_seq ttft_begin(ttft_registry *r, uint64_t t_ns);
  * record such a value either: one more than a day after the sequence's
  * previous event is clamped to that event and counted in
  * TTFT_COUNTER_CLOCK_CLAMPED, as time going backwards is (the hook returns
- * TTFT_OK; a class whose stall budget is above a day has its gaps checked
- * against a day). Cost: one load and compare per begin with a t_ns; the
+ * TTFT_OK). Cost: one load and compare per begin with a t_ns; the
  * clocks are read only for a t_ns past a cached bound (r's clock + a day
  * at the last reading). Replays of recorded monotonic timestamps and
  * synthetic timelines are unaffected. */

@@ -450,7 +450,8 @@ static ttft_seq begin_common(ttft_registry *r, uint32_t cls, uint32_t prompt_tok
   TTFT__ST(&sl->tokens, 0);
   TTFT__ST(&sl->max_gap, 0);
   /* at most a day: a gap beyond it leaves the token fast path, whose
-   * general path clamps a wall-clock time (event_time) */
+   * general path clamps a wall-clock time (event_time); the stall test
+   * reads a budget above a day from the class (ttft__slot_stall_ns) */
   uint64_t stall_ns = r->classes[cls].slo.stall_threshold_ns;
   TTFT__ST(&sl->stall_ns, stall_ns < TTFT_CLOCK_AHEAD_NS ? stall_ns : TTFT_CLOCK_AHEAD_NS);
   TTFT__ST(&sl->t_preempt, 0);
@@ -720,7 +721,8 @@ __attribute__((noinline)) static int emit_in_call(ttft_registry *r, ttft__shard 
     uint64_t t_last = TTFT__LD(&sl->t_last), gap = t - t_last;
     if (TTFT_UNLIKELY((em & 0x7FFFu) == 0)) seq_gaps_halve(sl);
     /* before record_gap: the sequence's usual gap is read without this one */
-    if (TTFT_UNLIKELY(gap > TTFT__LD(&sl->stall_ns))) stall_seen(r, sh, cr, sl, t_last, t, em);
+    if (TTFT_UNLIKELY(gap > TTFT__LD(&sl->stall_ns)) && gap > ttft__slot_stall_ns(r, sl))
+      stall_seen(r, sh, cr, sl, t_last, t, em);
     record_gap(r, shared, cr, sl, gap, n_tokens);
   } else {
     first_emission(r, sh, cr, sl, t);

@@ -915,7 +915,7 @@ void ttft__scan_slots(const ttft_registry *r, uint64_t now, uint64_t *inflight,
     live++;
     if (!TTFT__LD(&sl->emissions)) continue;
     uint64_t last = TTFT__LD(&sl->t_last);
-    if (now > last && now - last > TTFT__LD(&sl->stall_ns)) stuck++;
+    if (now > last && now - last > ttft__slot_stall_ns(r, sl)) stuck++;
   }
   *inflight = live;
   *stalled = stuck;

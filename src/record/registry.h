@@ -583,6 +583,16 @@ TTFT_HIDDEN uint64_t ttft__clock_read(ttft_clock c);
 TTFT_HIDDEN int ttft__tsc_usable(void);
 TTFT_HIDDEN void ttft__clock_fork_child(void);
 
+/* The stall budget of slot sl's sequence. The slot keeps it capped at
+ * TTFT_CLOCK_AHEAD_NS, so that any gap beyond a day leaves the token fast
+ * path (hooks.c, event_time); a capped one is read from the class (fixed
+ * once class_add published it). */
+static inline uint64_t ttft__slot_stall_ns(const ttft_registry *r, const ttft__slot *sl) {
+  uint64_t ns = TTFT__LD(&sl->stall_ns);
+  if (TTFT_LIKELY(ns < TTFT_CLOCK_AHEAD_NS)) return ns;
+  return r->classes[TTFT__LD(&sl->cls)].slo.stall_threshold_ns;
+}
+
 /* CLOCK_MONOTONIC in ns, inlined into the hooks (ttft_now_ns is exported,
  * so calling it from inside the library would go through the PLT) */
 static inline uint64_t ttft__mono_ns(void) {
