@@ -148,7 +148,10 @@ TEST(begin_boundary) {
   EXPECT_ERR(TTFT_OK, ttft_stream_end(r, s, TTFT_COMPLETED, 2000));
   EXPECT_ERR(TTFT_OK, ttft_begin_checked(r, NULL, now + DAY - 60 * SEC, &s));
   EXPECT_ERR(TTFT_OK, ttft_stream_end(r, s, TTFT_COMPLETED, now + DAY - 59 * SEC));
-  EXPECT_EQ_U64(3, ctr(r, TTFT_COUNTER_CLOCK_REFUSED));
+  /* the bounds cached by those (horizon, wall floor) hide no wall-clock time */
+  EXPECT_ERR(TTFT_ECLOCK, ttft_begin_checked(r, NULL, wall_ns(), &s));
+  EXPECT_ERR(TTFT_ECLOCK, ttft_begin_checked(r, NULL, wall_ns() - DAY + 60 * SEC, &s));
+  EXPECT_EQ_U64(5, ctr(r, TTFT_COUNTER_CLOCK_REFUSED));
   EXPECT_EQ_U64(0, ctr(r, TTFT_COUNTER_CLOCK_CLAMPED));
   EXPECT_EQ_U64(6, ctr(r, TTFT_COUNTER_COMPLETED));
   ttft_registry_free(r);

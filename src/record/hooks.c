@@ -228,20 +228,27 @@ TTFT__INLINE ttft__slot *live_slot(ttft_registry *r, int shared, ttft_seq s) {
 
 /* Whether t is a wall-clock time (ttft.h, TTFT_ECLOCK): more than
  * TTFT_CLOCK_AHEAD_NS ahead of r's clock, and within that of the wall
- * clock's now (CLOCK_REALTIME). The clocks are read only when t passes the
- * horizon (a reading of r's clock + a day): for such a time, a synthetic
- * timeline run ahead of the clock, or once a day; the horizon then moves
- * up to the new reading's. */
+ * clock's now (CLOCK_REALTIME). Past the horizon (a reading of r's clock +
+ * a day) and below the wall floor (a CLOCK_REALTIME reading - a day) is a
+ * synthetic timeline run ahead of the clock: two loads, no clock read.
+ * The clocks are read only for a t above both (a wall-clock time, or once
+ * a day); each reading raises its bound. The wall clock only moves
+ * forward but for a step back: one of more than a day leaves the floor
+ * too high until then, and a wall-clock t under it is accepted. */
 __attribute__((noinline, cold)) static int clock_ahead_slow(ttft_registry *r, uint64_t t) {
+  /* relaxed, all four: bounds, nothing is published with them; two racing
+   * stores leave either, both valid (each was a reading +/- a day) */
+  if (t < atomic_load_explicit(&r->wall_floor, memory_order_relaxed)) return 0;
   uint64_t h = ttft__now(r) + TTFT_CLOCK_AHEAD_NS;
-  /* relaxed: a bound, nothing is published with it; two racing stores
-   * leave either, both valid (each was a reading + a day) */
   if (h > atomic_load_explicit(&r->horizon, memory_order_relaxed))
     atomic_store_explicit(&r->horizon, h, memory_order_relaxed);
   if (t <= h) return 0;
   struct timespec ts;
   if (clock_gettime(CLOCK_REALTIME, &ts) != 0) return 0;
   uint64_t w = (uint64_t)ts.tv_sec * UINT64_C(1000000000) + (uint64_t)ts.tv_nsec;
+  if (w > TTFT_CLOCK_AHEAD_NS &&
+      w - TTFT_CLOCK_AHEAD_NS > atomic_load_explicit(&r->wall_floor, memory_order_relaxed))
+    atomic_store_explicit(&r->wall_floor, w - TTFT_CLOCK_AHEAD_NS, memory_order_relaxed);
   return t + TTFT_CLOCK_AHEAD_NS >= w && t <= w + TTFT_CLOCK_AHEAD_NS;
 }
 TTFT__INLINE int clock_ahead(ttft_registry *r, uint64_t t) {

@@ -799,6 +799,7 @@ ttft_registry *ttft_registry_new(const ttft_config *cfg) {
   r->t_created = ttft_now_ns();
   /* relaxed: nothing else is published by it; r is not shared yet */
   atomic_store_explicit(&r->horizon, ttft__now(r) + TTFT_CLOCK_AHEAD_NS, memory_order_relaxed);
+  atomic_store_explicit(&r->wall_floor, 0, memory_order_relaxed);
 
 #ifdef TTFT_HAVE_PTHREADS
   pthread_once(&g_fork_once, fork_handlers_install);

@@ -428,6 +428,11 @@ struct ttft_registry {
    * Raised (relaxed: any value stored is a valid bound) only by a call
    * that sees a timestamp past it, so a begin checks one load */
   _Atomic uint64_t horizon;
+  /* a CLOCK_REALTIME reading - TTFT_CLOCK_AHEAD_NS (0 before the first):
+   * a timestamp below it is no wall-clock time either (a synthetic
+   * timeline run ahead of the clock), without reading the clocks again.
+   * Raised like horizon (relaxed). */
+  _Atomic uint64_t wall_floor;
   uint32_t n_band_edges;
   uint32_t band_edges[TTFT_MAX_BANDS - 1];
   uint32_t prefix_min;            /* config.prefix_hit_min_tokens          */
