@@ -92,14 +92,27 @@ TTFT_API const char *ttft_version_string(void);
   XX(ECORRUPT, -6, "malformed, truncated or corrupted encoding")               \
   XX(EEXIST,   -7, "name already exists")                                      \
   XX(EIO,      -8, "socket or I/O error")                                      \
-  XX(ENOTSUP,  -9, "not supported by this build")
+  XX(ENOTSUP,  -9, "not supported by this build")                              \
+  XX(ECLOCK,  -10, "wall-clock timestamp (CLOCK_REALTIME: time.time_ns(), "   \
+                   "system_clock) where the monotonic clock (CLOCK_MONOTONIC: " \
+                   "time.monotonic_ns(), steady_clock, or TTFT_NOW) is expected")
+
+/* TTFT_ECLOCK (since 1.3): a begin whose t_ns is a wall-clock time — more
+ * than TTFT_CLOCK_AHEAD_NS ahead of the registry's clock and within
+ * TTFT_CLOCK_AHEAD_NS of the wall clock's now (CLOCK_REALTIME). The
+ * library's clock is CLOCK_MONOTONIC (time.monotonic_ns(), steady_clock,
+ * Instant, ttft_now_ns: ns since boot on Linux); time.time_ns() or
+ * system_clock (about 1.7e18 ns since 1970) is decades ahead of it and
+ * would record a 56-year TTFT. A synthetic timeline that runs ahead of the
+ * clock elsewhere (a simulation, a replay from t = 1) is accepted. */
+#define TTFT_CLOCK_AHEAD_NS UINT64_C(86400000000000) /* one day */
 
 typedef enum ttft_errno {
   TTFT_OK = 0,
 #define TTFT__ERR_ENUM(name, val, msg) TTFT_##name = (val),
   TTFT_ERRNO_MAP(TTFT__ERR_ENUM)
 #undef TTFT__ERR_ENUM
-  TTFT_E__LAST = -10
+  TTFT_E__LAST = -11
 } ttft_errno;
 
 /* A static English message for err (0 or a TTFT_E* code); "unknown error"
@@ -203,7 +216,11 @@ typedef enum ttft_counter {
                                      acknowledgements, /proc; registry-
                                      wide, class 0. Not 0: see
                                      docs/reliability.md, 1.3 (27.3, 27.4) */
-  TTFT_COUNTER_COUNT_ = 17
+  TTFT_COUNTER_CLOCK_REFUSED = 17, /* (1.3) begins refused with TTFT_ECLOCK:
+                                     a wall-clock t_ns (time.time_ns(),
+                                     system_clock) passed for a monotonic
+                                     one. Should stay 0                    */
+  TTFT_COUNTER_COUNT_ = 18
 } ttft_counter;
 
 typedef enum ttft_format {
@@ -234,18 +251,20 @@ TTFT_API void ttft_registry_free(ttft_registry *r);
 
 /* Start a sequence at t_ns (TTFT_NOW = read r's clock): the clock start of
  * TTFT and E2E (see config start_point). Returns its handle, or 0 when r is
- * NULL or no slot is free (counted as TTFT_COUNTER_DROPPED). An ended
- * stream's slot is reused only once no hook call that saw that stream live
- * is still running (docs/design.md): a call holds back only the slot it is
- * inside, so a begin is refused only when every slot is in flight or is
- * the one slot a running call is inside — a thread stopped inside a hook
- * costs at most one slot. When every slot is taken but some belong to
- * ended streams, the begin reclaims them (one membarrier(2) system call
- * when another thread records on a private shard), and polls a slot that
- * a call is still inside a bounded number of times (microseconds; it never
- * waits for time to pass or yields the CPU) before giving up. Thread-safe,
- * lock-free, no allocation; only a begin that finds no free slot
- * reclaims, so with n slots about one begin in n - in-flight does.
+ * NULL, no slot is free (counted as TTFT_COUNTER_DROPPED) or t_ns is a
+ * wall-clock time (see TTFT_ECLOCK; counted as TTFT_COUNTER_CLOCK_REFUSED;
+ * ttft_begin_checked returns TTFT_ECLOCK for it). An ended stream's slot
+ * is reused only once no hook call that saw that stream live is still
+ * running (docs/design.md): a call holds back only the slot it is inside,
+ * so a begin is refused only when every slot is in flight or is the one
+ * slot a running call is inside — a thread stopped inside a hook costs at
+ * most one slot. When every slot is taken but some belong to ended
+ * streams, the begin reclaims them (one membarrier(2) system call when
+ * another thread records on a private shard), and polls a slot that a call
+ * is still inside a bounded number of times (microseconds; it never waits
+ * for time to pass or yields the CPU) before giving up. Thread-safe,
+ * lock-free, no allocation; only a begin that finds no free slot reclaims,
+ * so with n slots about one begin in n - in-flight does.
  * If membarrier(2) starts failing after registries exist (a seccomp filter
  * installed later with SECCOMP_FILTER_FLAG_TSYNC), reclamation goes on
  * without it and without signals: each thread that records on a private
@@ -260,6 +279,20 @@ TTFT_API void ttft_registry_free(ttft_registry *r);
  * reclaims back until it calls one (begins at capacity are then refused
  * and counted as DROPPED). docs/reliability.md, 1.3 (issue 27.3, 27.4). */
 TTFT_API ttft_seq ttft_begin(ttft_registry *r, uint64_t t_ns);
+
+/* The one cheap check a timestamp gets (all hooks): a t_ns more than
+ * TTFT_CLOCK_AHEAD_NS (a day) after r's clock now and within a day of the
+ * wall clock's now is a wall-clock time (time.time_ns(), system_clock)
+ * passed for a monotonic one. ttft_begin refuses it (returns 0;
+ * ttft_begin_checked says TTFT_ECLOCK), counted in
+ * TTFT_COUNTER_CLOCK_REFUSED, nothing recorded. The other hooks never
+ * record such a value either: one more than a day after the sequence's
+ * previous event is clamped to that event and counted in
+ * TTFT_COUNTER_CLOCK_CLAMPED, as time going backwards is (the hook returns
+ * TTFT_OK). Cost: one load and compare per begin with a t_ns; the
+ * clocks are read only for a t_ns past a cached bound (r's clock + a day
+ * at the last reading). Replays of recorded monotonic timestamps and
+ * synthetic timelines are unaffected. */
 
 /* Mark a phase of sequence s at t_ns. SCHEDULED sets t_sched once (queue
  * time is recorded then); later SCHEDULED marks are accepted and ignored.
@@ -281,8 +314,8 @@ TTFT_API int ttft_mark(ttft_registry *r, ttft_seq s, ttft_phase phase, uint64_t 
  * every later one records one ITL gap, feeds the sequence's own gap
  * histogram and counts a stall when the gap exceeds the class's stall
  * budget. Returns TTFT_OK, TTFT_EINVAL (NULL r, n_tokens == 0),
- * TTFT_ESTALE (0, ended or unknown handle). Time going backwards is clamped
- * and counted. Thread-safe, lock-free, allocation-free, no syscall other
+ * TTFT_ESTALE (0, ended or unknown handle). Time going backwards, or a
+ * wall-clock time (see above), is clamped and counted. Thread-safe, lock-free, allocation-free, no syscall other
  * than the clock when t_ns is TTFT_NOW. */
 TTFT_API int ttft_token_emitted(ttft_registry *r, ttft_seq s, uint32_t n_tokens, uint64_t t_ns);
 
@@ -969,7 +1002,31 @@ typedef struct ttft_request {
                              TTFT_COUNTER_TRACE_ID_INVALID. At most 33
                              bytes are read. Exported as the exemplar
                              label trace_id (OpenMetrics, protobuf).       */
+  /* ---- since 1.3 */
+  const char *traceparent; /* a W3C traceparent header value as received,
+                             NULL = none: its trace-id is taken as
+                             ttft_traceparent_parse takes it, when
+                             trace_id is NULL (trace_id wins when both
+                             are set; traceparent is then not read). An
+                             invalid header is ignored — the request is
+                             still measured — and counted in
+                             TTFT_COUNTER_TRACE_ID_INVALID, as an
+                             invalid trace_id is.                         */
 } ttft_request;
+
+/* The trace-id of a W3C trace-context traceparent header value as a server
+ * receives it, e.g. "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01":
+ * version "00" is exactly version-traceid-parentid-flags, 2-32-16-2
+ * lowercase hex digits joined by '-'; a higher version (not "ff") is read
+ * as the W3C rule says: at least 55 characters, its first four fields as
+ * version 00's, then the end or a '-' (what follows is not read). The
+ * trace-id and parent-id must not be all zero. Spaces and tabs around the
+ * value (HTTP optional whitespace) are skipped. On success writes the 32
+ * hex digits and a NUL to trace_id_out (NULL: only checks) and returns
+ * TTFT_OK; else TTFT_EINVAL (NULL header, anything else) and writes ""
+ * when trace_id_out is not NULL. Reads at most up to the value's NUL.
+ * Thread-safe, no allocation. Since 1.3. */
+TTFT_API int ttft_traceparent_parse(const char *header, char trace_id_out[33]);
 
 /* class 0, prompt unknown, prefix unknown, no ids; struct_size = the
  * library's sizeof(ttft_request). NULL is a no-op. ttft_request_init_sized
@@ -978,9 +1035,21 @@ TTFT_API void ttft_request_init(ttft_request *req);
 TTFT_API void ttft_request_init_sized(ttft_request *req, size_t size);
 
 /* ttft_begin with request details. req NULL = ttft_request_init defaults.
- * Returns 0 (and counts DROPPED) when no slot is free, 0 without counting
- * for NULL r or an invalid req (bad struct_size, unknown class_id). */
+ * Returns 0 (and counts DROPPED) when no slot is free, 0 (counted
+ * CLOCK_REFUSED) for a wall-clock t_ns (see TTFT_ECLOCK), 0 without
+ * counting for NULL r or an invalid req (bad struct_size, unknown
+ * class_id). */
 TTFT_API ttft_seq ttft_begin_ex(ttft_registry *r, const ttft_request *req, uint64_t t_ns);
+
+/* ttft_begin_ex that says why a begin was refused: *out = the handle and
+ * TTFT_OK, or *out = 0 and TTFT_EINVAL (NULL r or out, invalid req; not
+ * counted), TTFT_EFULL (no free slot; counted DROPPED) or TTFT_ECLOCK
+ * (t_ns is a wall-clock time: more than TTFT_CLOCK_AHEAD_NS ahead of r's
+ * clock and within it of CLOCK_REALTIME's now; counted CLOCK_REFUSED). Same cost and guarantees as ttft_begin_ex;
+ * ttft_begin and ttft_begin_ex refuse the same begins, returning 0. The
+ * bindings use this one to raise the right error. Since 1.3. */
+TTFT_API int ttft_begin_checked(ttft_registry *r, const ttft_request *req, uint64_t t_ns,
+                                ttft_seq *out);
 
 /* ----------------------------------------------------------- threads, clock */
 

@@ -199,6 +199,16 @@ class Time {
 #if TTFT_STEADY_IS_MONOTONIC
   constexpr Time(time_point tp) noexcept : ns_(from_time_point(tp)) {}  // NOLINT
 #endif
+  /* A system_clock time point is a wall-clock time, not the library's
+   * monotonic clock: refused at compile time (since 1.3). A raw wall-clock
+   * ns count is refused at run time: begin returns an empty Stream and
+   * try_begin says TTFT_ECLOCK (ttft.h). */
+  template <class D>
+  Time(std::chrono::time_point<std::chrono::system_clock, D>) {  // NOLINT
+    static_assert(sizeof(D) == 0,
+                  "ttft::Time: std::chrono::system_clock is a wall clock; the library's clock is "
+                  "CLOCK_MONOTONIC: pass std::chrono::steady_clock::now(), ttft::now() or ttft::now_tag");
+  }
   constexpr std::uint64_t ns() const noexcept { return ns_; }
   constexpr bool is_now() const noexcept { return ns_ == 0; }
 
@@ -378,7 +388,36 @@ class Request {
     r_.trace_id = copy_id(tid_, sizeof tid_, id);
     return *this;
   }
+  /* Since 1.3: a W3C traceparent header value as received ("00-<trace-id>-
+   * <parent-id>-<flags>"); its trace-id is taken at begin as
+   * ttft_traceparent_parse takes it, when no trace_id is set (trace_id
+   * wins). An invalid header is ignored and counted in
+   * TTFT_COUNTER_TRACE_ID_INVALID. The const char * form keeps the pointer
+   * (valid until begin() returns); the string_view form copies what
+   * decides the verdict (no allocation; a NUL becomes '?'). Never fails. */
+  Request &traceparent(const char *header) noexcept {
+    r_.traceparent = header;
+    return *this;
+  }
+  Request &traceparent(std::string_view header) noexcept {
+    r_.traceparent = detail_traceparent_copy(tp_, header);
+    return *this;
+  }
   const ttft_request &c_request() const noexcept { return r_; }
+
+  /* The bytes of header that decide ttft_traceparent_parse's verdict, into
+   * buf (57 bytes): optional whitespace trimmed, the first 56 characters
+   * (a 56th that is whitespace, which the whole header would refuse,
+   * becomes 'x'), NUL as '?'. */
+  static const char *detail_traceparent_copy(char *buf, std::string_view h) noexcept {
+    while (!h.empty() && (h.front() == ' ' || h.front() == '\t')) h.remove_prefix(1);
+    while (!h.empty() && (h.back() == ' ' || h.back() == '\t')) h.remove_suffix(1);
+    const std::size_t n = h.size() < 56 ? h.size() : 56;
+    for (std::size_t i = 0; i < n; i++) buf[i] = h[i] == '\0' ? '?' : h[i];
+    if (n == 56 && (buf[55] == ' ' || buf[55] == '\t')) buf[55] = 'x';
+    buf[n] = '\0';
+    return buf;
+  }
 
  private:
   static const char *copy_id(char *dst, std::size_t cap, std::string_view id) noexcept {
@@ -396,11 +435,26 @@ class Request {
       std::memcpy(tid_, o.tid_, sizeof tid_);
       r_.trace_id = tid_;
     }
+    if (o.r_.traceparent == o.tp_) {
+      std::memcpy(tp_, o.tp_, sizeof tp_);
+      r_.traceparent = tp_;
+    }
   }
   ttft_request r_;
   char rid_[4 * (TTFT_MAX_REQUEST_ID + 1) + 1]; /* what ttft_begin_ex can read, + NUL */
   char tid_[33 + 1];                            /* 32 digits and one more, + NUL     */
+  char tp_[56 + 1];                             /* detail_traceparent_copy's         */
 };
+
+/* The trace-id of a W3C traceparent header value (ttft_traceparent_parse:
+ * version 00 exactly, higher versions by the W3C rule, whitespace around
+ * it skipped), or nullopt when it is invalid. Since 1.3. */
+inline std::optional<std::string> traceparent_trace_id(std::string_view header) {
+  char buf[56 + 1], out[33];
+  if (ttft_traceparent_parse(Request::detail_traceparent_copy(buf, header), out) != TTFT_OK)
+    return std::nullopt;
+  return std::string(out, 32);
+}
 
 // ------------------------------------------------------------------ config
 
@@ -1088,10 +1142,27 @@ class Registry {
     return Class(id);
   }
 
-  // --- hooks (noexcept; an empty Stream when no slot is free)
+  // --- hooks (noexcept; an empty Stream when no slot is free or t is a
+  // wall-clock time: try_begin says which)
   Stream begin(Time t = now_tag) noexcept { return Stream(r_, ttft_begin(r_, t.ns())); }
   Stream begin(const Request &req, Time t = now_tag) noexcept {
     return Stream(r_, ttft_begin_ex(r_, &req.c_request(), t.ns()));
+  }
+  /* begin that says why a begin was refused (ttft_begin_checked, since
+   * 1.3): rc = TTFT_OK, TTFT_EFULL (no free slot), TTFT_ECLOCK (t is a
+   * wall-clock time — system_clock or time(2) ns — not the monotonic
+   * clock; counted CLOCK_REFUSED) or TTFT_EINVAL (unknown class: the
+   * Request's cls() names a class of another registry?); the Stream is
+   * empty unless rc is TTFT_OK. ttft_strerror(rc) says it in words. */
+  Stream try_begin(int &rc, Time t = now_tag) noexcept {
+    ttft_seq s = 0;
+    rc = ttft_begin_checked(r_, nullptr, t.ns(), &s);
+    return Stream(r_, s);
+  }
+  Stream try_begin(const Request &req, int &rc, Time t = now_tag) noexcept {
+    ttft_seq s = 0;
+    rc = ttft_begin_checked(r_, &req.c_request(), t.ns(), &s);
+    return Stream(r_, s);
   }
   /* A stream whose copies share it (SharedStream), for callback-style
    * servers. Empty (nothing begun) when no slot is free (counted as

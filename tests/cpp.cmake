@@ -74,6 +74,16 @@ foreach(fam ${TTFT_CPP_FAMILIES})
     set(cxx clang++)
   endif()
 
+  # a system_clock time point does not compile, with a message naming the
+  # clock (ttft::Time); the message is the pass condition
+  add_test(NAME cpp_system_clock_refused_${cxx}
+    COMMAND sh ${TTFT_CPP_RUN} ${cxx} ${TTFT_CPP_OUT}/cpp_system_clock_refused_${cxx} 0
+            -std=c++17 -I${TTFT_CPP_INC} ${TTFT_CPP_SRC}/system_clock_refused.cpp
+            $<TARGET_FILE:ttft_shared>)
+  set_tests_properties(cpp_system_clock_refused_${cxx} PROPERTIES LABELS "cpp;shared" TIMEOUT 300
+    SKIP_RETURN_CODE 77
+    PASS_REGULAR_EXPRESSION "system_clock is a wall clock; the library's clock is CLOCK_MONOTONIC")
+
   foreach(std 17 20)
     ttft_cpp_test(NAME cpp_hpp_${cxx}_cxx${std}_shared COMPILER ${cxx} LIB shared
       SOURCE ${TTFT_CPP_SRC}/test_hpp.cpp FLAGS -std=c++${std} -O1 -g ${TTFT_CXX_WARN} ${TTFT_CPP_HTTP})

@@ -198,12 +198,12 @@ static void test_misc(void) {
 
   ROW("strerror/err_name");
   const int codes[] = {0, TTFT_EINVAL, TTFT_ESTALE, TTFT_EFULL, TTFT_ENOMEM, TTFT_ERANGE,
-                       TTFT_ECORRUPT, TTFT_EEXIST, TTFT_EIO, TTFT_ENOTSUP};
+                       TTFT_ECORRUPT, TTFT_EEXIST, TTFT_EIO, TTFT_ENOTSUP, TTFT_ECLOCK};
   for (size_t i = 0; i < N_(codes); i++) {
     CHECK_TRUE(ttft_strerror(codes[i]) != NULL && strcmp(ttft_strerror(codes[i]), "unknown error") != 0);
     CHECK_TRUE(ttft_err_name(codes[i]) != NULL && strcmp(ttft_err_name(codes[i]), "TTFT_UNKNOWN") != 0);
   }
-  const int junk[] = {1, -10, -11, 100, -1000, INT_MAX, INT_MIN};
+  const int junk[] = {1, TTFT_E__LAST, -12, 100, -1000, INT_MAX, INT_MIN};
   for (size_t i = 0; i < N_(junk); i++) {
     CHECK_TRUE(strcmp(ttft_strerror(junk[i]), "unknown error") == 0);
     CHECK_TRUE(strcmp(ttft_err_name(junk[i]), "TTFT_UNKNOWN") == 0);

@@ -67,6 +67,7 @@ func cgoLayout() map[string]uintptr {
 	off("ttft_request", "prefix_hit", unsafe.Offsetof(q.prefix_hit))
 	off("ttft_request", "request_id", unsafe.Offsetof(q.request_id))
 	off("ttft_request", "trace_id", unsafe.Offsetof(q.trace_id))
+	off("ttft_request", "traceparent", unsafe.Offsetof(q.traceparent))
 
 	var i C.ttft_seq_info
 	sz("ttft_seq_info", unsafe.Sizeof(i), unsafe.Alignof(i))

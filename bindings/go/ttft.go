@@ -78,6 +78,11 @@ const (
 	ErrExist        Errno = -7 // TTFT_EEXIST: the class name already exists
 	ErrIO           Errno = -8 // TTFT_EIO: socket or I/O error (the HTTP endpoint)
 	ErrNotSupported Errno = -9 // TTFT_ENOTSUP: not supported by this build or library
+	// ErrClock (TTFT_ECLOCK, 1.3): a begin given a wall-clock timestamp
+	// (time.Now().UnixNano(), CLOCK_REALTIME) where the library's monotonic
+	// clock is expected (CLOCK_MONOTONIC: NowNs, or the untimed calls);
+	// counted in CounterClockRefused.
+	ErrClock Errno = -10
 )
 
 // ErrClosed is returned by calls on a Registry after Close.
@@ -166,6 +171,9 @@ const (
 	// made without membarrier(2) because it failed at run time (fences,
 	// the recording threads' acknowledgements, /proc; no signal since 1.3).
 	CounterBarrierFallbacks Counter = 16
+	// CounterClockRefused counts begins refused with ErrClock: a wall-clock
+	// timestamp passed for a monotonic one (1.3). Should stay 0.
+	CounterClockRefused Counter = 17
 )
 
 // Name is the library's lower-case name ("begun", ...), "" if unknown to it.
@@ -746,19 +754,56 @@ type Request struct {
 	// request is still measured) and counted in CounterTraceIDInvalid. It
 	// is the exemplar of the slowest requests' buckets.
 	TraceID string
+	// Traceparent is a W3C traceparent header value as received (1.3; "" =
+	// none), e.g. "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01":
+	// its trace-id is taken at begin as TraceparentTraceID takes it, when
+	// TraceID is "" (TraceID wins). An invalid header is ignored (the
+	// request is still measured) and counted in CounterTraceIDInvalid.
+	Traceparent string
 }
 
-func (r *Registry) stream(seq C.ttft_seq, req *Request) (*Stream, error) {
+// begin runs ttft_begin_checked: the stream, or why the begin was refused
+// (ErrFull, ErrClock, ErrInvalid for a class of another registry).
+func (r *Registry) begin(req *C.ttft_request, t C.uint64_t) (*Stream, error) {
 	defer runtime.KeepAlive(r) // no finalizer may close r during the call
-	if seq == 0 {
-		if req != nil && (req.Class < 0 || int32(req.Class) >= r.classes.Load()) {
-			return nil, ErrInvalid // an unknown class: C counted no drop
-		}
-		return nil, ErrFull
+	var seq C.ttft_seq
+	if rc := C.ttft_begin_checked(r.r, req, t, &seq); rc != 0 {
+		return nil, Errno(rc)
 	}
 	s := &Stream{reg: r, seq: seq}
 	runtime.SetFinalizer(s, (*Stream).finalize)
 	return s, nil
+}
+
+// traceparentCopy is the part of a traceparent header that decides
+// ttft_traceparent_parse's verdict: optional whitespace (space, tab)
+// trimmed, the first 56 bytes (a 56th that is whitespace, which the whole
+// header would refuse, becomes 'x'), each NUL as '?'. So a 1 MB header
+// costs no more than a short one.
+func traceparentCopy(h string) string {
+	h = strings.Trim(h, " \t")
+	if len(h) > 56 {
+		h = h[:56]
+		if h[55] == ' ' || h[55] == '\t' {
+			h = h[:55] + "x"
+		}
+	}
+	return strings.ReplaceAll(h, "\x00", "?")
+}
+
+// TraceparentTraceID is the trace-id of a W3C traceparent header value
+// (1.3, ttft_traceparent_parse): version "00" exactly (00-<32 hex>-<16
+// hex>-<2 hex>, lowercase, ids not all zero), a higher version (not "ff")
+// by the W3C rule (its first four fields, then the end or '-'), whitespace
+// around the value skipped. ok is false when the header is invalid.
+func TraceparentTraceID(header string) (traceID string, ok bool) {
+	p := C.CString(traceparentCopy(header))
+	defer C.free(unsafe.Pointer(p))
+	var out [33]C.char
+	if C.ttft_traceparent_parse(p, &out[0]) != 0 {
+		return "", false
+	}
+	return C.GoStringN(&out[0], 32), true
 }
 
 // Begin starts a stream now (class default). ErrFull when no slot is free
@@ -768,10 +813,12 @@ func (r *Registry) Begin() (*Stream, error) {
 	if err := r.live(); err != nil {
 		return nil, err
 	}
-	return r.stream(C.ttft_begin(r.r, 0), nil)
+	return r.begin(nil, 0)
 }
 
-// BeginAt starts a stream at tNs (not 0).
+// BeginAt starts a stream at tNs (not 0; CLOCK_MONOTONIC ns, as NowNs).
+// ErrClock for a wall-clock time (time.Now().UnixNano()), counted in
+// CounterClockRefused; ErrFull when no slot is free.
 func (r *Registry) BeginAt(tNs uint64) (*Stream, error) {
 	defer runtime.KeepAlive(r) // no finalizer may close r during the call
 	t, err := tArg(tNs)
@@ -781,11 +828,12 @@ func (r *Registry) BeginAt(tNs uint64) (*Stream, error) {
 	if err := r.live(); err != nil {
 		return nil, err
 	}
-	return r.stream(C.ttft_begin(r.r, t), nil)
+	return r.begin(nil, t)
 }
 
 // BeginRequest starts a stream now with request details; ErrInvalid for
-// an unknown class, ErrFull when no slot is free.
+// an unknown class (a Class of another registry: set it per registry),
+// ErrFull when no slot is free.
 func (r *Registry) BeginRequest(req Request) (*Stream, error) {
 	defer runtime.KeepAlive(r) // no finalizer may close r during the call
 	return r.beginReq(req, 0)
@@ -825,7 +873,12 @@ func (r *Registry) beginReq(req Request, t C.uint64_t) (*Stream, error) {
 		defer C.free(unsafe.Pointer(p))
 		*id.dst = p
 	}
-	return r.stream(C.ttft_begin_ex(r.r, &c, t), &req)
+	if req.Traceparent != "" {
+		p := C.CString(traceparentCopy(req.Traceparent))
+		defer C.free(unsafe.Pointer(p))
+		c.traceparent = p
+	}
+	return r.begin(&c, t)
 }
 
 // idRead is how much of an id ttft_begin_ex can read (TTFT_ID_READ: it

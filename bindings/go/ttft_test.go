@@ -558,6 +558,7 @@ func TestConstantsMatchTheHeader(t *testing.T) {
 		"TTFT_EINVAL": int64(ErrInvalid), "TTFT_ESTALE": int64(ErrStale), "TTFT_EFULL": int64(ErrFull),
 		"TTFT_ENOMEM": int64(ErrNoMem), "TTFT_ERANGE": int64(ErrRange), "TTFT_ECORRUPT": int64(ErrCorrupt),
 		"TTFT_EEXIST": int64(ErrExist), "TTFT_EIO": int64(ErrIO), "TTFT_ENOTSUP": int64(ErrNotSupported),
+		"TTFT_ECLOCK": int64(ErrClock), "TTFT_COUNTER_CLOCK_REFUSED": int64(CounterClockRefused),
 	}
 	for k, v := range ours {
 		if hv, has := header[k]; !has || hv != v {

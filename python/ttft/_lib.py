@@ -24,7 +24,7 @@ METRICS = ("ttft", "tpot", "itl", "e2e", "queue", "prefill", "decode",
 COUNTERS = ("begun", "completed", "cancelled", "errors", "dropped", "tokens",
             "stalls", "stalled_seqs", "abandoned", "slo_met", "clock_clamped",
             "preemptions", "no_tpot", "stale", "slo_judged", "trace_id_invalid",
-            "barrier_fallbacks")
+            "barrier_fallbacks", "clock_refused")
 STATUSES = ("completed", "cancelled", "error")
 FORMATS = ("text", "json", "prometheus", "openmetrics", "prometheus_protobuf")
 GAUGES = ("inflight", "live_stalls", "memory", "coarse")
@@ -137,7 +137,9 @@ class Request(ctypes.Structure):
                 ("prefix_hit", ctypes.c_int),
                 # since 1.2
                 ("request_id", ctypes.c_char_p),
-                ("trace_id", ctypes.c_char_p)]
+                ("trace_id", ctypes.c_char_p),
+                # since 1.3 (NULL: none)
+                ("traceparent", ctypes.c_char_p)]
 
 
 class SlowRequest(ctypes.Structure):

@@ -99,11 +99,13 @@ struct ttft_snapshot {
 
 /* Whether class c of s appears in expositions and reports: every class
  * when s->export_idle_classes is set, else only classes that saw a begin
- * (accepted or dropped). The class index stays the class id either way. */
+ * (accepted, dropped or refused for its clock). The class index stays the class id either way. */
 static inline int ttft__class_exported(const ttft_snapshot *s, uint32_t c) {
   if (c >= s->nclasses) return 0;
   if (s->export_idle_classes) return 1;
-  return s->cls[c].ctr[TTFT_COUNTER_BEGUN] != 0 || s->cls[c].ctr[TTFT_COUNTER_DROPPED] != 0;
+  /* a begin tried: accepted, dropped, or refused for a wall-clock time */
+  return s->cls[c].ctr[TTFT_COUNTER_BEGUN] != 0 || s->cls[c].ctr[TTFT_COUNTER_DROPPED] != 0 ||
+         s->cls[c].ctr[TTFT_COUNTER_CLOCK_REFUSED] != 0;
 }
 
 /* A zeroed snapshot with nclasses classes (names empty, every histogram

@@ -226,14 +226,57 @@ TTFT__INLINE ttft__slot *live_slot(ttft_registry *r, int shared, ttft_seq s) {
   return sl;
 }
 
-/* t for an event after `prev`: TTFT_NOW read, backwards time clamped */
+/* Whether t is a wall-clock time (ttft.h, TTFT_ECLOCK): more than
+ * TTFT_CLOCK_AHEAD_NS ahead of r's clock, and within that of the wall
+ * clock's now (CLOCK_REALTIME). Past the horizon (a reading of r's clock +
+ * a day) and below the wall floor (a CLOCK_REALTIME reading - a day) is a
+ * synthetic timeline run ahead of the clock: two loads, no clock read.
+ * The clocks are read only for a t above both (a wall-clock time, or once
+ * a day); each reading raises its bound. The wall clock only moves
+ * forward but for a step back: one of more than a day leaves the floor
+ * too high until then, and a wall-clock t under it is accepted. */
+__attribute__((noinline, cold)) static int clock_ahead_slow(ttft_registry *r, uint64_t t) {
+  /* relaxed, all four: bounds, nothing is published with them; two racing
+   * stores leave either, both valid (each was a reading +/- a day) */
+  if (t < atomic_load_explicit(&r->wall_floor, memory_order_relaxed)) return 0;
+  uint64_t h = ttft__now(r) + TTFT_CLOCK_AHEAD_NS;
+  if (h > atomic_load_explicit(&r->horizon, memory_order_relaxed))
+    atomic_store_explicit(&r->horizon, h, memory_order_relaxed);
+  if (t <= h) return 0;
+  struct timespec ts;
+  if (clock_gettime(CLOCK_REALTIME, &ts) != 0) return 0;
+  uint64_t w = (uint64_t)ts.tv_sec * UINT64_C(1000000000) + (uint64_t)ts.tv_nsec;
+  if (w > TTFT_CLOCK_AHEAD_NS &&
+      w - TTFT_CLOCK_AHEAD_NS > atomic_load_explicit(&r->wall_floor, memory_order_relaxed))
+    atomic_store_explicit(&r->wall_floor, w - TTFT_CLOCK_AHEAD_NS, memory_order_relaxed);
+  return t + TTFT_CLOCK_AHEAD_NS >= w && t <= w + TTFT_CLOCK_AHEAD_NS;
+}
+TTFT__INLINE int clock_ahead(ttft_registry *r, uint64_t t) {
+  /* relaxed: as above */
+  if (TTFT_LIKELY(t <= atomic_load_explicit(&r->horizon, memory_order_relaxed))) return 0;
+  return clock_ahead_slow(r, t);
+}
+
+/* event_time's rare case: t before prev, or more than a day after it.
+ * Clamped to prev (and counted) when it went backwards or is a wall-clock
+ * time; a real gap of more than a day (or a synthetic timeline's) is kept. */
+__attribute__((noinline, cold)) static uint64_t event_time_odd(ttft_registry *r, int shared,
+                                                              ttft__crec *cr, uint64_t t,
+                                                              uint64_t prev) {
+  if (t > prev && !clock_ahead(r, t)) return t;
+  ctr_add(shared, &cr->ctr[TTFT_COUNTER_CLOCK_CLAMPED], 1);
+  return prev;
+}
+
+/* t for an event after `prev`: TTFT_NOW read; backwards time and
+ * wall-clock times clamped (one more compare than before, in the general
+ * paths only: the token fast path leaves for them on its own tests, as
+ * every gap beyond the stall budget, at most a day, does) */
 TTFT__INLINE uint64_t event_time(ttft_registry *r, int shared, ttft__crec *cr,
                                   uint64_t t, uint64_t prev) {
   if (t == TTFT_NOW) t = ttft__now(r);
-  if (TTFT_UNLIKELY(t < prev)) {
-    ctr_add(shared, &cr->ctr[TTFT_COUNTER_CLOCK_CLAMPED], 1);
-    t = prev;
-  }
+  if (TTFT_UNLIKELY(t < prev || t - prev > TTFT_CLOCK_AHEAD_NS))
+    t = event_time_odd(r, shared, cr, t, prev);
   return t;
 }
 
@@ -269,6 +312,52 @@ static int trace_parse(const char *s, uint64_t out[2]) {
   out[0] = v[0];
   out[1] = v[1];
   return 1;
+}
+
+/* hex digit value + 1 of c, 0 for anything else (lowercase only, as W3C
+ * trace-context requires) */
+static unsigned hex1(char c) {
+  if (c >= '0' && c <= '9') return (unsigned)(c - '0') + 1;
+  if (c >= 'a' && c <= 'f') return (unsigned)(c - 'a') + 11;
+  return 0;
+}
+
+/* n lowercase hex digits at s, not all zero when nonzero is set */
+static int hex_field(const char *s, unsigned n, int nonzero) {
+  unsigned any = 0;
+  for (unsigned i = 0; i < n; i++) {
+    unsigned d = hex1(s[i]);
+    if (!d) return 0; /* the NUL of a shorter string too: nothing past it is read */
+    any |= d - 1;
+  }
+  return !nonzero || any;
+}
+
+/* W3C trace-context, "traceparent Header" and "Versioning of traceparent":
+ * version-format = trace-id "-" parent-id "-" trace-flags (version 00),
+ * 55 characters; a higher version is parsed for its first four fields
+ * when at least 55 characters are there, followed by the end or '-'. */
+int ttft_traceparent_parse(const char *h, char out[33]) {
+  if (out) out[0] = '\0';
+  if (!h) return TTFT_EINVAL;
+  while (*h == ' ' || *h == '\t') h++;
+  /* version: 2 lowercase hex digits, "ff" forbidden */
+  if (!hex_field(h, 2, 0) || (h[0] == 'f' && h[1] == 'f') || h[2] != '-') return TTFT_EINVAL;
+  if (!hex_field(h + 3, 32, 1) || h[35] != '-') return TTFT_EINVAL;
+  if (!hex_field(h + 36, 16, 1) || h[52] != '-') return TTFT_EINVAL;
+  if (!hex_field(h + 53, 2, 0)) return TTFT_EINVAL;
+  const char *end = h + 55;
+  if (h[0] == '0' && h[1] == '0') {
+    while (*end == ' ' || *end == '\t') end++;
+    if (*end) return TTFT_EINVAL; /* version 00 is exactly its four fields */
+  } else if (*end != '\0' && *end != '-' && *end != ' ' && *end != '\t') {
+    return TTFT_EINVAL;
+  }
+  if (out) {
+    memcpy(out, h + 3, 32);
+    out[32] = '\0';
+  }
+  return TTFT_OK;
 }
 
 /* The request id in s copied into the slot's id words: at most
@@ -326,18 +415,30 @@ __attribute__((noinline, cold)) static void ids_store(ttft_registry *r, ttft__sh
   if (r->reqid) TTFT__ST(&r->reqid[idx].tag, (uint64_t)gen << 32 | ids);
 }
 
+/* *why: TTFT_EFULL or TTFT_ECLOCK when it returns 0 */
 static ttft_seq begin_common(ttft_registry *r, uint32_t cls, uint32_t prompt_tokens,
-                             int prefix_hit, uint64_t t, const char *rid, const char *tid) {
+                             int prefix_hit, uint64_t t, const char *rid, const char *tid,
+                             int *why) {
   ttft__shard *sh = ttft__shard_for_call(r);
   ttft__crec *cr = crec_of(sh, cls);
   /* a private shard's plain counter updates are bracketed too, so that a
    * hook called from a signal handler in the middle of them records
    * through the shared shard instead (ttft__shard_for_call) */
   if (!sh->shared) call_enter_noslot(r, sh);
+  /* a wall-clock t (time.time_ns(), system_clock): refused before it
+   * takes a slot. One load and compare; the clocks are read only past the
+   * horizon (clock_ahead) */
+  if (TTFT_UNLIKELY(t != TTFT_NOW && clock_ahead(r, t))) {
+    ctr_add(sh->shared, &cr->ctr[TTFT_COUNTER_CLOCK_REFUSED], 1);
+    if (!sh->shared) call_leave_noslot(sh);
+    *why = TTFT_ECLOCK;
+    return 0;
+  }
   uint32_t s1 = ttft__slot_acquire(r, sh);
   if (TTFT_UNLIKELY(!s1)) {
     ctr_add(sh->shared, &cr->ctr[TTFT_COUNTER_DROPPED], 1);
     if (!sh->shared) call_leave_noslot(sh);
+    *why = TTFT_EFULL;
     return 0;
   }
   if (t == TTFT_NOW) t = ttft__now(r);
@@ -355,7 +456,11 @@ static ttft_seq begin_common(ttft_registry *r, uint32_t cls, uint32_t prompt_tok
   TTFT__ST(&sl->t_event, t);
   TTFT__ST(&sl->tokens, 0);
   TTFT__ST(&sl->max_gap, 0);
-  TTFT__ST(&sl->stall_ns, r->classes[cls].slo.stall_threshold_ns);
+  /* at most a day: a gap beyond it leaves the token fast path, whose
+   * general path clamps a wall-clock time (event_time); the stall test
+   * reads a budget above a day from the class (ttft__slot_stall_ns) */
+  uint64_t stall_ns = r->classes[cls].slo.stall_threshold_ns;
+  TTFT__ST(&sl->stall_ns, stall_ns < TTFT_CLOCK_AHEAD_NS ? stall_ns : TTFT_CLOCK_AHEAD_NS);
   TTFT__ST(&sl->t_preempt, 0);
   TTFT__ST(&sl->flags, 0);
   TTFT__ST(&sl->stalls, 0);
@@ -384,22 +489,42 @@ static ttft_seq begin_common(ttft_registry *r, uint32_t cls, uint32_t prompt_tok
 
 ttft_seq ttft_begin(ttft_registry *r, uint64_t t_ns) {
   if (!r) return 0;
-  return begin_common(r, 0, 0, -1, t_ns, NULL, NULL);
+  int why;
+  return begin_common(r, 0, 0, -1, t_ns, NULL, NULL, &why);
 }
 
-ttft_seq ttft_begin_ex(ttft_registry *r, const ttft_request *req, uint64_t t_ns) {
-  if (!r) return 0;
+/* A trace id for begin: trace_id as given, else the traceparent's (an
+ * invalid header becomes "", which ids_store counts as invalid). */
+__attribute__((noinline, cold)) static const char *traceparent_id(const char *h, char buf[33]) {
+  ttft_traceparent_parse(h, buf); /* "" when invalid */
+  return buf;
+}
+
+int ttft_begin_checked(ttft_registry *r, const ttft_request *req, uint64_t t_ns, ttft_seq *out) {
+  if (out) *out = 0;
+  if (!r || !out) return TTFT_EINVAL;
   ttft_request q;
   ttft_request_init(&q);
   if (req) {
-    if (req->struct_size < sizeof(size_t) || req->struct_size > sizeof q) return 0;
+    if (req->struct_size < sizeof(size_t) || req->struct_size > sizeof q) return TTFT_EINVAL;
     memcpy(&q, req, req->struct_size);
   }
   /* acquire: the class entry and its shard records are published (class_add) */
   uint32_t n = atomic_load_explicit(&r->nclasses, memory_order_acquire);
-  if (q.class_id < 0 || (uint32_t)q.class_id >= n) return 0;
-  return begin_common(r, (uint32_t)q.class_id, q.prompt_tokens, q.prefix_hit, t_ns, q.request_id,
-                      q.trace_id);
+  if (q.class_id < 0 || (uint32_t)q.class_id >= n) return TTFT_EINVAL;
+  char tp[33];
+  const char *tid = q.trace_id;
+  if (TTFT_UNLIKELY(!tid && q.traceparent)) tid = traceparent_id(q.traceparent, tp);
+  int why = TTFT_OK;
+  *out = begin_common(r, (uint32_t)q.class_id, q.prompt_tokens, q.prefix_hit, t_ns, q.request_id,
+                      tid, &why);
+  return *out ? TTFT_OK : why;
+}
+
+ttft_seq ttft_begin_ex(ttft_registry *r, const ttft_request *req, uint64_t t_ns) {
+  ttft_seq s;
+  ttft_begin_checked(r, req, t_ns, &s);
+  return s;
 }
 
 /* ------------------------------------------------------------------- mark */
@@ -607,7 +732,8 @@ __attribute__((noinline)) static int emit_in_call(ttft_registry *r, ttft__shard 
     uint64_t t_last = TTFT__LD(&sl->t_last), gap = t - t_last;
     if (TTFT_UNLIKELY((em & 0x7FFFu) == 0)) seq_gaps_halve(sl);
     /* before record_gap: the sequence's usual gap is read without this one */
-    if (TTFT_UNLIKELY(gap > TTFT__LD(&sl->stall_ns))) stall_seen(r, sh, cr, sl, t_last, t, em);
+    if (TTFT_UNLIKELY(gap > TTFT__LD(&sl->stall_ns)) && gap > ttft__slot_stall_ns(r, sl))
+      stall_seen(r, sh, cr, sl, t_last, t, em);
     record_gap(r, shared, cr, sl, gap, n_tokens);
   } else {
     first_emission(r, sh, cr, sl, t);

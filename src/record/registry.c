@@ -801,6 +801,9 @@ ttft_registry *ttft_registry_new(const ttft_config *cfg) {
     goto fail;
   registry_meta(r, &c);
   r->t_created = ttft_now_ns();
+  /* relaxed: nothing else is published by it; r is not shared yet */
+  atomic_store_explicit(&r->horizon, ttft__now(r) + TTFT_CLOCK_AHEAD_NS, memory_order_relaxed);
+  atomic_store_explicit(&r->wall_floor, 0, memory_order_relaxed);
 
 #ifdef TTFT_HAVE_PTHREADS
   pthread_once(&g_fork_once, fork_handlers_install);
@@ -917,7 +920,7 @@ void ttft__scan_slots(const ttft_registry *r, uint64_t now, uint64_t *inflight,
     live++;
     if (!TTFT__LD(&sl->emissions)) continue;
     uint64_t last = TTFT__LD(&sl->t_last);
-    if (now > last && now - last > TTFT__LD(&sl->stall_ns)) stuck++;
+    if (now > last && now - last > ttft__slot_stall_ns(r, sl)) stuck++;
   }
   *inflight = live;
   *stalled = stuck;

@@ -423,6 +423,16 @@ struct ttft_registry {
   ttft_clock clock;
   uint64_t t_created;
   uint64_t stall_ns;
+  /* a clock reading + TTFT_CLOCK_AHEAD_NS: a timestamp up to it is not a
+   * wall-clock time, whatever the clock reads now (hooks.c, clock_ahead).
+   * Raised (relaxed: any value stored is a valid bound) only by a call
+   * that sees a timestamp past it, so a begin checks one load */
+  _Atomic uint64_t horizon;
+  /* a CLOCK_REALTIME reading - TTFT_CLOCK_AHEAD_NS (0 before the first):
+   * a timestamp below it is no wall-clock time either (a synthetic
+   * timeline run ahead of the clock), without reading the clocks again.
+   * Raised like horizon (relaxed). */
+  _Atomic uint64_t wall_floor;
   uint32_t n_band_edges;
   uint32_t band_edges[TTFT_MAX_BANDS - 1];
   uint32_t prefix_min;            /* config.prefix_hit_min_tokens          */
@@ -580,6 +590,16 @@ TTFT_HIDDEN void ttft__slow_claim_drop(void);
 TTFT_HIDDEN uint64_t ttft__clock_read(ttft_clock c);
 TTFT_HIDDEN int ttft__tsc_usable(void);
 TTFT_HIDDEN void ttft__clock_fork_child(void);
+
+/* The stall budget of slot sl's sequence. The slot keeps it capped at
+ * TTFT_CLOCK_AHEAD_NS, so that any gap beyond a day leaves the token fast
+ * path (hooks.c, event_time); a capped one is read from the class (fixed
+ * once class_add published it). */
+static inline uint64_t ttft__slot_stall_ns(const ttft_registry *r, const ttft__slot *sl) {
+  uint64_t ns = TTFT__LD(&sl->stall_ns);
+  if (TTFT_LIKELY(ns < TTFT_CLOCK_AHEAD_NS)) return ns;
+  return r->classes[TTFT__LD(&sl->cls)].slo.stall_threshold_ns;
+}
 
 /* CLOCK_MONOTONIC in ns, inlined into the hooks (ttft_now_ns is exported,
  * so calling it from inside the library would go through the PLT) */

@@ -95,7 +95,11 @@ const ttft__prom_ctr_def ttft__prom_ctrs[] = {
      "Ended streams with fewer than two tokens, which have no TPOT."},
     {TTFT_COUNTER_PREEMPTIONS, "preemptions", "Times a sequence was preempted by the scheduler."},
     {TTFT_COUNTER_CLOCK_CLAMPED, "clock_clamped",
-     "Timestamps earlier than the sequence's previous event, clamped to it."},
+     "Timestamps earlier than the sequence's previous event, or more than a day ahead of the "
+     "monotonic clock (a wall-clock time), clamped to that event."},
+    {TTFT_COUNTER_CLOCK_REFUSED, "clock_refused",
+     "Begins refused because their timestamp was more than a day ahead of the monotonic clock: "
+     "a wall-clock time (time.time_ns(), system_clock) passed for a monotonic one."},
 };
 const size_t ttft__prom_nctrs = sizeof ttft__prom_ctrs / sizeof ttft__prom_ctrs[0];
 

@@ -275,13 +275,18 @@ static void section_counts(ttft__sb *sb, const ttft_snapshot *s) {
                   (unsigned long long)c[TTFT_COUNTER_NO_TPOT]);
   ttft__sb_printf(sb, "stale hook calls (handle ended or unknown): %llu\n",
                   (unsigned long long)c[TTFT_COUNTER_STALE]);
+  if (c[TTFT_COUNTER_CLOCK_REFUSED])
+    ttft__sb_printf(sb, "begins refused, wall-clock time passed for a monotonic one "
+                        "(TTFT_ECLOCK): %llu\n",
+                    (unsigned long long)c[TTFT_COUNTER_CLOCK_REFUSED]);
   if (c[TTFT_COUNTER_BARRIER_FALLBACKS])
     ttft__sb_printf(sb, "reclaim barrier fallbacks (membarrier failed, signals used): %llu\n",
                     (unsigned long long)c[TTFT_COUNTER_BARRIER_FALLBACKS]);
   legend(sb, "dropped = begins refused for want of a slot: those streams are not measured at all");
   legend(sb, "stalls are counted and reported, not part of the SLO; stalled now = in flight, silent for");
   legend(sb, "  longer than the stall budget right now (a stream stuck forever never closes its gap)");
-  legend(sb, "clock clamps = timestamps earlier than the stream's previous event, clamped to it (gap 0)");
+  legend(sb, "clock clamps = timestamps earlier than the stream's previous event, or a wall-clock time");
+  legend(sb, "  (more than a day ahead of the monotonic clock), clamped to that event (gap 0)");
   legend(sb, "ended without TPOT = streams of fewer than 2 output tokens: counted here, not as a TPOT of 0");
   ttft__sb_puts(sb, "\n");
 }

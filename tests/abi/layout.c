@@ -68,6 +68,7 @@ int main(void) {
   OFF(ttft_request, prefix_hit);
   OFF(ttft_request, request_id);
   OFF(ttft_request, trace_id);
+  OFF(ttft_request, traceparent);
 
   SIZE(ttft_seq_info);
   OFF(ttft_seq_info, struct_size);

@@ -1009,6 +1009,73 @@ void test_client_ids() {
   }
 }
 
+// 1.3 (issue 32.4, 32.7): a traceparent header as received; a wall-clock
+// time refused at begin with TTFT_ECLOCK, counted
+void test_traceparent_and_clock() {
+  const std::string tid = "4bf92f3577b34da6a3ce929d0e0e4736";
+  const std::string tp = "00-" + tid + "-00f067aa0ba902b7-01";
+  EXPECT_TRUE(ttft::traceparent_trace_id(tp) == tid);
+  EXPECT_TRUE(ttft::traceparent_trace_id(" " + tp + "\t") == tid);
+  EXPECT_TRUE(ttft::traceparent_trace_id("cc-" + tid + "-00f067aa0ba902b7-01-future") == tid);
+  EXPECT_TRUE(!ttft::traceparent_trace_id(tp + "-extra"));      // version 00: 4 fields
+  EXPECT_TRUE(!ttft::traceparent_trace_id(tp + " x"));          // cut at 56 still refused
+  EXPECT_TRUE(!ttft::traceparent_trace_id(tp + std::string(300, ' ') + "x"));
+  EXPECT_TRUE(ttft::traceparent_trace_id(tp + std::string(300, ' ')) == tid);
+  EXPECT_TRUE(!ttft::traceparent_trace_id("ff-" + tid + "-00f067aa0ba902b7-01"));
+  EXPECT_TRUE(!ttft::traceparent_trace_id(tid));
+  std::string nul = tp;
+  nul[54] = '\0';  // a NUL is not the end of a string_view
+  EXPECT_TRUE(!ttft::traceparent_trace_id(nul));
+
+  ttft::Registry reg(ttft::Config().max_inflight(4).max_threads(2).slowest_k(4));
+  {
+    ttft::Request q;
+    q.traceparent(std::string_view(tp));
+    ttft::Request copy = q;  // holds its own copy
+    q = ttft::Request();
+    ttft::Stream s = reg.begin(copy, T0);
+    EXPECT_EQ(s.token(1, T0 + 2000000), TTFT_OK);
+    EXPECT_EQ(s.end(TTFT_COMPLETED, T0 + 3000000), TTFT_OK);
+    ttft::Stream b = reg.begin(ttft::Request().traceparent("00-" + tid + "-0000000000000000-01"), T0);
+    EXPECT_EQ(b.token(1, T0 + 1000000), TTFT_OK);
+    EXPECT_EQ(b.end(TTFT_COMPLETED, T0 + 1000000), TTFT_OK);
+  }
+  ttft::Snapshot snap = reg.snapshot();
+  std::vector<ttft_slow_request> v = snap.slowest(TTFT_SLOWEST_TTFT);
+  EXPECT_EQ(v.size(), std::size_t{2});
+  if (v.size() == 2) {
+    EXPECT_STREQ(v[0].trace_id, tid);
+    EXPECT_STREQ(v[1].trace_id, "");
+  }
+  EXPECT_EQ(snap.counter(TTFT_COUNTER_TRACE_ID_INVALID), std::uint64_t{1});
+
+  // wall clock: what system_clock::now().time_since_epoch() counts
+  const auto wall = static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(
+          std::chrono::system_clock::now().time_since_epoch()).count());
+  ttft::Stream w = reg.begin(wall);
+  EXPECT_TRUE(!w);
+  int rc = 1;
+  ttft::Stream w2 = reg.try_begin(ttft::Request(), rc, wall);
+  EXPECT_TRUE(!w2);
+  EXPECT_EQ(rc, int{TTFT_ECLOCK});
+  EXPECT_TRUE(std::string(ttft_strerror(rc)).find("CLOCK_MONOTONIC") != std::string::npos);
+  ttft::Stream ok = reg.try_begin(rc);
+  EXPECT_EQ(rc, int{TTFT_OK});
+  EXPECT_TRUE(static_cast<bool>(ok));
+  ttft::Stream other = reg.try_begin(ttft::Request().cls(ttft::Class(7)), rc);
+  EXPECT_EQ(rc, int{TTFT_EINVAL});  // a class of another registry
+  EXPECT_EQ(ok.end(TTFT_COMPLETED), TTFT_OK);
+  EXPECT_EQ(counter(reg, TTFT_COUNTER_CLOCK_REFUSED), std::uint64_t{2});
+  EXPECT_EQ(counter(reg, TTFT_COUNTER_DROPPED), std::uint64_t{0});
+  try {
+    ttft::check(rc = TTFT_ECLOCK);
+    EXPECT_TRUE(false);
+  } catch (const ttft::Error &e) {
+    EXPECT_EQ(e.code(), int{TTFT_ECLOCK});
+  }
+}
+
 #ifdef TTFT_TEST_HTTP
 void test_http() {
   ttft::Registry reg = small_registry();
@@ -1039,6 +1106,7 @@ int main() {
   test_slo_judged();
   test_slowest();
   test_client_ids();
+  test_traceparent_and_clock();
 #ifdef TTFT_TEST_HTTP
   test_http();
 #endif

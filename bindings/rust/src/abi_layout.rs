@@ -88,7 +88,7 @@ fn struct_layout_matches_the_header() {
         }
     );
     layout!(got, ttft_slo { struct_size, ttft_ns, tpot_ns, e2e_ns, stall_threshold_ns });
-    layout!(got, ttft_request { struct_size, class_id, prompt_tokens, prefix_hit, request_id, trace_id });
+    layout!(got, ttft_request { struct_size, class_id, prompt_tokens, prefix_hit, request_id, trace_id, traceparent });
     layout!(
         got,
         ttft_seq_info {
@@ -242,6 +242,7 @@ fn constants_match_the_header() {
         ("TTFT_COUNTER_SLO_JUDGED", Counter::SLO_JUDGED.0.into()),
         ("TTFT_COUNTER_TRACE_ID_INVALID", Counter::TRACE_ID_INVALID.0.into()),
         ("TTFT_COUNTER_BARRIER_FALLBACKS", Counter::BARRIER_FALLBACKS.0.into()),
+        ("TTFT_COUNTER_CLOCK_REFUSED", Counter::CLOCK_REFUSED.0.into()),
         ("TTFT_COMPLETED", Status::COMPLETED.0.into()),
         ("TTFT_CANCELLED", Status::CANCELLED.0.into()),
         ("TTFT_ERROR", Status::ERROR.0.into()),
@@ -281,6 +282,7 @@ fn constants_match_the_header() {
         ("TTFT_EEXIST", Error::Exists.code().into()),
         ("TTFT_EIO", Error::Io.code().into()),
         ("TTFT_ENOTSUP", Error::NotSupported.code().into()),
+        ("TTFT_ECLOCK", Error::Clock.code().into()),
     ];
     let bad: Vec<String> = ours
         .iter()

@@ -87,6 +87,8 @@ pub struct ttft_request {
     // since 1.2 (NULL: none)
     pub request_id: *const c_char,
     pub trace_id: *const c_char,
+    // since 1.3 (NULL: none)
+    pub traceparent: *const c_char,
 }
 
 #[repr(C)]
@@ -159,8 +161,14 @@ extern "C" {
     pub fn ttft_class_add(r: *mut ttft_registry, name: *const c_char, slo: *const ttft_slo) -> c_int;
     pub fn ttft_class_find(r: *const ttft_registry, name: *const c_char) -> c_int;
 
+    #[allow(dead_code)]
     pub fn ttft_begin(r: *mut ttft_registry, t_ns: u64) -> u64;
+    // the bindings begin with ttft_begin_checked (1.3), which says why a
+    // begin was refused; these two stay mirrored
+    #[allow(dead_code)]
     pub fn ttft_begin_ex(r: *mut ttft_registry, req: *const ttft_request, t_ns: u64) -> u64;
+    pub fn ttft_begin_checked(r: *mut ttft_registry, req: *const ttft_request, t_ns: u64, out: *mut u64) -> c_int;
+    pub fn ttft_traceparent_parse(header: *const c_char, trace_id_out: *mut c_char) -> c_int;
     pub fn ttft_mark(r: *mut ttft_registry, s: u64, phase: c_int, t_ns: u64) -> c_int;
     pub fn ttft_token_emitted(r: *mut ttft_registry, s: u64, n_tokens: u32, t_ns: u64) -> c_int;
     pub fn ttft_stream_end(r: *mut ttft_registry, s: u64, status: c_int, t_ns: u64) -> c_int;

@@ -109,6 +109,11 @@ pub enum Error {
     /// `TTFT_ENOTSUP` (-9): not supported by this build, or a library of
     /// another major version.
     NotSupported,
+    /// `TTFT_ECLOCK` (-10, 1.3): a begin given a wall-clock timestamp
+    /// (`SystemTime`, `time.time_ns()`, CLOCK_REALTIME) where the library's
+    /// monotonic clock is expected (CLOCK_MONOTONIC: [`now_ns`], 0 = now);
+    /// counted in [`Counter::CLOCK_REFUSED`].
+    Clock,
     /// A negative code these bindings do not know (a newer library).
     Other(i32),
     /// `TTFT_EINVAL` (-1) for a configuration the library refuses, with the
@@ -133,6 +138,7 @@ impl Error {
             -7 => Error::Exists,
             -8 => Error::Io,
             -9 => Error::NotSupported,
+            -10 => Error::Clock,
             c => Error::Other(c),
         })
     }
@@ -149,6 +155,7 @@ impl Error {
             Error::Exists => -7,
             Error::Io => -8,
             Error::NotSupported => -9,
+            Error::Clock => -10,
             Error::Other(c) => *c,
         }
     }
@@ -302,7 +309,8 @@ c_enum!(
     ABANDONED = 8,
     /// Ended streams that met their class's SLO.
     SLO_MET = 9,
-    /// Timestamps earlier than the sequence's previous event (clamped).
+    /// Timestamps earlier than the sequence's previous event, or wall-clock
+    /// times after a monotonic begin (clamped).
     CLOCK_CLAMPED = 10,
     /// PREEMPTED marks.
     PREEMPTIONS = 11,
@@ -321,6 +329,9 @@ c_enum!(
     /// because it failed at run time (1.2; registry-wide). Since 1.3:
     /// fences, the recording threads' acknowledgements, /proc; no signal.
     BARRIER_FALLBACKS = 16,
+    /// Begins refused with [`Error::Clock`]: a wall-clock timestamp passed
+    /// for a monotonic one (1.3). Should stay 0.
+    CLOCK_REFUSED = 17,
 });
 
 c_enum!(
@@ -622,11 +633,24 @@ pub struct Request {
     /// measured) and counted in [`Counter::TRACE_ID_INVALID`]. Attached as
     /// the exemplar of the slowest requests' buckets.
     pub trace_id: Option<String>,
+    /// A W3C `traceparent` header value as received (1.3): its trace-id is
+    /// taken at begin as [`traceparent_trace_id`] takes it, when
+    /// `trace_id` is `None` (`trace_id` wins). An invalid header is
+    /// ignored (the request is still measured) and counted in
+    /// [`Counter::TRACE_ID_INVALID`].
+    pub traceparent: Option<String>,
 }
 
 impl Default for Request {
     fn default() -> Request {
-        Request { class: Class::DEFAULT, prompt_tokens: 0, prefix_hit: None, request_id: None, trace_id: None }
+        Request {
+            class: Class::DEFAULT,
+            prompt_tokens: 0,
+            prefix_hit: None,
+            request_id: None,
+            trace_id: None,
+            traceparent: None,
+        }
     }
 }
 
@@ -675,6 +699,18 @@ impl Request {
         self.trace_id = Some(lossy_id(id));
         self
     }
+    /// Sets the W3C `traceparent` header value as received (1.3), e.g.
+    /// `"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"`.
+    pub fn traceparent(mut self, header: &str) -> Request {
+        self.traceparent = Some(traceparent_copy(header.as_bytes()));
+        self
+    }
+    /// Sets the `traceparent` header from bytes as a client sent them
+    /// (any bytes: an invalid header is counted at begin, never an error).
+    pub fn traceparent_bytes(mut self, header: &[u8]) -> Request {
+        self.traceparent = Some(traceparent_copy(header));
+        self
+    }
     fn to_c(&self) -> ffi::ttft_request {
         ffi::ttft_request {
             struct_size: std::mem::size_of::<ffi::ttft_request>(),
@@ -683,8 +719,43 @@ impl Request {
             prefix_hit: prefix_arg(self.prefix_hit),
             request_id: std::ptr::null(),
             trace_id: std::ptr::null(),
+            traceparent: std::ptr::null(),
         }
     }
+}
+
+/// The bytes of a traceparent header that decide ttft_traceparent_parse's
+/// verdict: optional whitespace (space, tab) trimmed, the first 56
+/// characters (a 56th that is whitespace, which the whole header would
+/// refuse, becomes `x`), each NUL and non-ASCII byte as `?` (neither is
+/// valid there). So a 1 MB header costs no more than a short one.
+fn traceparent_copy(h: &[u8]) -> String {
+    let ows = |c: &u8| *c == b' ' || *c == b'\t';
+    let start = h.iter().position(|c| !ows(c)).unwrap_or(h.len());
+    let end = h.iter().rposition(|c| !ows(c)).map_or(start, |i| i + 1);
+    let t = &h[start..end.max(start)];
+    let mut v: Vec<u8> = t[..t.len().min(56)].iter().map(|&c| if c == 0 || c >= 0x80 { b'?' } else { c }).collect();
+    if v.len() == 56 && ows(&v[55]) {
+        v[55] = b'x';
+    }
+    String::from_utf8(v).unwrap_or_default() // ASCII only: never the default
+}
+
+/// The trace-id of a W3C `traceparent` header value (1.3;
+/// `ttft_traceparent_parse`): version `00` exactly
+/// (`00-<32 hex>-<16 hex>-<2 hex>`, lowercase, ids not all zero), a higher
+/// version (not `ff`) by the W3C rule (its first four fields, then the end
+/// or `-`), whitespace around the value skipped. `None` when invalid.
+pub fn traceparent_trace_id(header: &str) -> Option<String> {
+    let c = CString::new(traceparent_copy(header.as_bytes())).ok()?;
+    let mut out = [0 as c_char; 33];
+    // SAFETY: c is NUL-terminated; out has the 33 bytes the call writes.
+    let rc = unsafe { ffi::ttft_traceparent_parse(c.as_ptr(), out.as_mut_ptr()) };
+    if rc != 0 {
+        return None;
+    }
+    let bytes: Vec<u8> = out[..32].iter().map(|&b| b as u8).collect();
+    String::from_utf8(bytes).ok()
 }
 
 /// How much of an id ttft_begin_ex can read (TTFT_ID_READ): it keeps at most
@@ -1183,30 +1254,33 @@ impl Registry {
         check(rc).map(|()| Class(rc))
     }
 
-    fn stream(&self, seq: u64) -> Result<Stream> {
-        if seq == 0 {
-            Err(Error::Full)
-        } else {
-            Ok(Stream { reg: self.clone(), seq, done: false })
-        }
+    /// ttft_begin_checked: the handle, or why the begin was refused.
+    fn begin_c(&self, req: Option<&ffi::ttft_request>, t: u64) -> Result<Stream> {
+        let mut seq = 0u64;
+        let p = req.map_or(std::ptr::null(), |r| r as *const ffi::ttft_request);
+        // SAFETY: valid registry; req NULL or a valid request; seq writable.
+        check(unsafe { ffi::ttft_begin_checked(self.raw(), p, t, &mut seq) })?;
+        Ok(Stream { reg: self.clone(), seq, done: false })
     }
 
     /// Starts a stream now (class default). [`Error::Full`] when no slot
     /// is free (counted as DROPPED). Lock-free, no allocation in C.
     pub fn begin(&self) -> Result<Stream> {
-        // SAFETY: valid registry.
-        self.stream(unsafe { ffi::ttft_begin(self.raw(), 0) })
+        self.begin_c(None, 0)
     }
 
     /// Starts a stream at `t_ns` (CLOCK_MONOTONIC ns, not 0).
+    /// [`Error::Clock`] for a wall-clock time (`SystemTime::now()` since
+    /// the epoch), counted as CLOCK_REFUSED; [`Error::Full`] when no slot
+    /// is free.
     pub fn begin_at(&self, t_ns: u64) -> Result<Stream> {
         let t = t_arg(t_ns)?;
-        // SAFETY: valid registry.
-        self.stream(unsafe { ffi::ttft_begin(self.raw(), t) })
+        self.begin_c(None, t)
     }
 
     /// Starts a stream now with request details. [`Error::Full`] when no
-    /// slot is free; [`Error::InvalidArgument`] for an unknown class.
+    /// slot is free; [`Error::InvalidArgument`] for an unknown class (a
+    /// [`Request::class`] of another registry: set it per registry).
     pub fn begin_with(&self, req: &Request) -> Result<Stream> {
         self.begin_req(req, 0)
     }
@@ -1222,26 +1296,21 @@ impl Registry {
         // No value of an id fails a begin (it is what a client sent).
         let rid = req.request_id.as_deref().map(id_cstring);
         let tid = req.trace_id.as_deref().map(id_cstring);
+        // a header set through the builders is short already; a field set
+        // by hand is cut the same way (the verdict does not change)
+        let tp = req.traceparent.as_deref().map(|h| id_cstring(&traceparent_copy(h.as_bytes())));
         if let Some(c) = &rid {
             r.request_id = c.as_ptr();
         }
         if let Some(c) = &tid {
             r.trace_id = c.as_ptr();
         }
-        // SAFETY: valid registry and request.
-        let seq = unsafe { ffi::ttft_begin_ex(self.raw(), &r, t) };
-        if seq == 0 && !self.class_known(req.class) {
-            return Err(Error::InvalidArgument); // not a full table: C did not count a drop
+        if let Some(c) = &tp {
+            r.traceparent = c.as_ptr();
         }
-        self.stream(seq)
-    }
-
-    /// ttft_begin_ex returns 0 both for a full table and an unknown class;
-    /// class ids are dense and only this registry's add_class makes them.
-    fn class_known(&self, c: Class) -> bool {
-        // Relaxed: a class id is published to the caller by add_class's
-        // return value, which happens-before any begin that names it.
-        c.0 >= 0 && c.0 < self.inner.classes.load(Ordering::Relaxed)
+        // Errors: InvalidArgument (a class of another registry), Full,
+        // Clock (a wall-clock t).
+        self.begin_c(Some(&r), t)
     }
 
     /// Starts a stream now whose handle may be cloned into several owners
