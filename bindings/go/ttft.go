@@ -37,7 +37,7 @@ package ttft
 /*
 #include <stdlib.h>
 #include <string.h>
-#include "ttft.h"
+#include "ttft_cgo.h"
 */
 import "C"
 
