@@ -27,7 +27,8 @@ tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 
 cc -std=c11 -O2 -I include bench/bindings_cost.c -L "$BUILD" -Wl,-rpath,"$BUILD" -lttft -o "$tmp/c"
-(cd bindings/rust && CARGO_TARGET_DIR="$BUILD/cargo-target" TTFT_LIB_DIR="$BUILD" \
+# TTFT_STATIC=0: the shared library, as C, Go and Python call it here
+(cd bindings/rust && CARGO_TARGET_DIR="$BUILD/cargo-target" TTFT_LIB_DIR="$BUILD" TTFT_STATIC=0 \
    cargo build --offline --release --quiet --example token_cost)
 rust="$BUILD/cargo-target/release/examples/token_cost"
 (cd bindings/go && CGO_CFLAGS="-I$REPO/include" CGO_LDFLAGS="-L$BUILD -Wl,-rpath,$BUILD" \

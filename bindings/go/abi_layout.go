@@ -1,6 +1,6 @@
 package ttft
 
-// #include "ttft.h"
+// #include "ttft_cgo.h"
 import "C"
 
 import "unsafe"

@@ -4,8 +4,9 @@
 //
 // It wraps the C ABI of include/ttft.h with cgo; the header is the API
 // reference (units, edge cases and thread-safety of every call). The
-// library is found with pkg-config by default, or through CGO_CFLAGS and
-// CGO_LDFLAGS with -tags ttft_nopkgconfig.
+// library is found where the C compiler and linker look by default plus
+// CGO_CFLAGS and CGO_LDFLAGS, or with pkg-config under -tags
+// ttft_pkgconfig (README.md).
 //
 // A Registry records streams. Begin returns a *Stream; call Token as
 // tokens reach the client and End once. A Stream that becomes unreachable
@@ -37,7 +38,7 @@ package ttft
 /*
 #include <stdlib.h>
 #include <string.h>
-#include "ttft.h"
+#include "ttft_cgo.h"
 */
 import "C"
 

@@ -5,7 +5,8 @@
 //! The crate wraps the C ABI of `include/ttft.h` (the API reference: units,
 //! edge cases and thread-safety of every call are documented there) and has
 //! no dependencies. `build.rs` finds the library through `TTFT_LIB_DIR` or
-//! the `pkg-config` command.
+//! the `pkg-config` command and links `libttft.a` by default
+//! (`TTFT_STATIC=0`: `libttft.so`; README.md).
 //!
 //! ```no_run
 //! use std::time::Duration;
