@@ -426,6 +426,10 @@ expect_rc 1 "$REPORT" --threshold abc --diff a.ttfs b.ttfs
 expect_rc 1 "$REPORT" --svg
 expect_rc 0 "$REPORT" --help
 expect_grep out.txt "usage:" "--help"
+expect_grep out.txt "--version" "--help lists --version"
+# every tool says its version (issue 32.8): the library's, as it is linked in
+expect_rc 0 "$REPORT" --version
+expect_grep out.txt "^ttft-report (libttft) [0-9][0-9]*\.[0-9][0-9]*\.[0-9][0-9]*$" "--version"
 
 echo "test_report.sh: $passes passed, $fails failed"
 [ "$fails" -eq 0 ]
