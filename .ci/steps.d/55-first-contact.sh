@@ -134,6 +134,13 @@ incdir=$(echo "$out" | tr ' ' '\n' | sed -n 's/^-I//p' | head -n1)
 [ -n "$incdir" ] && [ "$(realpath "$incdir")" = "$(realpath "$x/usr/include")" ] ||
   fail "pkg-config on the extracted ttft.pc with PKG_CONFIG_SYSROOT_DIR: $out"
 echo "   ok: extracted: PKG_CONFIG_SYSROOT_DIR=... pkg-config --cflags --libs ttft: $out"
+# and without one it names nothing but the library: /usr/include and
+# /usr/lib/<multiarch> are system directories, which pkg-config drops only
+# when it sees them as such (issue 32.8; 1.2 printed -I/usr/lib/<multiarch>/
+# pkgconfig/../../../include and the same -L)
+out=$(PKG_CONFIG_PATH="$lib/pkgconfig" pkg-config --cflags --libs ttft | tr -s ' ' | sed 's/ *$//')
+[ "$out" = "-lttft" ] || fail "pkg-config on the packaged ttft.pc prints more than -lttft: '$out'"
+echo "   ok: packaged ttft.pc: pkg-config --cflags --libs ttft = $out"
 
 # installed for real, used, then purged: nothing may be left behind
 echo "== dpkg -i the four packages, use them, dpkg --purge"
