@@ -39,8 +39,21 @@ demo: configure
 	cmake --build $(BUILD) -j $(JOBS) --target $(DEMO_TARGETS)
 	$(BUILD)/examples/ttft-demo $(DEMO_ARGS)
 
+# The verdict is the last line: ctest's own summary is followed by its
+# label times and the failed tests' list, and a reader looks at the end.
 test: build
-	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) $(CTEST_ARGS)
+	@{ ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) $(CTEST_ARGS); echo $$? >$(BUILD)/ctest-rc.txt; } \
+	  | tee $(BUILD)/ctest-output.txt
+	@rc=$$(cat $(BUILD)/ctest-rc.txt); \
+	summary=$$(grep -E '^[0-9]+% tests passed' $(BUILD)/ctest-output.txt | tail -n1); \
+	if [ "$$rc" = 0 ]; then \
+	  echo "make test: PASSED ($${summary:-no tests ran})"; \
+	else \
+	  failed=$$(sed -n 's/^[0-9]*://p' $(BUILD)/Testing/Temporary/LastTestsFailed.log 2>/dev/null | tr '\n' ' '); \
+	  echo "make test: FAILED ($${summary:-ctest exit $$rc}): $$failed"; \
+	  echo "  rerun one: ctest --test-dir $(BUILD) --output-on-failure -R <name>"; \
+	fi; \
+	exit $$rc
 
 bench:
 	cmake -S $(SRC) -B $(BUILD)-bench -DCMAKE_BUILD_TYPE=Release -DTTFT_BUILD_TESTS=OFF $(CMAKE_ARGS)

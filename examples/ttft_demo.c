@@ -4,16 +4,21 @@
  *
  *  - a scheduler thread admits requests as they arrive (Poisson arrivals,
  *    long-tailed prompt lengths, some prefix-cache hits, two classes with
- *    different SLOs): ttft_begin_ex at arrival;
- *  - decode workers each run a batch: newly admitted sequences are marked
- *    SCHEDULED and prefilled inside the next step (prefill work delays the
- *    whole batch, as it does on a GPU), then every running sequence gets a
- *    token per step (sometimes 2-3: speculative steps); the step time grows
- *    with the batch width;
+ *    different SLOs): ttft_begin_ex at arrival, with a request id, so the
+ *    report's slowest tables name the requests;
+ *  - a decode worker (the engine loop) runs a batch: newly admitted
+ *    sequences are marked SCHEDULED and prefilled inside the next step
+ *    (prefill work delays the whole batch, as it does on a GPU), then every
+ *    running sequence gets a token per step (sometimes 2-3: speculative
+ *    steps); the step time grows with the batch width. Each step is
+ *    reported with ttft_engine_step before its tokens, so the library can
+ *    say why a stream stalled (docs/integration.md);
  *  - clients cancel: impatient ones before their first token, a few
- *    mid-stream — from the scheduler thread, racing the decode workers;
- *  - a few sequences are preempted (swapped out) for longer than the stall
- *    budget and come back: stalls.
+ *    mid-stream — from the scheduler thread, racing the decode worker;
+ *  - a few sequences are preempted (swapped out: PREEMPTED, RESUMED marks)
+ *    for longer than the stall budget and come back: stalls, and a long
+ *    prompt's prefill makes a step long enough to stall the batch: the
+ *    report's "stalls by cause" names both.
  * After the run it prints the report; then a batch-width experiment shows
  * that a wider batch raises tokens/s while TPOT gets worse, and says which
  * widths the offered load overwhelms (there TTFT grows without bound);
@@ -25,8 +30,15 @@
  *
  *   ttft-demo [--seconds S] [--batch N] [--workers N] [--rate R]
  *             [--prompts short|mixed|long] [--seed N] [--slowdown X]
- *             [--no-experiment] [--no-http] [--hold S] [--snapshot FILE] [--json]
- *             [--causes]
+ *             [--no-experiment] [--port N | --no-http] [--hold S]
+ *             [--snapshot FILE] [--json] [--causes]
+ *
+ * --port N serves /metrics on 127.0.0.1:N (default 9464; 0 = any free
+ * port); a port already taken is an error (exit 1), never a silent move to
+ * another port, which a Prometheus configured for 9464 would not find.
+ * --workers N > 1 runs N engine loops over one registry: engine steps are
+ * then not reported (steps are registry-wide, one loop per registry), and
+ * stall causes are "unknown".
  *
  * --seed N draws the same workload (arrivals, lengths, cancels, preemptions)
  * every run; --slowdown X makes every engine step X times as long — a
@@ -39,14 +51,18 @@
  * runs with one seed measure the same engine. Clients cancel on the real
  * clock (TTFT_NOW and ttft_now_ns, which caller timestamps mix with).
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <math.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <ttft.h>
 
@@ -56,10 +72,10 @@
 /* ------------------------------------------------------------ options */
 static struct {
   double seconds, rate, hold, slowdown;
-  int batch, workers, experiment, http, json, causes_only;
+  int batch, workers, experiment, http, json, causes_only, port;
   unsigned long long seed;
   const char *prompts, *snapshot;
-} opt = {4.0, 8.0, 0.0, 1.0, 16, 2, 1, 1, 0, 0, 0x5eed, "mixed", NULL};
+} opt = {4.0, 8.0, 0.0, 1.0, 32, 1, 1, 1, 0, 0, 9464, 0x5eed, "mixed", NULL};
 
 /* ------------------------------------------------------------ workload */
 typedef struct req {
@@ -69,7 +85,7 @@ typedef struct req {
   uint64_t patience_ns;     /* cancels if no token by then              */
   uint64_t cancel_at_token; /* cancels mid-stream at this token (0: no) */
   uint64_t t_arrival;
-  uint64_t resume_at;       /* preempted until then                     */
+  uint64_t resume_at;       /* preempted until then (0: not preempted)  */
   _Atomic int state;        /* 0 queued, 1 running, 2 done              */
 } req;
 
@@ -158,6 +174,9 @@ static void *scheduler(void *arg) {
     rq.class_id = q->cls;
     rq.prompt_tokens = q->prompt;
     rq.prefix_hit = hit;
+    char id[24];
+    snprintf(id, sizeof id, "req-%05u", i); /* copied by begin */
+    rq.request_id = id;
     q->t_arrival = t_next;
     q->seq = ttft_begin_ex(e->reg, &rq, q->t_arrival); /* the clock starts at server arrival */
     if (!q->seq) continue;                              /* no slot: counted as dropped */
@@ -224,16 +243,36 @@ static void *worker(void *arg) {
       sleep_ns(2 * MS);
       continue;
     }
+    /* swapped-out sequences whose time is up rejoin the batch */
+    uint32_t decode_seqs = 0;
+    for (int k = 0; k < nrun; k++) {
+      req *q = run[k];
+      if (q->resume_at && q->resume_at <= vt) {
+        ttft_mark(e->reg, q->seq, TTFT_PHASE_RESUMED, q->resume_at);
+        q->resume_at = 0;
+      }
+      decode_seqs += !q->resume_at && q->emitted > 0;
+    }
     /* one engine step: decode cost grows with the batch, prefill is
      * chunked into the step at ~40k tokens/s */
+    uint64_t t_step = vt; /* the step starts at batch building */
     uint64_t step = 6 * MS + (uint64_t)nrun * 450000u + prefill_tokens * 25000u;
     uint64_t now = vt + (uint64_t)((double)step * e->slowdown); /* the step's planned end */
     sleep_until(now);
     vt = now;
+    if (e->workers == 1) {
+      /* the step ended: report it before its tokens (ttft_engine_step's
+       * contract), so that a stall closed by one of them finds its cause */
+      ttft_step_info info;
+      ttft_step_info_init(&info);
+      info.prefill_tokens = (uint32_t)prefill_tokens;
+      info.decode_seqs = decode_seqs;
+      ttft_engine_step(e->reg, &info, t_step, now);
+    }
     for (int k = 0; k < nrun; k++) {
       req *q = run[k];
       int done = 0, rc = TTFT_OK;
-      if (q->resume_at > now) continue; /* swapped out: no token this step */
+      if (q->resume_at) continue; /* swapped out: no token this step */
       uint32_t n = urand() < 0.1 ? 2 + (urand() < 0.3) : 1; /* speculative steps */
       if (n > q->out_len - q->emitted) n = q->out_len - q->emitted;
       rc = ttft_token_emitted(e->reg, q->seq, n, now); /* after detokenize + flush */
@@ -391,15 +430,16 @@ static void save_snapshot(const ttft_snapshot *s, const char *path) {
   if (f) {
     fwrite(buf, 1, (size_t)n, f);
     fclose(f);
-    printf("snapshot written to %s (%ld bytes); look at it with\n  %s %s\n  %s --svg cdf.svg %s\n",
-           path, n, report_tool, path, report_tool, path);
+    printf("snapshot written to %s (%ld bytes)\n", path, n);
   }
   free(buf);
 }
 
 /* A wider batch: more tokens per second for the GPU, slower typing for
- * each user. Same arrival process, three batch widths. The load is high
- * enough to fill the widest batch, so tokens/s is each width's capacity.
+ * each user. Same arrival process, three batch widths. The load (8 req/s,
+ * ~1.2k output tokens/s) overwhelms the narrow widths (a width of 4 serves
+ * ~500 tokens/s at most, 8 ~850) and the widest (~1.6k tokens/s at 32)
+ * serves it: one width below capacity, to compare with those above.
  * A width is over capacity when it served fewer tokens/s than the
  * requests asked for (their output lengths over the arrival window) and
  * its queue did not drain: more than a tenth of the requests never got a
@@ -408,9 +448,9 @@ static void save_snapshot(const ttft_snapshot *s, const char *path) {
  * the end or cancelled mid-stream). There requests queue without end and
  * TTFT grows without bound. */
 static void batch_experiment(req *reqs) {
-  static const int widths[] = {4, 16, 48};
+  static const int widths[] = {4, 8, 32};
   enum { NW = sizeof widths / sizeof widths[0] };
-  const double seconds = 2.0, rate = 40.0; /* enough load to fill the widest batch */
+  const double seconds = 2.0, rate = 8.0; /* above the narrow widths' capacity, below the widest's */
   double offered[NW];
   int over[NW];
   uint64_t asked = 0, begun = 0;
@@ -464,18 +504,22 @@ static void batch_experiment(req *reqs) {
   /* the same seed draws the same requests for every width: one offered load */
   printf("  offered load: %.0f tokens/s (%llu requests asked for %llu output tokens in %.1f s)\n",
          offered[NW - 1], (unsigned long long)begun, (unsigned long long)asked, seconds);
-  char list[128] = "";
-  size_t len = 0;
-  for (size_t i = 0; i < NW; i++)
+  char list[128] = "", below[128] = "";
+  size_t len = 0, blen = 0;
+  for (size_t i = 0; i < NW; i++) {
     if (over[i]) len += (size_t)snprintf(list + len, sizeof list - len, "%s%d", len ? ", " : "", widths[i]);
+    else blen += (size_t)snprintf(below + blen, sizeof below - blen, "%s%d", blen ? ", " : "", widths[i]);
+  }
+  if (blen)
+    printf("  below capacity: batch %s (the queue drained: nearly every request got a first token,\n"
+           "  and TTFT stays near one prefill): tokens/s there is the load served, not the width's limit.\n",
+           below);
   if (len)
     printf("  over capacity: batch %s (tokens/s below the offered load, and more than a tenth of\n"
            "  the requests never got a first token). There requests arrive faster than they finish:\n"
            "  they queue, and TTFT grows without bound. The TTFT column counts only the requests that\n"
            "  got a token; those that gave up first are under \"no first token\".\n",
            list);
-  else
-    printf("  no width is over capacity: at every width the queue drained.\n");
 }
 
 /* ------------------------------------------------ why streams stall
@@ -716,6 +760,48 @@ static int cause_experiment(double seconds, uint64_t seed, int verbose) {
   return ok;
 }
 
+/* Why 127.0.0.1:port cannot be served, as the system says it ("Address
+ * already in use"), found by binding a socket of our own the way a server
+ * does; NULL when the bind works (then the endpoint failed for another
+ * reason, which ttft_strerror names). */
+static const char *bind_problem(int port) {
+  static char why[128];
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return strerror(errno);
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  struct sockaddr_in a;
+  memset(&a, 0, sizeof a);
+  a.sin_family = AF_INET;
+  a.sin_port = htons((uint16_t)port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const char *res = NULL;
+  if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+    snprintf(why, sizeof why, "%s", strerror(errno));
+    res = why;
+  }
+  close(fd);
+  return res;
+}
+
+/* What to run next, printed last so that it is what the screen ends on. */
+static void print_next(const ttft_http *srv) {
+  printf("\nNext:\n");
+  if (opt.snapshot) {
+    printf("  %s %s                 # this report again, from the snapshot\n", report_tool, opt.snapshot);
+    printf("  %s --svg cdf.svg %s   # CDF plots of TTFT, TPOT, ITL\n", report_tool, opt.snapshot);
+  } else {
+    printf("  ttft-demo --snapshot demo.ttfs    # save the run for %s (docs/ttft-report.md)\n", report_tool);
+  }
+  if (srv && opt.hold > 0)
+    printf("  curl http://127.0.0.1:%d/metrics   # while the endpoint is held open\n", ttft_http_port(srv));
+  else if (srv)
+    printf("  ttft-demo --port %d --hold 60, then: curl http://127.0.0.1:%d/metrics   # the endpoint lives\n"
+           "    as long as the demo\n",
+           opt.port ? opt.port : 9464, opt.port ? opt.port : 9464);
+  fflush(stdout);
+}
+
 static int parse_args(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -729,6 +815,15 @@ static int parse_args(int argc, char **argv) {
     else if (!strcmp(a, "--seed") && v) opt.seed = strtoull(argv[++i], NULL, 0);
     else if (!strcmp(a, "--slowdown") && v) opt.slowdown = atof(argv[++i]);
     else if (!strcmp(a, "--snapshot") && v) opt.snapshot = argv[++i];
+    else if (!strcmp(a, "--port") && v) {
+      char *end;
+      long p = strtol(argv[++i], &end, 10);
+      if (*end || end == argv[i] || p < 0 || p > 65535) {
+        fprintf(stderr, "ttft-demo: bad --port '%s' (0 to 65535; 0 = any free port)\n", argv[i]);
+        return -1;
+      }
+      opt.port = (int)p;
+    }
     else if (!strcmp(a, "--no-experiment")) opt.experiment = 0;
     else if (!strcmp(a, "--causes")) opt.causes_only = 1;
     else if (!strcmp(a, "--no-http")) opt.http = 0;
@@ -737,8 +832,8 @@ static int parse_args(int argc, char **argv) {
       fprintf(stderr,
               "usage: ttft-demo [--seconds S] [--batch N] [--workers N] [--rate R]\n"
               "                 [--prompts short|mixed|long] [--seed N] [--slowdown X]\n"
-              "                 [--no-experiment] [--no-http] [--hold S] [--snapshot FILE] [--json]\n"
-              "                 [--causes]\n");
+              "                 [--no-experiment] [--port N | --no-http] [--hold S]\n"
+              "                 [--snapshot FILE] [--json] [--causes]\n");
       return -1;
     }
   }
@@ -773,17 +868,34 @@ int main(int argc, char **argv) {
 
   ttft_http *srv = NULL;
   if (opt.http) {
-    int rc = ttft_http_start(e.reg, "127.0.0.1:9464", &srv);
-    if (rc != TTFT_OK) rc = ttft_http_start(e.reg, "127.0.0.1:0", &srv);
-    if (rc == TTFT_OK)
-      printf("serving http://127.0.0.1:%d/metrics  /report  /report.json\n", ttft_http_port(srv));
-    else
-      printf("(no HTTP endpoint: %s)\n", ttft_strerror(rc));
+    char addr[32];
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", opt.port);
+    int rc = ttft_http_start(e.reg, addr, &srv);
+    if (rc != TTFT_OK) {
+      /* never move to another port silently: a scraper configured for
+       * this one would read nothing, or another process's metrics */
+      const char *why = bind_problem(opt.port);
+      fprintf(stderr,
+              "ttft-demo: ERROR: cannot serve http://%s/metrics: %s\n"
+              "  another process may hold port %d (a ttft-demo still running with --hold?).\n"
+              "  Choose a port with --port N (--port 0: any free one), or run without the\n"
+              "  endpoint: --no-http\n",
+              addr, why ? why : ttft_strerror(rc), opt.port);
+      ttft_registry_free(e.reg);
+      free(reqs);
+      return 1;
+    }
+    printf("serving http://127.0.0.1:%d/metrics  /report  /report.json\n", ttft_http_port(srv));
   }
+  if (opt.workers > 1)
+    printf("%d engine loops share one registry: engine steps are not reported, stall causes are"
+           " \"unknown\"\n",
+           opt.workers);
   char slow[48] = "";
   if (opt.slowdown != 1.0) snprintf(slow, sizeof slow, ", engine steps %.2fx as long", opt.slowdown);
-  printf("simulating %.1f s: %d workers, batch %d, %.0f req/s, %s prompts, classes chat+batch, seed %llu%s\n\n",
-         opt.seconds, opt.workers, opt.batch, opt.rate, opt.prompts, opt.seed, slow);
+  printf("simulating %.1f s: %d worker%s, batch %d, %.0f req/s, %s prompts, classes chat+batch, seed %llu%s\n\n",
+         opt.seconds, opt.workers, opt.workers == 1 ? "" : "s", opt.batch, opt.rate, opt.prompts, opt.seed,
+         slow);
   fflush(stdout);
   uint64_t t_run = ttft_now_ns();
   run_engine(&e);
@@ -806,6 +918,7 @@ int main(int argc, char **argv) {
     batch_experiment(reqs);
     (void)cause_experiment(300.0, opt.seed, 1);
   }
+  print_next(srv);
   if (srv && opt.hold > 0) {
     printf("\nholding the endpoint open for %.0f s: curl http://127.0.0.1:%d/metrics\n", opt.hold,
            ttft_http_port(srv));

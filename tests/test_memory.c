@@ -176,6 +176,25 @@ static void expect_gauges_exported(const ttft_snapshot *s) {
     EXPECT_CONTAINS(buf, want);
     free(buf);
   }
+  /* a running total is a counter, for rate() and increase() (issue 32.8),
+   * in every Prometheus exposition; the 1.2 gauge stays one release in the
+   * text format, where it does not clash with the counter's family */
+  const ttft_format prom[2] = {TTFT_FORMAT_PROMETHEUS, TTFT_FORMAT_OPENMETRICS};
+  const char *type[2] = {"# TYPE llm_coarse_observations_total counter\n",
+                         "# TYPE llm_coarse_observations counter\n"};
+  for (int f = 0; f < 2; f++) {
+    long n = ttft_snapshot_format(s, prom[f], NULL, 0);
+    EXPECT_GT_INT(n, 0);
+    char *buf = malloc((size_t)n + 1);
+    EXPECT_NOT_NULL(buf);
+    if (!buf) return;
+    EXPECT_EQ_INT(n, ttft_snapshot_format(s, prom[f], buf, (size_t)n + 1));
+    EXPECT_CONTAINS(buf, type[f]);
+    snprintf(want, sizeof want, "\nllm_coarse_observations_total %llu\n", (unsigned long long)coarse);
+    EXPECT_CONTAINS(buf, want);
+    EXPECT_TRUE((strstr(buf, "# TYPE llm_coarse_observations gauge\n") != NULL) == (f == 0));
+    free(buf);
+  }
 }
 
 TEST(at_the_limit_values_still_count) {

@@ -400,7 +400,28 @@ static const struct {
 } marker_q[] = {{0.5, "p50"}, {0.99, "p99"}};
 #define NMARKERS 2
 
-static void draw_markers(FILE *f, panel *p, const series *s, int named) {
+/* The independent units behind a curve: its observations, or for ITL the
+ * sequences that had a gap (gaps of one sequence are not independent;
+ * ttft-report --diff counts them the same way). */
+static uint64_t series_units(const panel *p, const series *x) {
+  if (p->m != TTFT_METRIC_ITL) return x->h->count;
+  uint64_t u = report_gap_units(x->snap, x->cls);
+  return u < x->h->count ? u : x->h->count;
+}
+
+/* Is marker k of x drawn? Only where its curve has enough data to judge
+ * it (the text diff's rule), so that a panel's "not enough data" note
+ * stands where nothing is drawn: in a diff, where either side is short
+ * (the note says "per side"), else where this curve is. */
+static int marker_judged(const panel *p, const series *x, int k, int diff) {
+  uint64_t need = report_min_n_for(marker_q[k].q);
+  if (!diff) return series_units(p, x) >= need;
+  for (int i = 0; i < p->nser; i++)
+    if (p->ser[i].h->count && series_units(p, &p->ser[i]) < need) return 0;
+  return 1;
+}
+
+static void draw_markers(FILE *f, panel *p, const series *s, int named, int diff) {
   /* near the marker first, then further out along the free side */
   static const double c50[][2] = {{-9, -6}, {9, 16}, {-9, 8}, {9, 2}, {-9, -20}, {9, 30},
                                   {-9, 22}, {-9, -34}, {9, 44}, {-9, 36}, {9, -12}, {-9, -48},
@@ -409,6 +430,7 @@ static void draw_markers(FILE *f, panel *p, const series *s, int named) {
                                   {9, 45}, {-9, 45}, {9, -20}, {-9, -20}, {9, 59}, {-9, 59},
                                   {9, 73}, {-9, 73}, {9, 87}, {-9, 87}};
   for (int k = 0; k < NMARKERS; k++) {
+    if (!marker_judged(p, s, k, diff)) continue;
     uint64_t v = ttft__shist_quantile(s->h, marker_q[k].q);
     double x = px_x(p, (double)v), y = px_y(p, marker_q[k].q);
     char val[32], text[160];
@@ -573,18 +595,10 @@ static void panel_subtitle(char *sub, size_t cap, const panel *p, const ttft_sna
   }
 }
 
-/* The independent units behind a curve: its observations, or for ITL the
- * sequences that had a gap (gaps of one sequence are not independent;
- * ttft-report --diff counts them the same way). */
-static uint64_t series_units(const panel *p, const series *x) {
-  if (p->m != TTFT_METRIC_ITL) return x->h->count;
-  uint64_t u = report_gap_units(x->snap, x->cls);
-  return u < x->h->count ? u : x->h->count;
-}
-
 /* "p99: not enough data (n >= 1000 per side)" for each marked quantile
  * that some curve of the panel has too few observations to judge, by the
- * text diff's rule; "" when every marker stands on enough data. */
+ * text diff's rule (and that curve's marker is not drawn); "" when every
+ * marker stands on enough data. */
 static void panel_note(char *out, size_t cap, const panel *p, int diff) {
   size_t len = 0;
   out[0] = 0;
@@ -652,6 +666,7 @@ static void draw_panel(FILE *f, panel *p, double y0, const ttft_snapshot *s, con
   for (int i = 0; i < p->nser; i++) {
     if (!p->ser[i].h->count) continue;
     for (int k = 0; k < NMARKERS; k++) {
+      if (!marker_judged(p, &p->ser[i], k, old != NULL)) continue;
       double q = marker_q[k].q;
       double x = px_x(p, (double)ttft__shist_quantile(p->ser[i].h, q)), y = px_y(p, q);
       reserve(p, (box){x - 5, y - 5, x + 5, y + 5});
@@ -669,7 +684,7 @@ static void draw_panel(FILE *f, panel *p, double y0, const ttft_snapshot *s, con
    * labels take what is left */
   int named = p->nser > 1;
   for (int i = 0; i < p->nser; i++)
-    if (p->ser[i].h->count) draw_markers(f, p, &p->ser[i], named);
+    if (p->ser[i].h->count) draw_markers(f, p, &p->ser[i], named, old != NULL);
   draw_budget_labels(f, p);
 }
 

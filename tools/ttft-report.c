@@ -58,6 +58,7 @@ static void usage(FILE *f) {
           "                         change is flagged only when the intervals are apart\n"
           "  --fail-on-regression   --diff: exit 3 when anything was flagged\n"
           "  -h, --help             this text\n"
+          "  --version              the version of ttft-report (and of the libttft it holds)\n"
           "\n"
           "exit status: 0 ok, 1 usage, 2 unreadable or corrupt input or unwritable output,\n"
           "3 regression (see above)\n",
@@ -1010,6 +1011,10 @@ static int run(int argc, char **argv, const char **files) {
       only_files = 1;
     } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
       usage(stdout);
+      return 0;
+    } else if (!strcmp(a, "--version")) {
+      /* linked statically: the library's version is the tool's */
+      printf("ttft-report (libttft) %s\n", ttft_version_string());
       return 0;
     } else if (!strcmp(a, "--format") || !strcmp(a, "-f")) {
       if (++i >= argc) return usage_error("%s needs an argument", a);

@@ -127,11 +127,20 @@ out=$("$tmp/hello")
 [ "$out" = "$expect" ] || fail "hello against the extracted packages printed '$out'"
 ldd "$tmp/hello" | grep "$lib/libttft.so.1" >/dev/null || fail "hello did not load the package's libttft.so.1"
 echo "   ok: extracted: cc -I.../usr/include -L$(realpath --relative-to="$x" "$lib") -lttft: $out"
-out=$(PKG_CONFIG_PATH="$lib/pkgconfig" pkg-config --cflags --libs ttft)
+# the packaged ttft.pc names /usr (so that pkg-config drops the system
+# directories); extracted elsewhere, the sysroot says where
+out=$(PKG_CONFIG_SYSROOT_DIR="$x" PKG_CONFIG_PATH="$lib/pkgconfig" pkg-config --cflags --libs ttft)
 incdir=$(echo "$out" | tr ' ' '\n' | sed -n 's/^-I//p' | head -n1)
 [ -n "$incdir" ] && [ "$(realpath "$incdir")" = "$(realpath "$x/usr/include")" ] ||
-  fail "pkg-config on the extracted ttft.pc: $out"
-echo "   ok: extracted: ttft.pc is relocatable"
+  fail "pkg-config on the extracted ttft.pc with PKG_CONFIG_SYSROOT_DIR: $out"
+echo "   ok: extracted: PKG_CONFIG_SYSROOT_DIR=... pkg-config --cflags --libs ttft: $out"
+# and without one it names nothing but the library: /usr/include and
+# /usr/lib/<multiarch> are system directories, which pkg-config drops only
+# when it sees them as such (issue 32.8; 1.2 printed -I/usr/lib/<multiarch>/
+# pkgconfig/../../../include and the same -L)
+out=$(PKG_CONFIG_PATH="$lib/pkgconfig" pkg-config --cflags --libs ttft | tr -s ' ' | sed 's/ *$//')
+[ "$out" = "-lttft" ] || fail "pkg-config on the packaged ttft.pc prints more than -lttft: '$out'"
+echo "   ok: packaged ttft.pc: pkg-config --cflags --libs ttft = $out"
 
 # installed for real, used, then purged: nothing may be left behind
 echo "== dpkg -i the four packages, use them, dpkg --purge"

@@ -11,8 +11,11 @@
 //
 // The hooks: begin at arrival in the HTTP handler (queueing for a slot is in
 // TTFT); mark_scheduled and annotate (prompt-cache reuse) when a slot picks
-// the task up; one Registry::step_emitted per decode step for every slot
-// whose text became visible in it; end after the step that finished it.
+// the task up; one Registry::engine_step per pass, from batch building to
+// the end of the forward pass, before sampling (docs/integration.md,
+// "Engine steps when the loop posts results to another thread"); one
+// Registry::step_emitted per decode step for every slot whose text became
+// visible in it; end after the step that finished it.
 //
 // Build: c++ -std=c++17 -I include examples/cpp/slot_server.cpp -lttft
 #include <ttft.hpp>
@@ -127,20 +130,28 @@ class Server {
 
   /* One iteration of the main loop (llama.cpp: update_slots). */
   void update_slots() {
+    const auto t_start = clock.now();  // batch building starts the engine step
     launch_queued_tasks();
     std::uint32_t batch_tokens = 0;
+    ttft_step_info info;
+    ttft_step_info_init(&info);
     for (Slot &slot : slots_) {
       if (slot.state == SlotState::processing_prompt) {
         const std::uint32_t n = std::min(kBatchTokens, slot.task.in.prompt_tokens - slot.n_prompt_done);
         slot.n_prompt_done += n;
         batch_tokens += n;
+        info.prefill_tokens += n;
       } else if (slot.state == SlotState::generating) {
         batch_tokens += 1;
+        info.decode_seqs++;
       }
     }
-    if (batch_tokens == 0) return;
+    if (batch_tokens == 0) return;  // an idle pass: no step
     // The forward pass of the whole batch.
     clock.advance(12ms + std::chrono::microseconds(20) * batch_tokens);
+    // The step ends with the forward pass, before sampling and sending:
+    // a token must never be recorded before the step that produced it.
+    reg_.engine_step(info, t_start, clock.now());
     step_seqs_.clear();
     step_tokens_.clear();
     for (Slot &slot : slots_) {
@@ -340,6 +351,10 @@ int main() {
   bad += expect("prefix hits", snap.split_count(TTFT_SPLIT_PREFIX_CACHE, 1), 2);
   bad += expect("prefix misses", snap.split_count(TTFT_SPLIT_PREFIX_CACHE, 0), 4);
   bad += expect("stale hook calls", snap.counter(TTFT_COUNTER_STALE), 0);
+  // One engine step per pass that ran the model: 8 carried prompt chunks,
+  // 38 only decodes.
+  bad += expect("engine steps with prefill", snap.engine_step_count(true), 8);
+  bad += expect("engine steps without prefill", snap.engine_step_count(false), 38);
   std::printf("chat TTFT p50 %.1f ms, p99 %.1f ms; TPOT p50 %.1f ms; attainment %.2f\n",
               std::chrono::duration<double, std::milli>(snap.quantile(TTFT_METRIC_TTFT, 0.5, chat)).count(),
               std::chrono::duration<double, std::milli>(snap.quantile(TTFT_METRIC_TTFT, 0.99, chat)).count(),

@@ -60,6 +60,17 @@ typedef struct ttft__prom_gauge_def {
 } ttft__prom_gauge_def;
 TTFT_HIDDEN extern const ttft__prom_gauge_def ttft__prom_gauges[TTFT_GAUGE_COUNT_];
 
+/* coarse_observations is a running total, so it is the counter
+ * coarse_observations_total, which rate() and increase() may read (issue
+ * 32.8); the gauge of the same value, which 1.2 exported alone, stays for
+ * one release, deprecated, in the Prometheus text format and protobuf
+ * (OpenMetrics cannot hold a gauge and a counter of one family name).
+ * Both writers write the counter after the registry counters. */
+#define TTFT__PROM_COARSE_TOTAL_NAME "coarse_observations"
+#define TTFT__PROM_COARSE_TOTAL_HELP                                                        \
+  "Observations recorded at power-of-two resolution only, because memory_limit was "        \
+  "reached (0 normally; raise memory_limit if it grows)."
+
 /* The namespace as both Prometheus writers write it ([A-Za-z0-9_], not
  * starting with a digit), from src (at most cap bytes) into dst
  * (TTFT__NAME_MAX bytes). */

@@ -125,8 +125,8 @@ const ttft__prom_gauge_def ttft__prom_gauges[TTFT_GAUGE_COUNT_] = {
                            "class records), which memory_limit does not cover, plus the histogram "
                            "buckets, which memory_limit caps."},
     [TTFT_GAUGE_COARSE] = {"coarse_observations",
-                           "Observations recorded at power-of-two resolution only, because memory_limit "
-                           "was reached (0 normally; raise memory_limit if it grows)."},
+                           "DEPRECATED, removed in the next release: the value of the counter "
+                           "coarse_observations_total, typed gauge; read that one (rate, increase)."},
 };
 
 #define hist_defs ttft__prom_hists
@@ -635,6 +635,12 @@ static void put_registry_counters(const prom_ctx *c) {
     close_labels(c->sb, first);
     put_sample_end(c->sb, c->s->all.ctr[def->c]);
   }
+  put_header(c, 0, TTFT__PROM_COARSE_TOTAL_NAME, "counter", NULL, TTFT__PROM_COARSE_TOTAL_HELP);
+  int first = 1;
+  put_name(c, 0, TTFT__PROM_COARSE_TOTAL_NAME, "_total");
+  put_base_labels(c, &first, NULL);
+  close_labels(c->sb, first);
+  put_sample_end(c->sb, c->s->gauge[TTFT_GAUGE_COARSE]);
 }
 
 static void put_gauge1(const prom_ctx *c, const char *name, const char *help, uint64_t v) {
@@ -648,8 +654,13 @@ static void put_gauge1(const prom_ctx *c, const char *name, const char *help, ui
 
 static void put_gauges(const prom_ctx *c) {
   const ttft_snapshot *s = c->s;
-  for (unsigned g = 0; g < TTFT_GAUGE_COUNT_; g++)
+  for (unsigned g = 0; g < TTFT_GAUGE_COUNT_; g++) {
+    /* OpenMetrics names a counter's family without _total: the deprecated
+     * gauge coarse_observations would clash with the counter
+     * coarse_observations_total there, so only the counter is written */
+    if (c->om && g == TTFT_GAUGE_COARSE) continue;
     put_gauge1(c, ttft__prom_gauges[g].name, ttft__prom_gauges[g].help, s->gauge[g]);
+  }
 
   /* budgets, so dashboards can draw them next to the percentiles */
   put_header(c, 0, "stall_budget_seconds", "gauge", "seconds",

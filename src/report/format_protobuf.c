@@ -696,6 +696,7 @@ typedef enum fam_kind {
   FK_ENDED,    /* requests_ended_total{status}            */
   FK_COUNTER,  /* per class, ttft__prom_ctrs[idx]         */
   FK_REGISTRY_COUNTER, /* no class, ttft__prom_registry_ctrs[idx] */
+  FK_GAUGE_COUNTER,    /* no class, a running-total gauge as a counter: idx = gauge */
   FK_GAUGE1,   /* one gauge, base labels: idx = gauge      */
   FK_STALL_BUDGET,
   FK_SLO_BUDGET,
@@ -859,6 +860,10 @@ static void family_body(pb_out *o, const void *arg) {
     se.value = (double)s->all.ctr[ttft__prom_registry_ctrs[f->idx].c];
     pb_message(o, 4, counter_metric, &se);
     break;
+  case FK_GAUGE_COUNTER:
+    se.value = (double)s->gauge[f->idx];
+    pb_message(o, 4, counter_metric, &se);
+    break;
   case FK_GAUGE1:
     se.value = (double)s->gauge[f->idx];
     pb_message(o, 4, gauge_metric, &se);
@@ -976,6 +981,9 @@ static void put_all(pbx *x, ttft__sb *sb) {
     f.help = ttft__prom_registry_ctrs[d].help;
     put_family(sb, &f);
   }
+  f.kind = FK_GAUGE_COUNTER, f.idx = TTFT_GAUGE_COARSE, f.name = TTFT__PROM_COARSE_TOTAL_NAME;
+  f.help = TTFT__PROM_COARSE_TOTAL_HELP;
+  put_family(sb, &f);
 
   f.type = MT_GAUGE, f.suffix = NULL;
   for (unsigned g = 0; g < TTFT_GAUGE_COUNT_; g++) {

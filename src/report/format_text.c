@@ -524,7 +524,12 @@ static void section_slowest(ttft__sb *sb, const ttft_snapshot *s) {
       ttft__sb_puts(sb, "  ");
       put_left(sb, e->cls < s->nclasses ? s->cls[e->cls].name : "?", 12);
       put_left(sb, ttft_status_name((ttft_status)e->status), 10);
-      put_left(sb, e->max_gap ? ttft_stall_cause_name((ttft_stall_cause)e->cause) : "-", 14);
+      /* a cause only for a gap that was a stall: a shorter one has none
+       * to name (the record holds "unknown" for it) */
+      uint64_t budget = e->cls < s->nclasses && s->cls[e->cls].slo.stall_threshold_ns
+                            ? s->cls[e->cls].slo.stall_threshold_ns
+                            : s->stall_threshold_ns;
+      put_left(sb, e->max_gap > budget ? ttft_stall_cause_name((ttft_stall_cause)e->cause) : "-", 14);
       if (e->id[0]) put_clean(sb, e->id);
       else ttft__sb_puts(sb, "-");
       ttft__sb_puts(sb, "\n");

@@ -34,7 +34,7 @@ ITL = "llm_inter_token_latency_seconds"
 # select nothing
 NOT_PER_CLASS = ("llm_live_stalls", "llm_requests_in_flight", "llm_measurement_info",
                  "llm_time_to_first_token_by_", "class:llm_slo_objective:ratio",
-                 "llm_stale_hook_calls_total", "llm_coarse_observations",
+                 "llm_stale_hook_calls_total", "llm_coarse_observations_total",
                  "llm_registry_memory_bytes", "llm_engine_step_seconds")
 failures = []
 

@@ -764,7 +764,7 @@ def dashboard_vs_exact(addr, exprs, replicas, initial, final, at, schema):
             compare(title, e, {"group": ("instance",), "values": {
                 (r.target,): 2.0 if i == 0 else 0.0 for i, r in enumerate(replicas)}})
             continue
-        if re.fullmatch(r"sum by \(instance\) \(rate\(llm_coarse_observations\{[^}]*\}\[5m\]\)\)", e):
+        if re.fullmatch(r"sum by \(instance\) \(rate\(llm_coarse_observations_total\{[^}]*\}\[5m\]\)\)", e):
             # no replica reaches memory_limit: no observation is coarse
             compare(title, e, {"group": ("instance",),
                                "values": {(r.target,): 0.0 for r in replicas}})
