@@ -375,10 +375,15 @@ typedef enum ttft_stall_cause {
   TTFT_STALL_PREFILL = 1,       /* a step in the gap carried prefill and was longer
                                    than the sequence's usual step                  */
   TTFT_STALL_PREEMPTED = 2,     /* the sequence was marked PREEMPTED in the gap     */
-  TTFT_STALL_NOT_SCHEDULED = 3, /* steps ran, without this sequence                 */
+  TTFT_STALL_NOT_SCHEDULED = 3, /* steps ran without this sequence: the steps that
+                                   ended inside the gap before the one that produced
+                                   its token cover at least half of the gap       */
   TTFT_STALL_ENGINE_IDLE = 4,   /* no step ran during most of the gap: a host stall,
                                    GC, a frozen process                            */
-  TTFT_STALL_CAUSE_COUNT = 5
+  TTFT_STALL_SLOW_STEP = 5,     /* (1.3) the step that produced the sequence's token
+                                   was itself far longer than its usual step (host
+                                   contention, GPU throttling, a huge batch)       */
+  TTFT_STALL_CAUSE_COUNT = 6
 } ttft_stall_cause;
 
 #ifndef TTFT_NO_SHORT_NAMES
