@@ -461,7 +461,7 @@ type Config struct {
 	PromSummaries     bool                // also export p50..p99.9 summaries
 	ClassicOnly       bool                // no native histograms in the protobuf exposition
 	NativeSchema      *int                // native bucket schema -4..8 (nil = 7)
-	ExportIdleClasses bool                // export classes that never saw a begin
+	ExportIdleClasses bool                // export the default class before a begin uses it (added classes: always, 1.3)
 	MemoryLimit       uint64              // bytes of histogram buckets (default 256 MiB)
 	// PrefixHitMinTokens: fewer cached tokens than this is a prefix-cache
 	// miss in Stream.AnnotateCached (1.2; 0 = the default, 16).

@@ -908,7 +908,8 @@ impl Config {
         self.native_schema = Some(schema);
         self
     }
-    /// Export classes that never saw a begin (default off).
+    /// Export the default class before a begin uses it (default off;
+    /// classes added with `add_class` are exported at zero from then on, 1.3).
     pub fn export_idle_classes(mut self, on: bool) -> Config {
         self.export_idle_classes = Some(on);
         self
