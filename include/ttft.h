@@ -414,10 +414,15 @@ typedef enum ttft_stall_cause {
   TTFT_STALL_PREFILL = 1,       /* a step in the gap carried prefill and was longer
                                    than the sequence's usual step                  */
   TTFT_STALL_PREEMPTED = 2,     /* the sequence was marked PREEMPTED in the gap     */
-  TTFT_STALL_NOT_SCHEDULED = 3, /* steps ran, without this sequence                 */
+  TTFT_STALL_NOT_SCHEDULED = 3, /* steps ran without this sequence: the steps that
+                                   ended inside the gap before the one that produced
+                                   its token cover at least half of the gap       */
   TTFT_STALL_ENGINE_IDLE = 4,   /* no step ran during most of the gap: a host stall,
                                    GC, a frozen process                            */
-  TTFT_STALL_CAUSE_COUNT = 5
+  TTFT_STALL_SLOW_STEP = 5,     /* (1.3) the step that produced the sequence's token
+                                   was itself far longer than its usual step (host
+                                   contention, GPU throttling, a huge batch)       */
+  TTFT_STALL_CAUSE_COUNT = 6
 } ttft_stall_cause;
 
 #ifndef TTFT_NO_SHORT_NAMES
@@ -878,9 +883,21 @@ struct ttft_config {
                                   boundaries grow by 2^(2^-schema); default 7
                                   (0.54 % wide buckets; PromQL quantiles
                                   within 0.94 % of exact), docs/prometheus.md */
-  int export_idle_classes;     /* 0 (default): classes that never saw a begin
-                                  are left out of every exposition and
-                                  report; 1: export every class               */
+  int export_idle_classes;     /* which classes every exposition and report
+                                  shows. A class added with ttft_class_add is
+                                  always shown, at zero from the call on (a
+                                  series' first sample then holds no
+                                  observation: rate() and increase() count
+                                  the first requests; docs/prometheus.md).
+                                  Idle = never added: the default class
+                                  (class 0) until a begin uses it. 0
+                                  (default): leave it out while idle; 1:
+                                  show it at zero from creation on — set 1
+                                  when the server records into the default
+                                  class only, so that its first requests
+                                  reach rate() too. (1.2 and before: 0 also
+                                  left out added classes until their first
+                                  begin.)                                    */
   uint64_t memory_limit;       /* bytes of histogram buckets the registry may
                                   allocate as values arrive; default
                                   TTFT_DEFAULT_MEMORY_LIMIT (256 MiB), at least
@@ -962,7 +979,10 @@ TTFT_API void ttft_slo_init_sized(ttft_slo *slo, size_t size);
  * budgets). name: 1..63 bytes of [A-Za-z0-9_.:-]. Returns the class id
  * (>= 1) on success, TTFT_EINVAL (NULL r/name, bad name, bad struct_size),
  * TTFT_EEXIST (name taken; "default" is class 0), TTFT_EFULL (max_classes
- * reached) or TTFT_ENOMEM. Thread-safe, also against hooks; allocates. */
+ * reached) or TTFT_ENOMEM. Thread-safe, also against hooks; allocates.
+ * Since 1.3 the class is exported at zero from this call on (every
+ * histogram, counter and ratio series it has), before its first request:
+ * add the classes, and start the endpoint, at start-up (docs/integration.md). */
 TTFT_API int ttft_class_add(ttft_registry *r, const char *name, const ttft_slo *slo);
 
 /* The id of class name, or TTFT_EINVAL (NULL) / TTFT_ESTALE (no such class).

@@ -5,7 +5,8 @@
  * ttft_engine_step before the tokens they produced — and checks the cause
  * the library gave every stall against the one the scenario built in:
  * a long prefill step, a preemption, steps that ran without the
- * sequence, a frozen process, no step information at all. Then the
+ * sequence, a frozen process, a step that was itself slow (the sequence
+ * in it), no step information at all. Then the
  * engine-step histograms, the queries' contracts, the snapshot codec,
  * merge, delta and every exposition format, and engine_step racing the
  * stall path from several threads.
@@ -79,6 +80,8 @@ TEST(names) {
   EXPECT_STREQ("preempted", ttft_stall_cause_name(TTFT_STALL_PREEMPTED));
   EXPECT_STREQ("not_scheduled", ttft_stall_cause_name(TTFT_STALL_NOT_SCHEDULED));
   EXPECT_STREQ("engine_idle", ttft_stall_cause_name(TTFT_STALL_ENGINE_IDLE));
+  EXPECT_STREQ("slow_step", ttft_stall_cause_name(TTFT_STALL_SLOW_STEP));
+  EXPECT_EQ_INT(5, TTFT_STALL_SLOW_STEP); /* appended: the others keep their numbers */
   EXPECT_NULL(ttft_stall_cause_name(TTFT_STALL_CAUSE_COUNT));
   EXPECT_NULL(ttft_stall_cause_name((ttft_stall_cause)-1));
 }
@@ -168,6 +171,98 @@ TEST(not_scheduled) {
   ttft_seq s = warm(&e, 10);
   ttft_seq other = warm(&e, 2);
   for (int i = 0; i < 25; i++) step(&e, 20 * MS, i == 7 ? 64 : 0, &other, 1);
+  step(&e, 20 * MS, 0, &s, 1);
+  expect_one(e.r, TTFT_STALL_NOT_SCHEDULED);
+  ttft_registry_free(e.r);
+}
+
+/* Slow steps (issue 32): a server whose every generating sequence is in
+ * every step, on a loaded host. The step that produced the token was
+ * itself 30x its usual length; nothing was left out (1.2 said
+ * not_scheduled, whose advice — batch size, scheduling — is wrong). */
+TEST(slow_step) {
+  eng e = {reg(), T0};
+  ttft_seq s = warm(&e, 10);
+  step(&e, 600 * MS, 0, &s, 1); /* decode only, s in it */
+  expect_one(e.r, TTFT_STALL_SLOW_STEP);
+  ttft_seq_info info = {.struct_size = sizeof info};
+  EXPECT_ERR(TTFT_OK, ttft_seq_stats(e.r, s, &info));
+  EXPECT_EQ_INT(TTFT_STALL_SLOW_STEP, info.last_stall_cause);
+  ttft_snapshot *x = ttft_snapshot_take(e.r);
+  EXPECT_EQ_U64(601 * MS, ttft_snapshot_stall_seconds_by_cause(x, 0, TTFT_STALL_SLOW_STEP));
+  EXPECT_EQ_U64(0, ttft_snapshot_stalls_by_cause(x, 0, TTFT_STALL_NOT_SCHEDULED));
+  ttft_snapshot_free(x);
+  ttft_registry_free(e.r);
+}
+
+/* the whole batch in one slow step: every sequence in it stalls on it,
+ * each one a slow step, however many steps each has seen */
+TEST(slow_step_whole_batch) {
+  eng e = {reg(), T0};
+  ttft_seq a = warm(&e, 10);
+  ttft_seq b = ttft_begin(e.r, e.t);
+  ttft_seq both[2] = {a, b};
+  step(&e, 20 * MS, 30, both, 2); /* b's first token */
+  step(&e, 20 * MS, 0, both, 2);
+  step(&e, 2500 * MS, 0, both, 2); /* b on its second gap: u from the steps before */
+  ttft_snapshot *x = ttft_snapshot_take(e.r);
+  EXPECT_EQ_U64(2, ttft_snapshot_counter(x, TTFT_COUNTER_STALLS));
+  EXPECT_EQ_U64(2, ttft_snapshot_stalls_by_cause(x, TTFT_CLASS_ALL, TTFT_STALL_SLOW_STEP));
+  ttft_snapshot_free(x);
+  ttft_registry_free(e.r);
+}
+
+/* a host hiccup before a slow step: the step still has most of the gap */
+TEST(slow_step_after_hiccup) {
+  eng e = {reg(), T0};
+  ttft_seq s = warm(&e, 10);
+  e.t += 150 * MS; /* no step for 150 ms */
+  step(&e, 450 * MS, 0, &s, 1);
+  expect_one(e.r, TTFT_STALL_SLOW_STEP);
+  ttft_registry_free(e.r);
+}
+
+/* a slow step without the sequence, then its own usual step: the steps
+ * before the one that produced its token cover the gap, so it was left
+ * out of them (not scheduled), however long they were; the sequence that
+ * was in the slow step stalled on a slow step */
+TEST(slow_step_without_it_is_not_scheduled) {
+  eng e = {reg(), T0};
+  ttft_seq s = warm(&e, 10);
+  ttft_seq other = warm(&e, 2);
+  step(&e, 500 * MS, 0, &other, 1); /* other's own slow step */
+  step(&e, 20 * MS, 0, &s, 1);
+  ttft_seq_info info = {.struct_size = sizeof info};
+  EXPECT_ERR(TTFT_OK, ttft_seq_stats(e.r, s, &info));
+  EXPECT_EQ_INT(TTFT_STALL_NOT_SCHEDULED, info.last_stall_cause);
+  EXPECT_ERR(TTFT_OK, ttft_seq_stats(e.r, other, &info));
+  EXPECT_EQ_INT(TTFT_STALL_SLOW_STEP, info.last_stall_cause);
+  ttft_snapshot *x = ttft_snapshot_take(e.r);
+  EXPECT_EQ_U64(2, ttft_snapshot_counter(x, TTFT_COUNTER_STALLS));
+  ttft_snapshot_free(x);
+  ttft_registry_free(e.r);
+}
+
+/* not_scheduled needs evidence that steps ran without the sequence: the
+ * steps that ended inside the gap before its own cover most of the gap.
+ * Here they cover a third of it, the engine idled a third, and its own
+ * step was 7x its usual: no share has half, the largest is the idle time
+ * (1.2 said not_scheduled as soon as steps covered half of the gap). */
+TEST(not_scheduled_needs_evidence) {
+  eng e = {reg(), T0};
+  ttft_seq s = warm(&e, 10);
+  ttft_seq other = warm(&e, 2);                                 /* 60 ms of steps */
+  for (int i = 0; i < 5; i++) step(&e, 20 * MS, 0, &other, 1); /* 100 ms more */
+  e.t += 170 * MS;                                              /* 170 ms of nothing */
+  step(&e, 150 * MS, 0, &s, 1); /* gap 489 ms, covered 310 */
+  expect_one(e.r, TTFT_STALL_ENGINE_IDLE);
+  ttft_registry_free(e.r);
+  /* the same with the steps without it covering most of the gap */
+  e = (eng){reg(), T0};
+  s = warm(&e, 10);
+  other = warm(&e, 2);
+  for (int i = 0; i < 12; i++) step(&e, 20 * MS, 0, &other, 1); /* 300 of 456 ms */
+  e.t += 120 * MS;
   step(&e, 20 * MS, 0, &s, 1);
   expect_one(e.r, TTFT_STALL_NOT_SCHEDULED);
   ttft_registry_free(e.r);
@@ -297,6 +392,8 @@ static ttft_registry *mixed(void) {
   step(&e, 20 * MS, 0, &s, 1);                  /* not scheduled */
   e.t += 1000 * MS;
   step(&e, 20 * MS, 0, &s, 1);                  /* engine idle */
+  for (int i = 0; i < 3; i++) step(&e, 20 * MS, 0, &s, 1);
+  step(&e, 400 * MS, 0, &s, 1);                 /* slow step */
   EXPECT_ERR(TTFT_OK, ttft_stream_end(e.r, s, TTFT_COMPLETED, e.t));
   ttft_seq d = ttft_begin(e.r, e.t);
   EXPECT_ERR(TTFT_OK, ttft_token_emitted(e.r, d, 1, e.t + MS));
@@ -316,7 +413,8 @@ static void expect_mixed(const ttft_snapshot *x, uint64_t times) {
   for (int c = 0; c < TTFT_STALL_CAUSE_COUNT; c++)
     sum += ttft_snapshot_stalls_by_cause(x, TTFT_CLASS_ALL, (ttft_stall_cause)c);
   EXPECT_EQ_U64(ttft_snapshot_counter(x, TTFT_COUNTER_STALLS), sum);
-  EXPECT_EQ_U64(5 * times, sum);
+  EXPECT_EQ_U64(times * 401 * MS, ttft_snapshot_stall_seconds_by_cause(x, 1, TTFT_STALL_SLOW_STEP));
+  EXPECT_EQ_U64(6 * times, sum);
 }
 
 TEST(codec_merge_delta) {
@@ -349,8 +447,10 @@ TEST(codec_merge_delta) {
   ttft_snapshot *newer = ttft_snapshot_take(r);
   ttft_snapshot *dl = ttft_snapshot_delta(newer, older, &err);
   EXPECT_ERR(TTFT_OK, err);
-  EXPECT_EQ_U64(1, ttft_snapshot_stalls_by_cause(dl, 0, TTFT_STALL_NOT_SCHEDULED));
-  EXPECT_EQ_U64(300 * MS, ttft_snapshot_stall_seconds_by_cause(dl, 0, TTFT_STALL_NOT_SCHEDULED));
+  /* one 298 ms step that produced its token: a slow step */
+  EXPECT_EQ_U64(1, ttft_snapshot_stalls_by_cause(dl, 0, TTFT_STALL_SLOW_STEP));
+  EXPECT_EQ_U64(300 * MS, ttft_snapshot_stall_seconds_by_cause(dl, 0, TTFT_STALL_SLOW_STEP));
+  EXPECT_EQ_U64(0, ttft_snapshot_stalls_by_cause(dl, 0, TTFT_STALL_NOT_SCHEDULED));
   EXPECT_EQ_U64(0, ttft_snapshot_stalls_by_cause(dl, 1, TTFT_STALL_PREFILL));
   EXPECT_EQ_U64(1, ttft_snapshot_engine_step_count(dl, 0));
   EXPECT_EQ_U64(0, ttft_snapshot_engine_step_count(dl, 1));
@@ -386,6 +486,8 @@ TEST(formats) {
   EXPECT_CONTAINS(p, "llm_stalls_total{class=\"default\",cause=\"unknown\"} 1\n");
   EXPECT_CONTAINS(p, "llm_stall_seconds_total{class=\"chat\",cause=\"prefill\"} 0.501\n");
   EXPECT_CONTAINS(p, "llm_stall_seconds_total{class=\"chat\",cause=\"engine_idle\"} 1.021\n");
+  EXPECT_CONTAINS(p, "llm_stalls_total{class=\"chat\",cause=\"slow_step\"} 1\n");
+  EXPECT_CONTAINS(p, "llm_stall_seconds_total{class=\"chat\",cause=\"slow_step\"} 0.401\n");
   EXPECT_CONTAINS(p, "# TYPE llm_engine_step_seconds histogram\n");
   EXPECT_CONTAINS(p, "llm_engine_step_seconds_count{prefill=\"true\"} 2\n");
   EXPECT_CONTAINS(p, "llm_engine_step_seconds_sum{prefill=\"true\"} 0.52\n");
@@ -403,6 +505,7 @@ TEST(formats) {
   p = render(x, TTFT_FORMAT_TEXT);
   EXPECT_CONTAINS(p, "stalls by cause");
   EXPECT_CONTAINS(p, "eng. idle");
+  EXPECT_CONTAINS(p, "slow step");
   EXPECT_CONTAINS(p, "engine steps");
   EXPECT_CONTAINS(p, "with prefill");
   free(p);

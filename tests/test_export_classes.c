@@ -1,9 +1,13 @@
 /*
  * test_export_classes.c — issue 11, item 5: export only what is used.
  *
- * With ttft_config.export_idle_classes = 0 (the default) a class that never
- * saw a begin (accepted or dropped) is left out of the text report, the
- * JSON document, Prometheus and OpenMetrics; with 1 every class is there.
+ * With ttft_config.export_idle_classes = 0 (the default) an idle class is
+ * left out of the text report, the JSON document, Prometheus and
+ * OpenMetrics; with 1 every class is there. Idle = never added (issue 32,
+ * item 2): the default class until a begin uses it. A class added with
+ * ttft_class_add is exported at zero from the call on, so that a series'
+ * first sample holds no observation and rate() counts the first requests
+ * (1.2 left it out until its first begin).
  * The queries still answer for every class (ids do not move), the setting
  * travels through the encoding, and merge/delta keep the first snapshot's.
  */
@@ -54,7 +58,7 @@ static int shows(const char *text, ttft_format f, const char *name) {
 
 static void check_formats(const ttft_snapshot *s, int idle, const char *what) {
   static const char *const names[4] = {"default", "chat", "batch", "full"};
-  const int used[4] = {0, 1, 0, 1};
+  const int used[4] = {0, 1, 1, 1}; /* batch: added, never used, shown */
   for (int f = 0; f < TTFT_FORMAT_COUNT_; f++) {
     if (f == TTFT_FORMAT_PROMETHEUS_PROTOBUF) continue; /* binary: tests/test_protobuf.c */
     char *t = render(s, (ttft_format)f);
@@ -115,7 +119,10 @@ static void setting(int idle) {
   EXPECT_ERR(TTFT_OK, err);
   if (m) {
     char *t = render(m, TTFT_FORMAT_OPENMETRICS);
-    if (t) EXPECT_EQ_INT(idle, shows(t, TTFT_FORMAT_OPENMETRICS, "batch"));
+    if (t) {
+      EXPECT_EQ_INT(1, shows(t, TTFT_FORMAT_OPENMETRICS, "batch"));
+      EXPECT_EQ_INT(idle, shows(t, TTFT_FORMAT_OPENMETRICS, "default"));
+    }
     free(t);
   }
   ttft_snapshot_free(m);
@@ -131,10 +138,11 @@ static void setting(int idle) {
   EXPECT_ERR(TTFT_OK, err);
   if (dl) {
     char *t = render(dl, TTFT_FORMAT_JSON);
-    /* chat's begin was before the window: idle in the delta */
+    /* chat's begin was before the window: still shown (added), at zero */
     if (t) {
       EXPECT_EQ_INT(1, shows(t, TTFT_FORMAT_JSON, "batch"));
-      EXPECT_EQ_INT(idle, shows(t, TTFT_FORMAT_JSON, "chat"));
+      EXPECT_EQ_INT(1, shows(t, TTFT_FORMAT_JSON, "chat"));
+      EXPECT_EQ_INT(idle, shows(t, TTFT_FORMAT_JSON, "default"));
     }
     free(t);
   }
@@ -163,6 +171,40 @@ TEST(fresh_registry_exports_no_class) {
   free(t);
   ttft_snapshot_free(s);
   ttft_registry_free(r);
+}
+
+/* A class is exported at zero from ttft_class_add on, before its first
+ * request: the scrape before the first requests then holds their series
+ * at zero, and rate()/increase() count those requests (a series' first
+ * sample is never counted). The default class, never added, stays out
+ * until used (or with export_idle_classes 1, from the start). */
+TEST(added_class_exported_at_zero) {
+  for (int idle = 0; idle < 2; idle++) {
+    ttft_config c;
+    ttft_config_init(&c);
+    c.export_idle_classes = idle;
+    ttft_registry *r = ttft_registry_new(&c);
+    EXPECT_NOT_NULL(r);
+    if (!r) return;
+    ttft_snapshot *s = ttft_snapshot_take(r);
+    char *p = render(s, TTFT_FORMAT_PROMETHEUS);
+    if (p) EXPECT_EQ_INT(idle, strstr(p, "gen_ai_server_time_to_first_token_seconds_count{class=\"default\"} 0\n") != NULL);
+    free(p);
+    ttft_snapshot_free(s);
+    EXPECT_EQ_INT(1, ttft_class_add(r, "chat", NULL));
+    s = ttft_snapshot_take(r);
+    for (int f = 0; f < 2; f++) {
+      p = render(s, f ? TTFT_FORMAT_OPENMETRICS : TTFT_FORMAT_PROMETHEUS);
+      if (!p) continue;
+      EXPECT_CONTAINS(p, "gen_ai_server_time_to_first_token_seconds_count{class=\"chat\"} 0\n");
+      EXPECT_CONTAINS(p, "gen_ai_server_time_to_first_token_seconds_bucket{class=\"chat\",le=\"+Inf\"} 0\n");
+      EXPECT_CONTAINS(p, "llm_requests_started_total{class=\"chat\"} 0\n");
+      EXPECT_EQ_INT(idle, strstr(p, "{class=\"default\"") != NULL);
+      free(p);
+    }
+    ttft_snapshot_free(s);
+    ttft_registry_free(r);
+  }
 }
 
 TU_MAIN()

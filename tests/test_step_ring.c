@@ -13,7 +13,9 @@
  *                       gives exactly what the 1.2 reader found by reading
  *                       every entry newest first: whether a step ended
  *                       inside, the covered time, every prefill step's part
- *                       and the 16 steps without prefill before the gap
+ *                       and the 16 steps without prefill before the gap;
+ *                       and (1.3) the part of the step that produced the
+ *                       token at b and that of the steps before it
  *   bounded_reads       on those timelines without damaged entries, it
  *                       reads at most the overlapping steps + 40 entries
  *                       (1.2: up to 1024), also when all steps carried
@@ -67,6 +69,7 @@ static ttft_registry *reg(void) {
 typedef struct full {
   int ended_inside;
   uint64_t covered;
+  uint64_t prod, earlier; /* (1.3) the producing step's part, the earlier ones' */
   unsigned npre, nbefore;
   uint64_t pre_len[TTFT__GAP_PREFILL], before[TTFT__GAP_BEFORE];
   unsigned overlapping; /* readable entries that overlap (a, b) */
@@ -107,14 +110,20 @@ static void full_scan(const ttft_registry *r, uint64_t a, uint64_t b, uint64_t u
       continue;
     }
     if (s0 >= b) continue;
+    const int producer = s1 <= b && !ended_inside, earlier = s1 <= b && !producer;
     if (s1 <= b) ended_inside = 1;
     uint64_t lo = s0 > a ? s0 : a, hi = s1 < b ? s1 : b;
+    if (producer) o->prod = hi - lo;
     if (hi > frontier) hi = frontier;
     if (hi > lo) covered += hi - lo;
+    if (hi > lo && earlier) o->earlier += hi - lo;
     if (lo < frontier) frontier = lo;
     if (pf && npre < TTFT__GAP_PREFILL) o->pre_len[npre++] = (s1 < b ? s1 : b) - (s0 > a ? s0 : a);
   }
-  if (!reached_start && k == last && last > 0 && frontier > a) covered += frontier - a;
+  if (!reached_start && k == last && last > 0 && frontier > a) {
+    covered += frontier - a;
+    if (ended_inside) o->earlier += frontier - a;
+  }
   o->ended_inside = ended_inside;
   o->covered = covered;
   o->npre = npre;
@@ -205,16 +214,19 @@ static void compare(const ttft_registry *r, uint64_t a, uint64_t b, int damaged,
     full_scan(r, a, b, want ? 0 : 1, &f);
     ttft__gap_steps_read(r, a, b, want, &g);
     int same = f.ended_inside == g.ended_inside && f.covered == g.covered && f.npre == g.npre &&
+               f.prod == g.prod && f.earlier == g.earlier &&
                !memcmp(f.pre_len, g.pre_len, f.npre * sizeof f.pre_len[0]);
     if (want)
       same = same && f.nbefore == g.nbefore &&
              !memcmp(f.before, g.before, f.nbefore * sizeof f.before[0]);
     if (!same && g_mismatch++ < 5)
       fprintf(stderr,
-              "gap (%llu, %llu] want_before %d: ended %d/%d covered %llu/%llu npre %u/%u "
-              "nbefore %u/%u (full scan/new)\n",
+              "gap (%llu, %llu] want_before %d: ended %d/%d covered %llu/%llu prod %llu/%llu "
+              "earlier %llu/%llu npre %u/%u nbefore %u/%u (full scan/new)\n",
               (unsigned long long)a, (unsigned long long)b, want, f.ended_inside, g.ended_inside,
-              (unsigned long long)f.covered, (unsigned long long)g.covered, f.npre, g.npre,
+              (unsigned long long)f.covered, (unsigned long long)g.covered,
+              (unsigned long long)f.prod, (unsigned long long)g.prod,
+              (unsigned long long)f.earlier, (unsigned long long)g.earlier, f.npre, g.npre,
               want ? f.nbefore : 0, want ? g.nbefore : 0);
     EXPECT_TRUE(same);
     if (!damaged && g.reads > f.overlapping) {
@@ -336,7 +348,9 @@ static void concurrent(void) {
     uint64_t len = 1 + below(&seed, 200000), b = now - below(&seed, 200000), a = b > len ? b - len : 0;
     ttft__gap_steps g;
     ttft__gap_steps_read(c.r, a, b, 1, &g);
-    if (g.covered > b - a || g.npre > TTFT__GAP_PREFILL || g.nbefore > TTFT__GAP_BEFORE) bad++;
+    if (g.covered > b - a || g.prod > b - a || g.earlier > g.covered || g.npre > TTFT__GAP_PREFILL ||
+        g.nbefore > TTFT__GAP_BEFORE)
+      bad++;
     for (unsigned j = 0; j < g.nbefore; j++) bad += (g.before[j] & 1) == 0; /* a prefill step's */
     for (unsigned j = 0; j < g.npre; j++) bad += g.pre_len[j] > 2 * 11000; /* longer than any step */
     if (g.reads > maxreads) maxreads = g.reads;

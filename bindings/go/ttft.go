@@ -294,15 +294,21 @@ const (
 	// StallPreempted: the stream was marked PhasePreempted in the first
 	// half of the gap.
 	StallPreempted StallCause = 2
-	// StallNotScheduled: steps ran, without this stream.
+	// StallNotScheduled: steps ran without this stream (the steps that
+	// ended inside the gap before the one that produced its token cover
+	// most of it).
 	StallNotScheduled StallCause = 3
 	// StallEngineIdle: no step ran during most of the gap (a host stall,
 	// GC, a frozen process).
 	StallEngineIdle StallCause = 4
+	// StallSlowStep (1.3): the step that produced the stream's token was
+	// itself far longer than usual (host contention, GPU throttling, a
+	// huge batch); nothing was left out.
+	StallSlowStep StallCause = 5
 )
 
 // Name is the library's name ("unknown", "prefill", "preempted",
-// "not_scheduled", "engine_idle": the cause label of llm_stalls_total),
+// "not_scheduled", "engine_idle", "slow_step": the cause label of llm_stalls_total),
 // "" for a value the loaded library does not know.
 func (c StallCause) Name() string { return goString(C.ttft_stall_cause_name(C.ttft_stall_cause(c))) }
 
@@ -465,7 +471,7 @@ type Config struct {
 	PromSummaries     bool                // also export p50..p99.9 summaries
 	ClassicOnly       bool                // no native histograms in the protobuf exposition
 	NativeSchema      *int                // native bucket schema -4..8 (nil = 7)
-	ExportIdleClasses bool                // export classes that never saw a begin
+	ExportIdleClasses bool                // export the default class before a begin uses it (added classes: always, 1.3)
 	MemoryLimit       uint64              // bytes of histogram buckets (default 256 MiB)
 	// PrefixHitMinTokens: fewer cached tokens than this is a prefix-cache
 	// miss in Stream.AnnotateCached (1.2; 0 = the default, 16).

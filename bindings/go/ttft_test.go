@@ -545,6 +545,7 @@ func TestConstantsMatchTheHeader(t *testing.T) {
 		"TTFT_STALL_UNKNOWN":  int64(StallUnknown), "TTFT_STALL_PREFILL": int64(StallPrefill),
 		"TTFT_STALL_PREEMPTED": int64(StallPreempted), "TTFT_STALL_NOT_SCHEDULED": int64(StallNotScheduled),
 		"TTFT_STALL_ENGINE_IDLE": int64(StallEngineIdle),
+		"TTFT_STALL_SLOW_STEP":   int64(StallSlowStep),
 		"TTFT_SLOWEST_TTFT":      int64(SlowestTTFT), "TTFT_SLOWEST_GAP": int64(SlowestGap),
 		"TTFT_COMPLETED": int64(Completed), "TTFT_CANCELLED": int64(Cancelled), "TTFT_ERROR": int64(Failed),
 		"TTFT_FORMAT_TEXT": int64(FormatText), "TTFT_FORMAT_JSON": int64(FormatJSON),

@@ -84,6 +84,7 @@ func TestEngineStepsGiveEveryStallItsCause(t *testing.T) {
 		{StallPreempted, 1, 150 * ms},
 		{StallNotScheduled, 1, 160 * ms},
 		{StallEngineIdle, 1, 200 * ms},
+		{StallSlowStep, 0, 0}, // its own test below
 	}
 	if got := sn.StallCauses(); !reflect.DeepEqual(want, got) {
 		t.Errorf("causes: want %v, got %v", want, got)
@@ -133,7 +134,7 @@ func TestEngineStepsGiveEveryStallItsCause(t *testing.T) {
 	for _, c := range AllStallCauses() {
 		names = append(names, c.Name())
 	}
-	eq(t, "names", "unknown prefill preempted not_scheduled engine_idle", strings.Join(names, " "))
+	eq(t, "names", "unknown prefill preempted not_scheduled engine_idle slow_step", strings.Join(names, " "))
 	eq(t, "unknown name", "", StallCause(99).Name())
 }
 
@@ -506,4 +507,26 @@ func TestSlowestRequestsWithIDs(t *testing.T) {
 	eq(t, "no lists", 0, len(snap(t, r3).Slowest(SlowestTTFT)))
 	k65 := uint32(65)
 	eq(t, "k past 64", "slowest_k 65 is above TTFT_MAX_SLOWEST_K (64)", reason(t, Config{SlowestK: &k65}))
+}
+
+// A server whose every generating stream is in every step (1.3): a 300 ms
+// decode step that produced the stream's token was itself slow; nothing
+// was left out, so the stall is StallSlowStep, not StallNotScheduled.
+func TestSlowStepIsItsOwnCause(t *testing.T) {
+	r := newReg(t, &Config{MaxInflight: 8})
+	chat := must[Class](t)(r.AddClass("chat", SLO{StallThreshold: 100 * time.Millisecond}))
+	s := must[*Stream](t)(r.BeginRequestAt(Request{Class: chat}, t0))
+	for k := uint64(0); k < 5; k++ {
+		decodeSteps(t, r, k*10, k*10+10)
+		ok(t, s.TokenAt(1, t0+(k+1)*10*ms))
+	}
+	ok(t, r.EngineStepAt(&StepInfo{DecodeSeqs: 3}, t0+50*ms, t0+350*ms))
+	ok(t, s.TokenAt(1, t0+350*ms))
+	eq(t, "slow step", StallSlowStep, must[SeqInfo](t)(s.Stats()).LastStallCause)
+	ok(t, s.EndAt(Completed, t0+360*ms))
+	sn := snap(t, r)
+	eq(t, "slow steps", 1, sn.StallsByCause(StallSlowStep))
+	eq(t, "slow ns", 300*ms, sn.StalledNsByCause(StallSlowStep))
+	eq(t, "not scheduled", 0, sn.StallsByCause(StallNotScheduled))
+	eq(t, "name", "slow_step", StallSlowStep.Name())
 }

@@ -285,12 +285,18 @@ class ConfigFields(unittest.TestCase):
         self.assertTrue(h["bucket"])                     # classic buckets only
 
     def test_export_idle_classes(self):
+        # an added class is exported at zero from add_class on (its first
+        # scrape holds no observation); idle = the default class, unused
         quiet = registry()
-        quiet.add_class("idle")
-        self.assertNotIn('class="idle"', quiet.snapshot().to_prometheus())
+        quiet.add_class("chat")
+        text = quiet.snapshot().to_prometheus()
+        self.assertIn('gen_ai_server_time_to_first_token_seconds_count{class="chat"} 0\n', text)
+        self.assertNotIn('class="default"', text)
         loud = registry(export_idle_classes=True)
-        loud.add_class("idle")
-        self.assertIn('class="idle"', loud.snapshot().to_prometheus())
+        loud.add_class("chat")
+        text = loud.snapshot().to_prometheus()
+        self.assertIn('class="chat"', text)
+        self.assertIn('class="default"', text)
 
     def test_argument_checks(self):
         for kw in (dict(native_schema=-5), dict(native_schema=9),

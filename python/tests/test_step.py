@@ -263,7 +263,8 @@ class EngineSteps(unittest.TestCase):
         s.end(t_ns=t + 21 * MS)
         snap = reg.snapshot()
         self.assertEqual(ttft.STALL_CAUSES,
-                         ("unknown", "prefill", "preempted", "not_scheduled", "engine_idle"))
+                         ("unknown", "prefill", "preempted", "not_scheduled", "engine_idle",
+                          "slow_step"))
         self.assertEqual(snap.stalls_by_cause("prefill"), 1)
         self.assertEqual(snap.stalls_by_cause("preempted"), 1)
         self.assertEqual(snap.stalls_by_cause("engine_idle"), 1)

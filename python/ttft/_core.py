@@ -711,8 +711,9 @@ class Registry:
     since 1.1:
       native_histograms (bool; default True: the protobuf exposition carries
       native histograms beside the classic buckets), native_schema (int,
-      -4 .. 8; default 7), export_idle_classes (bool; default False: classes
-      that never saw a begin are left out of reports and expositions),
+      -4 .. 8; default 7), export_idle_classes (bool; default False: the default
+      class is left out of reports and expositions until a begin uses it;
+      added classes are exported at zero from add_class on),
       memory_limit (bytes of histogram buckets, at least 1 MiB; default
       256 MiB; beyond it values are binned by power of two only, gauge
       "coarse");

@@ -31,7 +31,7 @@ GAUGES = ("inflight", "live_stalls", "memory", "coarse")
 SPLITS = ("prefix_cache", "prompt_band", "prefill_by_prefix")
 PREFIX_BANDS = ("miss", "hit", "partial")  # ttft_prefix_band: the prefix splits' index
 # ttft_stall_cause order (1.2): why a stall happened
-STALL_CAUSES = ("unknown", "prefill", "preempted", "not_scheduled", "engine_idle")
+STALL_CAUSES = ("unknown", "prefill", "preempted", "not_scheduled", "engine_idle", "slow_step")
 CLOCKS = ("monotonic", "tsc")
 SLOWEST = ("ttft", "gap")  # ttft_slowest_by
 TTFT_MAX_REQUEST_ID = 63

@@ -300,7 +300,7 @@ class Snapshot:
     # --- stall causes and engine steps (1.2)
     def stalls_by_cause(self, cause, cls=None):
         """Stalls attributed to cause ("unknown", "prefill", "preempted",
-        "not_scheduled", "engine_idle"); over the causes they add up to
+        "not_scheduled", "engine_idle", "slow_step"); over the causes they add up to
         counter("stalls")."""
         c = _lookup(_CAUSE_INDEX, cause, "stall cause")
         own = self._p()

@@ -80,8 +80,9 @@ struct ttft_snapshot {
   int prom_summaries;
   int native_histograms;      /* protobuf exposition: native buckets on/off  */
   int native_schema;          /* -4 .. 8                                    */
-  int export_idle_classes;    /* 0: classes that never saw a begin are left
-                                 out of the expositions and reports        */
+  int export_idle_classes;    /* 0: the default class, unused beside added
+                                 classes, is left out of the expositions and
+                                 reports (ttft__class_exported)             */
   uint32_t slowest_k;         /* the lists' length bound (config slowest_k)  */
   uint32_t nclasses;          /* >= 1; class 0 is "default"                 */
   ttft__sclass *cls;          /* nclasses entries                           */
@@ -97,13 +98,17 @@ struct ttft_snapshot {
   size_t store_bytes;         /* bytes of it allocated                      */
 };
 
-/* Whether class c of s appears in expositions and reports: every class
- * when s->export_idle_classes is set, else only classes that saw a begin
- * (accepted, dropped or refused for its clock). The class index stays the class id either way. */
+/* Whether class c of s appears in expositions and reports. Every class
+ * added with ttft_class_add (c >= 1) does, at zero until it records: a
+ * series' first sample must hold no observation, or Prometheus' rate()
+ * and increase() never count what it holds (issue 32). The default class
+ * (0, never added) does once a begin was tried on it (accepted, dropped,
+ * or refused for a wall-clock time), or from the start with
+ * s->export_idle_classes set; else it is idle and left out. The class
+ * index stays the class id either way. */
 static inline int ttft__class_exported(const ttft_snapshot *s, uint32_t c) {
   if (c >= s->nclasses) return 0;
-  if (s->export_idle_classes) return 1;
-  /* a begin tried: accepted, dropped, or refused for a wall-clock time */
+  if (s->export_idle_classes || c > 0) return 1;
   return s->cls[c].ctr[TTFT_COUNTER_BEGUN] != 0 || s->cls[c].ctr[TTFT_COUNTER_DROPPED] != 0 ||
          s->cls[c].ctr[TTFT_COUNTER_CLOCK_REFUSED] != 0;
 }

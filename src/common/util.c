@@ -74,7 +74,7 @@ const char *ttft_format_name(ttft_format f) {
   return ((unsigned)f < TTFT_FORMAT_COUNT_) ? format_names[f] : NULL;
 }
 static const char *const stall_cause_names[TTFT_STALL_CAUSE_COUNT] = {
-    "unknown", "prefill", "preempted", "not_scheduled", "engine_idle"};
+    "unknown", "prefill", "preempted", "not_scheduled", "engine_idle", "slow_step"};
 const char *ttft_stall_cause_name(ttft_stall_cause c) {
   return ((unsigned)c < TTFT_STALL_CAUSE_COUNT) ? stall_cause_names[c] : NULL;
 }

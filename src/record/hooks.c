@@ -637,7 +637,17 @@ __attribute__((noinline, cold)) static void first_emission(ttft_registry *r, ttf
  *                 its first such mark lies in the first half of the gap;
  *   PREFILL       the steps that carried prefill exceed u, inside the gap,
  *                 by at least half of the busy time beyond one usual step;
- *   NOT_SCHEDULED otherwise (steps ran without the sequence).
+ *   SLOW_STEP     the step that produced the token at b (the newest that
+ *                 ended inside the gap) exceeds u by at least half of the
+ *                 busy time beyond one usual step;
+ *   NOT_SCHEDULED the steps that ended inside the gap before that one
+ *                 (steps that ran without the sequence) cover at least
+ *                 half of the gap;
+ *   otherwise     the largest share of the gap: those earlier steps
+ *                 (NOT_SCHEDULED, when there are any), the time no step
+ *                 ran (ENGINE_IDLE), the producing step's excess over u
+ *                 (SLOW_STEP; NOT_SCHEDULED when it has none: steps
+ *                 still running at b cover the gap).
  * Only the stall path runs this: a gap over the class's stall budget. */
 
 /* The sequence's usual gap: the median of its earlier gaps (em - 1 of
@@ -679,15 +689,24 @@ static ttft_stall_cause stall_cause(const ttft_registry *r, const ttft__slot *sl
   if ((f & SF_PREEMPTED) && (f >> SF_PEM_SHIFT) == (em & SF_PEM_MASK) && tp <= b &&
       2 * (b - tp) >= gap)
     return TTFT_STALL_PREEMPTED;
-  if (!g.npre) return TTFT_STALL_NOT_SCHEDULED;
   /* too few gaps of its own: the median of the non-prefill steps before the gap */
   if (!u && g.nbefore) u = median_u64(g.before, g.nbefore);
+  const uint64_t busy = g.covered > u ? g.covered - u : 0;
   uint64_t excess = 0;
   for (unsigned i = 0; i < g.npre; i++)
     if (g.pre_len[i] > u) excess += g.pre_len[i] - u;
-  uint64_t busy = g.covered > u ? g.covered - u : 0;
   if (excess && 2 * excess >= busy) return TTFT_STALL_PREFILL;
-  return TTFT_STALL_NOT_SCHEDULED;
+  /* the step that produced the token was itself far longer than usual:
+   * the sequence was in it, nothing was left out */
+  const uint64_t slow = g.prod > u ? g.prod - u : 0;
+  if (slow && 2 * slow >= busy) return TTFT_STALL_SLOW_STEP;
+  /* evidence that steps ran without the sequence: they ended inside the
+   * gap before the one that produced its token, covering most of it */
+  if (2 * g.earlier >= gap) return TTFT_STALL_NOT_SCHEDULED;
+  const uint64_t idle = gap > g.covered ? gap - g.covered : 0;
+  if (g.earlier && g.earlier >= slow && g.earlier >= idle) return TTFT_STALL_NOT_SCHEDULED;
+  if (idle > slow) return TTFT_STALL_ENGINE_IDLE;
+  return slow ? TTFT_STALL_SLOW_STEP : TTFT_STALL_NOT_SCHEDULED;
 }
 
 /* A gap (a, b] over the stall budget: counted, with its cause. */

@@ -369,7 +369,10 @@ typedef struct ttft__step_ent {
  * covered is their union clipped to the gap, each step adding what lies
  * below the start of the newer ones; with more steps in the gap than the
  * ring holds, the part of the gap before the oldest is counted as covered
- * too. pre_len: the part inside the gap of each prefill step, newest
+ * too. prod and earlier split covered by the step that produced the token
+ * (the newest that ended inside the gap: one engine loop reports a step
+ * before the tokens it produced) and the steps that ended before it.
+ * pre_len: the part inside the gap of each prefill step, newest
  * first, the first TTFT__GAP_PREFILL of them. before: the durations of
  * the latest TTFT__GAP_BEFORE steps without prefill that ended at or
  * before a, newest first (only when asked for). */
@@ -379,6 +382,13 @@ typedef struct ttft__gap_steps {
   int ended_inside;                 /* a step ended inside (a, b]        */
   uint32_t npre, nbefore;
   uint64_t covered;
+  uint64_t prod;                    /* the part inside the gap of the step
+                                       that produced the token at b: the
+                                       newest that ended inside (a, b]    */
+  uint64_t earlier;                 /* what the steps that ended inside the
+                                       gap before that one add to covered
+                                       (with the part of the gap before
+                                       the ring's oldest step, if any)    */
   uint64_t pre_len[TTFT__GAP_PREFILL];
   uint64_t before[TTFT__GAP_BEFORE];
   uint32_t reads;                   /* ring entries read (tests)         */

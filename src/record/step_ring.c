@@ -110,7 +110,7 @@ void ttft__gap_steps_read(const ttft_registry *r, uint64_t a, uint64_t b, int wa
                           ttft__gap_steps *g) {
   g->ended_inside = 0;
   g->npre = g->nbefore = 0;
-  g->covered = 0;
+  g->covered = g->prod = g->earlier = 0;
   g->reads = g->torn = 0;
   /* relaxed: a ticket only names an entry; each entry's seq is checked
    * with acquire (step_read), and one not complete yet is skipped */
@@ -144,17 +144,27 @@ void ttft__gap_steps_read(const ttft_registry *r, uint64_t a, uint64_t b, int wa
       }
       continue;
     }
+    /* the first step read that ended inside the gap produced the token
+     * at b; the ones read after it ran before it, without the sequence */
+    const int producer = s1 <= b && !g->ended_inside, before_producer = s1 <= b && !producer;
     if (s1 <= b) g->ended_inside = 1;
     uint64_t lo = s0 > a ? s0 : a, hi = s1 < b ? s1 : b;
+    if (producer) g->prod = hi - lo;
     /* a prefill step's part inside the gap (beyond TTFT__GAP_PREFILL of
      * them in one gap, the rest are not weighed: the gap is then mostly
      * busy with prefill anyway) */
     if (e.prefill && g->npre < TTFT__GAP_PREFILL) g->pre_len[g->npre++] = hi - lo;
     if (hi > frontier) hi = frontier;
-    if (hi > lo) g->covered += hi - lo;
+    if (hi > lo) {
+      g->covered += hi - lo;
+      if (before_producer) g->earlier += hi - lo;
+    }
     if (lo < frontier) frontier = lo;
   }
   /* more steps in the gap than the ring holds: its start was busy too */
-  if (!reached_start && whole && last > 0 && frontier > a) g->covered += frontier - a;
+  if (!reached_start && whole && last > 0 && frontier > a) {
+    g->covered += frontier - a;
+    if (g->ended_inside) g->earlier += frontier - a;
+  }
   if (reached_start && want_before) before_gap(r, last, k, e, g);
 }

@@ -82,7 +82,7 @@ const ttft__prom_ctr_def ttft__prom_ctrs[] = {
     {TTFT_COUNTER_TOKENS, "output_tokens", "Output tokens emitted (capacity view; not TPOT)."},
     {TTFT_COUNTER_STALLS, "stalls",
      "Inter-token gaps above the class's stall budget, by cause (unknown, prefill, preempted, "
-     "not_scheduled, engine_idle; docs/metrics.md)."},
+     "not_scheduled, engine_idle, slow_step; docs/metrics.md)."},
     {TTFT_COUNTER_STALLED_SEQS, "stalled_requests", "Sequences with at least one stall gap."},
     {TTFT_COUNTER_ABANDONED, "requests_abandoned_before_first_token",
      "Streams cancelled before their first token (their waits are in abandoned_wait_seconds)."},

@@ -418,7 +418,8 @@ static void section_slo(ttft__sb *sb, const ttft_snapshot *s) {
  * (the stalls' summed gaps). Only when some class stalled. */
 static void section_causes(ttft__sb *sb, const ttft_snapshot *s) {
   static const char *const head[TTFT_STALL_CAUSE_COUNT] = {"unknown", "prefill", "preempted",
-                                                           "not sched", "eng. idle"};
+                                                           "not sched", "eng. idle",
+                                                           "slow step"};
   uint64_t any = 0;
   for (int k = 0; k < TTFT_STALL_CAUSE_COUNT; k++) any |= s->all.stall_n[k];
   if (!any) return;

@@ -881,9 +881,13 @@ void test_config_11() {
   EXPECT_TRUE(pb.size() > 100);
   EXPECT_TRUE(snap.gauge(TTFT_GAUGE_MEMORY) > 0);
   EXPECT_EQ(snap.gauge(TTFT_GAUGE_COARSE), 0u);
+  // an added class is exported at zero from add_class on (1.3); idle = the
+  // default class, never added, until a begin uses it
   ttft::Registry quiet(ttft::Config().max_inflight(8).max_classes(4));
-  (void)quiet.add_class("idle");
-  EXPECT_TRUE(quiet.snapshot().format(TTFT_FORMAT_PROMETHEUS).find("class=\"idle\"") == std::string::npos);
+  (void)quiet.add_class("chat");
+  const std::string q = quiet.snapshot().format(TTFT_FORMAT_PROMETHEUS);
+  EXPECT_TRUE(q.find("gen_ai_server_time_to_first_token_seconds_count{class=\"chat\"} 0\n") != std::string::npos);
+  EXPECT_TRUE(q.find("class=\"default\"") == std::string::npos);
   EXPECT_THROWS_CODE(ttft::Registry(ttft::Config().native_schema(9)), TTFT_EINVAL);
   EXPECT_THROWS_CODE(ttft::Registry(ttft::Config().memory_limit(1000)), TTFT_EINVAL);
   // metrics past TTFT_PROM_CONFIG_METRICS have no buckets of their own

@@ -13,8 +13,9 @@
  * classes (four classes with SLOs, gauges non-zero), hostile (label values
  * with quotes, backslashes, newlines, braces, UTF-8, invalid UTF-8),
  * custom (own namespace and bucket bounds for every metric), summaries
- * (prom_summaries on), idle / idle_all (two classes that never saw a
- * begin, left out / exported with export_idle_classes). The classes
+ * (prom_summaries on), idle / idle_all (two added classes that never saw
+ * a begin, exported at zero either way; the unused default class left
+ * out / exported with export_idle_classes). The classes
  * variant also makes 3 stale hook calls (llm_stale_hook_calls_total).
  *
  * usage: ttft-prom-expose DIR      exit 0 on success

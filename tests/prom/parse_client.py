@@ -18,8 +18,9 @@ prometheus_client.openmetrics.parser. Then checks what the parsers return:
     (trace_id, value, timestamp) on TTFT, ITL and worst-gap buckets only,
     each inside its bucket, the slowest request of each class among them
     (the other variants carry none: no trace ids);
-  - classes that never saw a begin have no series (idle), unless
-    export_idle_classes is set (idle_all); the status views have series
+  - the default class, never added and never used, has no series (idle),
+    unless export_idle_classes is set (idle_all); added classes have
+    series at zero from ttft_class_add on; the status views have series
     for the statuses that ended streams; llm_stale_hook_calls_total is one
     sample without a class label (3 in the classes variant).
 
@@ -150,7 +151,7 @@ def check_classes(fams, where, name, ns):
     classes = {s.labels["class"] for f in fams for s in f.samples if "class" in s.labels}
     want = {
         "empty": set(),
-        "idle": {"chat"},
+        "idle": {"chat", "batch", "tool"},  # added classes: at zero from class_add on
         "idle_all": {"default", "chat", "batch", "tool"},
     }.get(name)
     if want is not None and classes != want:

@@ -34,16 +34,20 @@
  * tokens, which the rule reads for the stream's usual step), then what
  * happened inside the gap, with a cause drawn from a random stream of its
  * own (so the recorded values are those of a replica without steps):
- *   prefill        30 %  another request's prefill in one long step (or two
+ *   prefill        25 %  another request's prefill in one long step (or two
  *                        chunks), maybe after one decode step without the
  *                        stream
  *   preempted      15 %  PREEMPTED at 2-40 % of the gap; decode steps of
  *                        the others; RESUMED and the stream's own recompute
  *                        (a prefill step of 5-25 % of the gap) at the end
- *   not_scheduled  25 %  decode steps without the stream all through the
+ *   not_scheduled  20 %  decode steps without the stream all through the
  *                        gap (30 %: one short prefill chunk among them, at
  *                        most 25 % of the gap)
- *   engine_idle    20 %  a freeze of 55-90 % of the gap with decode steps
+ *   slow_step      15 %  one decode step with the stream (every generating
+ *                        stream is in every step) that lasts the gap, many
+ *                        times the usual step (30 %: after 5-25 % of the
+ *                        gap with no step, host contention first)
+ *   engine_idle    15 %  a freeze of 55-90 % of the gap with decode steps
  *                        around it (25 %: also PREEMPTED in its first half,
  *                        a freeze during a preemption)
  *   unknown        10 %  no step reported inside the gap
@@ -99,7 +103,23 @@
  *   quit, EOF  stops and exits 0
  * Exits by itself after 240 s (SIGALRM) so a killed driver leaves nothing.
  *
+ * First scrapes (issue 32.2): `first MODE PORT` is a replica whose first
+ * requests end right after its start, model "first-MODE", one class
+ * "chat" (stall budget 500 ms), /metrics on 127.0.0.1:PORT:
+ *   eager  the registry, its class and the endpoint at start-up (what
+ *          docs/integration.md recommends): the class is exported at zero
+ *          before the first request, so its first sample holds none;
+ *   lazy   the registry and the endpoint made on the first request (the
+ *          1.2 docs' Shutdown recipe): the first sample Prometheus takes
+ *          already holds the first requests, which rate() never counts.
+ * protocol: at start "port <n>"; `burst N MEDIAN_MS` records N completed
+ * streams of class chat (TTFT lognormal around MEDIAN_MS, sigma 0.3; the
+ * lazy replica makes its registry and endpoint at its first burst) and
+ * prints "ok <streams so far>"; `dump PATH` writes every TTFT recorded,
+ * in ns, one a line, and prints "dumped <n>"; quit/EOF stops.
+ *
  * usage: ttft-prom-replica ID [SCHEMA]     (SCHEMA: native_schema, default 7)
+ *        ttft-prom-replica first eager|lazy PORT
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -298,7 +318,7 @@ static ttft_stall_cause stall_engine(ttft_seq s, uint64_t a, uint64_t b) {
   for (int i = 0; i < 16; i++) step(t, t + ctx[i], 0), t += ctx[i] + HOST_NS;
   const double x = eunit();
   const uint64_t t_in = a + HOST_NS, t_out = b - HOST_NS; /* the gap's busy span */
-  if (x < 0.30) { /* prefill: another request's prompt in one long step or two chunks */
+  if (x < 0.25) { /* prefill: another request's prompt in one long step or two chunks */
     t = t_in;
     if (eunit() < 0.5) { /* one decode step without the stream first */
       uint64_t d = elognormal_ns(u, 0.2);
@@ -316,7 +336,7 @@ static ttft_stall_cause stall_engine(ttft_seq s, uint64_t a, uint64_t b) {
     }
     return TTFT_STALL_PREFILL;
   }
-  if (x < 0.45) { /* preempted under KV pressure, resumed with a recompute */
+  if (x < 0.40) { /* preempted under KV pressure, resumed with a recompute */
     uint64_t tp = a + (uint64_t)((double)D * ebetween(0.02, 0.40));
     uint64_t rc = (uint64_t)((double)D * ebetween(0.05, 0.25));
     uint64_t t_res = t_out - rc;
@@ -326,7 +346,7 @@ static ttft_stall_cause stall_engine(ttft_seq s, uint64_t a, uint64_t b) {
     step(t_res, t_out, (uint32_t)(256 + ernd() % 8192)); /* its own context again */
     return TTFT_STALL_PREEMPTED;
   }
-  if (x < 0.70) { /* not scheduled: the others' decodes, maybe one short chunk */
+  if (x < 0.60) { /* not scheduled: the others' decodes, maybe one short chunk */
     if (eunit() < 0.3) {
       uint64_t len = (uint64_t)((double)D * ebetween(0.05, 0.25));
       uint64_t at = t_in + (uint64_t)((double)(D - len - 4 * HOST_NS) * eunit());
@@ -337,6 +357,12 @@ static ttft_stall_cause stall_engine(ttft_seq s, uint64_t a, uint64_t b) {
       decode_steps(t_in, t_out, u);
     }
     return TTFT_STALL_NOT_SCHEDULED;
+  }
+  if (x < 0.75) { /* slow step: the stream was in it, the step itself was slow */
+    uint64_t t0 = t_in;
+    if (eunit() < 0.3) t0 += (uint64_t)((double)D * ebetween(0.05, 0.25));
+    step(t0, t_out, 0);
+    return TTFT_STALL_SLOW_STEP;
   }
   if (x < 0.90) { /* engine idle: the process froze for most of the gap */
     double f = ebetween(0.55, 0.90), h = ebetween(0.0, 0.95 - f);
@@ -560,7 +586,77 @@ static int dump(const char *path) {
   return bad ? -1 : 0;
 }
 
+/* ------------------------------------------------- first scrapes (32.2) */
+static ttft_http *g_first_srv;
+
+static int first_registry(const char *mode, const char *addr) {
+  char model[32];
+  snprintf(model, sizeof model, "first-%s", mode);
+  ttft_config c;
+  ttft_config_init(&c);
+  c.model = model;
+  g_r = ttft_registry_new(&c);
+  if (!g_r) return -1;
+  g_chat = ttft_class_add(g_r, "chat", NULL);
+  if (g_chat < 0) return -1;
+  int rc = ttft_http_start(g_r, addr, &g_first_srv);
+  if (rc != TTFT_OK) fprintf(stderr, "replica first %s: ttft_http_start %s: %s\n", mode, addr, ttft_strerror(rc));
+  return rc == TTFT_OK ? 0 : -1;
+}
+
+static int first_main(const char *mode, const char *port) {
+  const int lazy = strcmp(mode, "lazy") == 0;
+  if (!lazy && strcmp(mode, "eager") != 0) return 2;
+  char addr[64];
+  snprintf(addr, sizeof addr, "127.0.0.1:%s", port);
+  g_rng = UINT64_C(0xF1257000) + (uint64_t)lazy;
+  if (!lazy && first_registry(mode, addr) != 0) return 1;
+  printf("port %s\n", port);
+  fflush(stdout);
+  char line[4096];
+  while (fgets(line, sizeof line, stdin)) {
+    line[strcspn(line, "\r\n")] = '\0';
+    unsigned n = 0, med = 0;
+    if (sscanf(line, "burst %u %u", &n, &med) == 2 && n > 0 && n <= 100000 && med > 0) {
+      if (!g_r && first_registry(mode, addr) != 0) return 1;
+      for (unsigned i = 0; i < n; i++) {
+        ttft_request q;
+        ttft_request_init(&q);
+        q.class_id = g_chat;
+        uint64_t ttft = lognormal_ns(med / 1000.0, 0.3);
+        ttft_seq sq = ttft_begin_ex(g_r, &q, g_t);
+        if (!sq || ttft_token_emitted(g_r, sq, 1, g_t + ttft) != TTFT_OK ||
+            ttft_stream_end(g_r, sq, TTFT_COMPLETED, g_t + ttft + 1000) != TTFT_OK)
+          return 1;
+        push(&g_ttft, ttft);
+        g_t += ttft + 2000;
+      }
+      printf("ok %zu\n", g_ttft.n);
+    } else if (strncmp(line, "dump ", 5) == 0) {
+      FILE *f = fopen(line + 5, "w");
+      int bad = !f;
+      for (size_t j = 0; f && j < g_ttft.n; j++) bad |= fprintf(f, "%llu\n", (unsigned long long)g_ttft.v[j]) < 0;
+      if (f) bad |= fclose(f) != 0;
+      if (bad) printf("error dump %s\n", line + 5);
+      else printf("dumped %zu\n", g_ttft.n);
+    } else if (strcmp(line, "quit") == 0) {
+      break;
+    } else {
+      printf("error unknown command\n");
+    }
+    fflush(stdout);
+  }
+  ttft_http_stop(g_first_srv);
+  ttft_registry_free(g_r);
+  free(g_ttft.v);
+  return 0;
+}
+
 int main(int argc, char **argv) {
+  if (argc == 4 && strcmp(argv[1], "first") == 0) {
+    alarm(240);
+    return first_main(argv[2], argv[3]);
+  }
   if (argc < 2) {
     fprintf(stderr, "usage: %s ID [SCHEMA]\n", argv[0]);
     return 2;

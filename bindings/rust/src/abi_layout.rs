@@ -263,6 +263,7 @@ fn constants_match_the_header() {
         ("TTFT_STALL_PREEMPTED", StallCause::PREEMPTED.0.into()),
         ("TTFT_STALL_NOT_SCHEDULED", StallCause::NOT_SCHEDULED.0.into()),
         ("TTFT_STALL_ENGINE_IDLE", StallCause::ENGINE_IDLE.0.into()),
+        ("TTFT_STALL_SLOW_STEP", StallCause::SLOW_STEP.0.into()),
         ("TTFT_SLOWEST_TTFT", SlowestBy::TTFT.0.into()),
         ("TTFT_SLOWEST_GAP", SlowestBy::GAP.0.into()),
         ("TTFT_GAUGE_INFLIGHT", Gauge::INFLIGHT.0.into()),

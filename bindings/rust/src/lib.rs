@@ -438,10 +438,15 @@ c_enum!(
     PREFILL = 1,
     /// The stream was marked [`Phase::PREEMPTED`] in the first half of the gap.
     PREEMPTED = 2,
-    /// Steps ran, without this stream (batch width, priorities).
+    /// Steps ran without this stream (batch width, priorities): the steps
+    /// that ended inside the gap before the one that produced its token
+    /// cover most of it.
     NOT_SCHEDULED = 3,
     /// No step ran during most of the gap: a host stall, GC, a frozen process.
     ENGINE_IDLE = 4,
+    /// (1.3) The step that produced the stream's token was itself far
+    /// longer than usual (host contention, GPU throttling, a huge batch).
+    SLOW_STEP = 5,
 });
 
 c_enum!(
@@ -976,7 +981,8 @@ impl Config {
         self.native_schema = Some(schema);
         self
     }
-    /// Export classes that never saw a begin (default off).
+    /// Export the default class before a begin uses it (default off;
+    /// classes added with `add_class` are exported at zero from then on, 1.3).
     pub fn export_idle_classes(mut self, on: bool) -> Config {
         self.export_idle_classes = Some(on);
         self

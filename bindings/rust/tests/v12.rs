@@ -77,6 +77,7 @@ fn engine_steps_give_every_stall_its_cause() {
         (StallCause::PREEMPTED, 1, 150 * MS),
         (StallCause::NOT_SCHEDULED, 1, 160 * MS),
         (StallCause::ENGINE_IDLE, 1, 200 * MS),
+        (StallCause::SLOW_STEP, 0, 0), // its own test below
     ];
     assert_eq!(snap.stall_causes(), want.to_vec());
     assert_eq!(snap.class(chat).stall_causes(), want.to_vec());
@@ -116,8 +117,32 @@ fn engine_steps_give_every_stall_its_cause() {
     assert_eq!(back.engine_step_count(false), 38);
     // Names from the library.
     let names: Vec<_> = StallCause::all().iter().map(|c| c.name().unwrap()).collect();
-    assert_eq!(names, ["unknown", "prefill", "preempted", "not_scheduled", "engine_idle"]);
+    assert_eq!(names, ["unknown", "prefill", "preempted", "not_scheduled", "engine_idle", "slow_step"]);
     assert_eq!(StallCause(99).name(), None);
+}
+
+/// A server whose every generating stream is in every step (1.3): a
+/// decode step of 300 ms that produced the stream's token was itself slow;
+/// nothing was left out, so the stall is SLOW_STEP, not NOT_SCHEDULED.
+#[test]
+fn slow_step_is_its_own_cause() {
+    let r = Registry::with_config(&Config::new().max_inflight(8)).unwrap();
+    let chat = r.add_class("chat", Slo::new().stall_threshold(Duration::from_millis(100))).unwrap();
+    let mut s = r.begin_with_at(&Request::new().class(chat), T0).unwrap();
+    for k in 0..5u64 {
+        decode_steps(&r, k * 10, k * 10 + 10);
+        s.token_at(1, T0 + (k + 1) * 10 * MS).unwrap();
+    }
+    r.engine_step_at(Some(&StepInfo::decode(3)), T0 + 50 * MS, T0 + 350 * MS).unwrap();
+    s.token_at(1, T0 + 350 * MS).unwrap();
+    assert_eq!(s.stats().unwrap().last_stall_cause, Some(StallCause::SLOW_STEP));
+    s.end_at(Status::COMPLETED, T0 + 360 * MS).unwrap();
+    let snap = r.snapshot().unwrap();
+    assert_eq!(snap.stalls_by_cause(StallCause::SLOW_STEP), 1);
+    assert_eq!(snap.stalled_ns_by_cause(StallCause::SLOW_STEP), 300 * MS);
+    assert_eq!(snap.stalls_by_cause(StallCause::NOT_SCHEDULED), 0);
+    let prom = snap.format(Format::PROMETHEUS).unwrap();
+    assert!(prom.lines().any(|l| l == "llm_stalls_total{class=\"chat\",cause=\"slow_step\"} 1"));
 }
 
 #[test]
