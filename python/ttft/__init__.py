@@ -28,7 +28,7 @@ It is loaded on first use; ttft.library_path() tells which.
 from . import _lib
 from ._core import (MAX_TOKENS_PER_EMISSION, Class, HttpServer, Registry, SeqStats,
                     Stream, now_ns)
-from ._errors import (ClosedError, CorruptError, Error, ExistsError, FullError,
+from ._errors import (ClockError, ClosedError, CorruptError, Error, ExistsError, FullError,
                       InvalidArgumentError, IoError, LibraryNotFoundError,
                       NotSupportedError, OutOfMemoryError, RangeError,
                       StaleHandleError)
@@ -61,7 +61,7 @@ __all__ = [
     "merge", "now_ns", "library_path", "library_version",
     "Error", "InvalidArgumentError", "StaleHandleError", "FullError",
     "OutOfMemoryError", "RangeError", "CorruptError", "ExistsError", "IoError",
-    "NotSupportedError", "ClosedError", "LibraryNotFoundError",
+    "NotSupportedError", "ClosedError", "LibraryNotFoundError", "ClockError",
     "METRICS", "COUNTERS", "GAUGES", "STATUSES", "FORMATS", "STATUS_VIEW_METRICS",
     "RESERVED_LABELS", "STALL_CAUSES", "MAX_TOKENS_PER_EMISSION",
 ]

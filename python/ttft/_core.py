@@ -32,7 +32,7 @@ from ._snapshot import Snapshot
 # Hot-path C functions, bound by _bind() when the library is first loaded.
 # Module globals are the cheapest lookup from a method body.
 _begin = _begin_ex = _mark = _token_emitted = _stream_end = None
-_annotate = _step_emitted = _engine_step = None
+_annotate = _step_emitted = _engine_step = _begin_checked = None
 _StepInfo = _lib.StepInfo
 _STEP_INFO_SIZE = ctypes.sizeof(_lib.StepInfo)
 _L = None  # the CDLL
@@ -41,10 +41,11 @@ _L = None  # the CDLL
 def _bind():
     """Load libttft (once) and bind the hot functions to module globals."""
     global _L, _begin, _begin_ex, _mark, _token_emitted, _stream_end
-    global _annotate, _step_emitted, _engine_step
+    global _annotate, _step_emitted, _engine_step, _begin_checked
     if _L is None:
         lib = _lib.load()
         _begin, _begin_ex = lib.ttft_begin, lib.ttft_begin_ex
+        _begin_checked = getattr(lib, "ttft_begin_checked", None)  # 1.3
         _mark, _token_emitted = lib.ttft_mark, lib.ttft_token_emitted
         _stream_end = lib.ttft_stream_end
         _annotate, _step_emitted = lib.ttft_annotate, lib.ttft_step_emitted
@@ -958,6 +959,18 @@ class Registry:
     def _begin_prepared(self, t, req, cls):
         o = self._o
         p = _registry_ptr(o)
+        if t and _begin_checked is not None:
+            # an explicit time: the library says whether it was refused as
+            # a wall-clock time (TTFT_ECLOCK, counted "clock_refused")
+            out = ctypes.c_uint64()
+            rc = _begin_checked(p, None if req is None else ctypes.byref(req), t,
+                                ctypes.byref(out))
+            if rc == _lib.ECLOCK:
+                raise _lib.from_code(
+                    rc, "begin",
+                    "t_ns=%d is a wall-clock time (time.time_ns(), CLOCK_REALTIME); pass "
+                    "time.monotonic_ns() or t_ns=None" % t)
+            return Stream(o, out.value, cls, self._key)
         if req is None:
             seq = _begin(p, t)
         else:

@@ -72,6 +72,11 @@ class ClosedError(Error):
     """The Registry or Snapshot was closed; its C object is gone."""
 
 
+class ClockError(Error, ValueError):
+    """TTFT_ECLOCK: a begin's t_ns is a wall-clock time (time.time_ns())
+    where time.monotonic_ns()'s clock is expected."""
+
+
 class LibraryNotFoundError(Error, OSError):
     """libttft could not be loaded; the message lists every place tried."""
 
@@ -86,6 +91,7 @@ _BY_NAME = {  # ttft_err_name -> class
     "TTFT_EEXIST": ExistsError,
     "TTFT_EIO": IoError,
     "TTFT_ENOTSUP": NotSupportedError,
+    "TTFT_ECLOCK": ClockError,
 }
 
 

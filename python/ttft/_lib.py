@@ -49,9 +49,13 @@ ERRORS = {  # code: (name, ttft_strerror text as in the header's X-macro)
     -7: ("TTFT_EEXIST", "name already exists"),
     -8: ("TTFT_EIO", "socket or I/O error"),
     -9: ("TTFT_ENOTSUP", "not supported by this build"),
+    -10: ("TTFT_ECLOCK", "wall-clock timestamp (CLOCK_REALTIME: time.time_ns(), "
+          "system_clock) where the monotonic clock (CLOCK_MONOTONIC: "
+          "time.monotonic_ns(), steady_clock, or TTFT_NOW) is expected"),
 }
 TTFT_EINVAL, TTFT_ESTALE, TTFT_EFULL, TTFT_ENOMEM, TTFT_ERANGE = -1, -2, -3, -4, -5
-TTFT_ECORRUPT, TTFT_EEXIST, TTFT_EIO, TTFT_ENOTSUP = -6, -7, -8, -9
+TTFT_ECORRUPT, TTFT_EEXIST, TTFT_EIO, TTFT_ENOTSUP, TTFT_ECLOCK = -6, -7, -8, -9, -10
+ECLOCK = TTFT_ECLOCK
 
 # Label names a constant label may not use (TTFT_RESERVED_LABELS in
 # include/ttft.h; any name starting with "__" is refused too).
@@ -285,6 +289,8 @@ PROTOTYPES = {
 # Declared when the library has them (a newer libttft than the oldest these
 # bindings accept); the bindings fall back when it does not.
 OPTIONAL_PROTOTYPES = {
+    # 1.3: why a begin was refused (TTFT_ECLOCK: a wall-clock t_ns)
+    "ttft_begin_checked": (_int, [_vp, _P(Request), _u64, _P(_u64)]),
     # 1.3: why an endpoint did not start ("127.0.0.1:9464: bind: Address already in use")
     "ttft_http_start_msg": (_int, [_vp, _str, _P(_vp), ctypes.c_char_p, _size]),
 }
