@@ -250,12 +250,15 @@ TEST(membarrier_fails_mid_run) {
   ttft_snapshot_free(d);
 #ifdef TTFT_TEST_STATIC
   /* the failure is remembered: membarrier is not retried by every begin
-   * (1.1: every begin at capacity retried it, and spun 10-19 ms) */
+   * (1.1: every begin at capacity retried it, and spun 10-19 ms). Rounds
+   * take no lock since 1.3 (reclaim.c), so each round already running
+   * when the filter came may try once: at most one attempt per thread
+   * that can run a round (the workers, the idle owner, main) */
   uint64_t mb_after = atomic_load(&g_r->dbg_membarriers) - mb_at_filter;
   uint32_t polls = atomic_load(&g_r->dbg_polls_max);
   fprintf(stderr, "membarrier attempts after the filter: %llu; most reclaimer polls in one begin: %u\n",
           (unsigned long long)mb_after, polls);
-  EXPECT_TRUE(mb_after <= 1);
+  EXPECT_LE_U64(mb_after, (uint64_t)WORKERS + 2);
   EXPECT_TRUE(polls <= TTFT__EXHAUSTED_POLLS);
 #endif
   ttft_snapshot_free(s);
