@@ -220,7 +220,21 @@ typedef enum ttft_counter {
                                      a wall-clock t_ns (time.time_ns(),
                                      system_clock) passed for a monotonic
                                      one. Should stay 0                    */
-  TTFT_COUNTER_COUNT_ = 18
+  TTFT_COUNTER_PUBLISH_FAILED = 18, /* (1.3) publishes into shared_dir that
+                                     failed (disk full, read-only, removed
+                                     directory); registry-wide, class 0.
+                                     Recording goes on; the first failure
+                                     is said once on stderr              */
+  TTFT_COUNTER_SEGMENTS_SKIPPED = 19, /* (1.3) in a gathered snapshot: segments
+                                     the gatherer skipped (truncated,
+                                     corrupt, hostile, future version,
+                                     another user's); registry-wide,
+                                     class 0; 0 in a registry's own      */
+  TTFT_COUNTER_PROCESSES_EXITED = 20, /* (1.3) in a gathered snapshot: processes
+                                     whose last published state was folded
+                                     into the directory's archive (exits,
+                                     kills, crashes); class 0             */
+  TTFT_COUNTER_COUNT_ = 21
 } ttft_counter;
 
 typedef enum ttft_format {
@@ -504,7 +518,10 @@ typedef enum ttft_gauge {
                                  because the chunk pool was empty: memory_limit
                                  reached, or a burst beyond the pool's reserve
                                  (0 normally; docs/design.md "Memory")        */
-  TTFT_GAUGE_COUNT_ = 4
+  TTFT_GAUGE_PROCESSES = 4,   /* (1.3) in a gathered snapshot: live processes
+                                 whose segments it merged; 0 in a registry's
+                                 own snapshot                                  */
+  TTFT_GAUGE_COUNT_ = 5
 } ttft_gauge;
 
 /* TTFT splits: TTFT recorded a second time under a split key. */
@@ -925,6 +942,24 @@ struct ttft_config {
                                   ids kept, no exemplars. Costs 2 x k x 144
                                   bytes per (thread shard, class) plus 88
                                   bytes per slot (docs/performance.md)      */
+  /* ---- since 1.3: many processes, one truth (docs/multiprocess.md) */
+  const char *shared_dir;      /* publish this registry's whole state into a
+                                  segment of its own in this directory
+                                  (tmpfs: /dev/shm/NAME), read by
+                                  ttft_gather_*; NULL (default) = off. The
+                                  directory must exist, belong to this
+                                  process's user and not be group- or
+                                  world-writable; a network file system is
+                                  refused (ttft_config_check says why)      */
+  const char *process_name;    /* this process in per-process views (label
+                                  process); 1..63 bytes of [A-Za-z0-9_.:-];
+                                  NULL (default) = "pid-<pid>". Give a stable
+                                  name (api-0, dp-3) to keep a series across
+                                  restarts                                  */
+  uint32_t publish_interval_ms;/* what a gatherer sees is at most this old:
+                                  a background thread publishes at least
+                                  this often; default 100, 10 .. 3600000; 0
+                                  = no thread, the host calls ttft_publish */
 };
 
 #define TTFT_MAX_SLOWEST_K 64     /* largest ttft_config.slowest_k            */
@@ -1130,6 +1165,65 @@ TTFT_API ttft_snapshot *ttft_snapshot_decode(const void *buf, size_t len, int *e
 TTFT_API long ttft_snapshot_encode_base64(const ttft_snapshot *s, char *buf, size_t cap);
 TTFT_API ttft_snapshot *ttft_snapshot_decode_base64(const char *text, size_t len, int *err);
 
+/* ------------------------------------------- many processes, one truth */
+/* docs/multiprocess.md. A registry created with ttft_config.shared_dir
+ * publishes its whole state (every class, histogram, counter, gauge,
+ * slowest list, exemplar, engine-step and stall-cause figure) into its own
+ * segment file in that directory: from a background thread every
+ * publish_interval_ms, at ttft_publish, at ttft_registry_free and at normal
+ * process exit. A segment is replaced whole (written aside, then renamed):
+ * a writer never waits for a reader, a reader never sees a torn segment.
+ * A process is identified by pid, start time and a random nonce, and holds
+ * a lock on its own lock file while it lives; a child forked from it that
+ * keeps recording publishes as a new process (from zero: what the parent
+ * recorded before the fork stays the parent's). */
+
+/* Publish r's state into its segment now (the background thread does this
+ * every publish_interval_ms). Returns TTFT_OK; TTFT_EINVAL for NULL or a
+ * registry without shared_dir; TTFT_EIO when writing the segment failed
+ * (counted in TTFT_COUNTER_PUBLISH_FAILED; recording goes on); TTFT_ENOMEM.
+ * Thread-safe; never called from the hooks; takes a snapshot (cost as
+ * ttft_snapshot_take) and writes one file. */
+TTFT_API int ttft_publish(ttft_registry *r);
+
+typedef struct ttft_gather ttft_gather; /* opaque */
+
+#define TTFT_GATHER_BY_PROCESS 1u /* keep processes apart: every series of the
+                                     expositions carries a process label
+                                     (the process_name; processes that
+                                     exited without a stable name fold into
+                                     process="exited"); the snapshot's own
+                                     accessors still read the merged view */
+
+/* Open directory dir for gathering: what every process that published
+ * there recorded, merged. flags: 0 or TTFT_GATHER_BY_PROCESS. Checks dir
+ * as the publishers do (exists, belongs to this user, not group- or
+ * world-writable, no network file system). Returns NULL on failure, with
+ * errno set (ENOENT, EACCES for a directory open to others or of another
+ * user, EREMOTE for a network file system, EINVAL for NULL or unknown
+ * flags, ENOMEM). Thread-safe. */
+TTFT_API ttft_gather *ttft_gather_open(const char *dir, unsigned flags);
+
+/* ttft_gather_open, and why it failed as one line of text in msg
+ * (snprintf rules; "" on success). msg may be NULL when cap is 0. */
+TTFT_API ttft_gather *ttft_gather_open_msg(const char *dir, unsigned flags, char *msg, size_t cap);
+
+/* One merged snapshot of every live process's latest segment and of the
+ * directory's archive (the last published state of every process that
+ * exited, was killed or crashed). Usable with every snapshot function and
+ * format; free with ttft_snapshot_free. A process found dead is folded
+ * into the archive here, under a lock shared by every gatherer of the
+ * directory (two gatherers never count a process twice or lose one); its
+ * gauges leave the view, its counters, buckets, counts and sums stay.
+ * Bad segments (truncated, corrupt, hostile, future version, another
+ * user's) are skipped and counted (TTFT_COUNTER_SEGMENTS_SKIPPED). NULL on
+ * ENOMEM or when dir is gone, with errno set. Thread-safe: concurrent
+ * calls on one gather share one merge. */
+TTFT_API ttft_snapshot *ttft_gather_take(ttft_gather *g);
+
+/* Close g. NULL is a no-op. Must not race ttft_gather_take on g. */
+TTFT_API void ttft_gather_close(ttft_gather *g);
+
 /* ------------------------------------------------------------- endpoint */
 
 typedef struct ttft_http ttft_http; /* opaque */
@@ -1154,6 +1248,15 @@ TTFT_API int ttft_http_start(ttft_registry *r, const char *addr, ttft_http **out
  * ":99999: not an address (...)". msg may be NULL when cap is 0. Since 1.3. */
 TTFT_API int ttft_http_start_msg(ttft_registry *r, const char *addr, ttft_http **out, char *msg,
                                  size_t cap);
+
+/* Serve gather g (every process of its directory, one endpoint) as
+ * ttft_http_start serves a registry: the same paths, formats and limits;
+ * concurrent scrapes share one merge. g must outlive the server. Returns
+ * as ttft_http_start_msg. Since 1.3. Every server, registry or gather,
+ * also answers GET /snapshot with the ttft_snapshot_encode bytes
+ * (application/octet-stream). */
+TTFT_API int ttft_http_start_gather(ttft_gather *g, const char *addr, ttft_http **out, char *msg,
+                                    size_t cap);
 
 /* The TCP port the server listens on, or TTFT_EINVAL for NULL. */
 TTFT_API int ttft_http_port(const ttft_http *srv);

@@ -102,6 +102,11 @@ ttft_snapshot *ttft__snapshot_new(uint32_t nclasses) {
 void ttft_snapshot_free(ttft_snapshot *s) {
   if (!s) return;
   ttft_allocator a = s->alloc;
+  if (s->part) {
+    for (uint32_t i = 0; i < s->nparts; i++) ttft_snapshot_free(s->part[i]);
+    ttft__free(&a, s->part);
+  }
+  ttft__free(&a, s->part_name);
   for (ttft__sblock *c = s->store, *next; c; c = next) {
     next = c->next;
     ttft__free(&a, c);

@@ -94,6 +94,16 @@ struct ttft_snapshot {
   ttft__shist *step[2];       /* engine-step durations, registry-wide:
                                  [0] without prefill, [1] with (1.2)         */
   ttft__shist empty;          /* what every histogram pointer starts at     */
+  /* A gathered snapshot with TTFT_GATHER_BY_PROCESS (1.3): this snapshot
+   * holds the merged view (every accessor reads it); the expositions
+   * (Prometheus text, OpenMetrics, protobuf, JSON, text) instead write
+   * each family once with one set of samples per part, labelled
+   * process="part_name[i]". Parts are owned by this snapshot (freed with
+   * it) and have nparts == 0 themselves. nparts == 0 everywhere else; the
+   * codec, merge and delta read the merged view only. */
+  uint32_t nparts;
+  ttft_snapshot **part;       /* nparts snapshots                            */
+  char (*part_name)[TTFT__NAME_MAX]; /* nparts names, NUL-terminated         */
   ttft__sblock *store;         /* the histograms' storage, freed with s      */
   size_t store_bytes;         /* bytes of it allocated                      */
 };

@@ -108,9 +108,19 @@ const ttft__prom_ctr_def ttft__prom_registry_ctrs[] = {
      "Hook calls (token, step, mark, end, annotate) refused because their handle had ended or was "
      "unknown: an integration that keeps using ended handles."},
     {TTFT_COUNTER_BARRIER_FALLBACKS, "reclaim_barrier_fallbacks",
-     "Slot-reclaim batches whose memory barrier was made by signalling the recording threads, "
-     "because membarrier(2) failed at run time (e.g. a seccomp filter installed later). "
-     "Reclamation goes on; non-zero means the process lost membarrier."},
+     "Slot-reclaim rounds whose memory barrier was made without membarrier(2) (fences the "
+     "recording threads acknowledge, /proc, a TLB-shootdown barrier), because it failed at run "
+     "time (e.g. a seccomp filter installed later). Reclamation goes on; non-zero means the "
+     "process lost membarrier."},
+    {TTFT_COUNTER_PUBLISH_FAILED, "publish_failures",
+     "Publishes of this registry into its shared_dir segment that failed (disk full, read-only "
+     "or removed directory); recording goes on, gatherers see the last published state."},
+    {TTFT_COUNTER_SEGMENTS_SKIPPED, "gather_segments_skipped",
+     "Segments a gatherer skipped: truncated, corrupt, hostile, of a future version or of "
+     "another user (0 outside a gathered view)."},
+    {TTFT_COUNTER_PROCESSES_EXITED, "gather_processes_exited",
+     "Processes whose last published state a gatherer folded into the directory's archive "
+     "(exits, kills, crashes; 0 outside a gathered view)."},
 };
 const size_t ttft__prom_nregistry_ctrs = sizeof ttft__prom_registry_ctrs / sizeof ttft__prom_registry_ctrs[0];
 
@@ -127,6 +137,9 @@ const ttft__prom_gauge_def ttft__prom_gauges[TTFT_GAUGE_COUNT_] = {
     [TTFT_GAUGE_COARSE] = {"coarse_observations",
                            "DEPRECATED, removed in the next release: the value of the counter "
                            "coarse_observations_total, typed gauge; read that one (rate, increase)."},
+    [TTFT_GAUGE_PROCESSES] = {"gather_processes",
+                              "Live processes whose segments this gathered view merged (0 outside a "
+                              "gathered view)."},
 };
 
 #define hist_defs ttft__prom_hists
