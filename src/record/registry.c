@@ -193,7 +193,7 @@ static int config_problem(const ttft_config *c, char *why, size_t n) {
     REFUSE("prefix_hit_min_tokens is 0; it must be at least 1 (fewer cached tokens is a miss)");
   if (c->shared_dir) {
     char dwhy[PATH_MAX + 160];
-    if (ttft__shared_dir_check(c->shared_dir, dwhy, sizeof dwhy) != 0) REFUSE("shared_dir: %s", dwhy);
+    if (ttft__shared_dir_check(c->shared_dir, dwhy, sizeof dwhy) != 0) REFUSE("%s", dwhy); /* names the field */
   }
   if (c->process_name && !ttft__process_name_ok(c->process_name))
     REFUSE("process_name \"%s\" is not 1..63 bytes of [A-Za-z0-9_.:-]", shown(c->process_name, a));
