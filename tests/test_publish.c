@@ -308,15 +308,24 @@ TEST(sigkill_never_torn) {
   int rounds = getenv("TTFT_KILL_ROUNDS") ? atoi(getenv("TTFT_KILL_ROUNDS")) : 40;
   int whole = 0, seen = 0;
   for (int i = 0; i < rounds; i++) {
+    int ready[2];
+    if (pipe(ready) != 0) break;
     pid_t pid = fork();
     if (pid == 0) {
       ttft_registry *r = reg_new(10, NULL);
+      /* its first segment is written: the kill lands among publishes */
+      if (write(ready[1], "1", 1) != 1) _exit(3);
       for (;;) {
         record(r, 20, 1000000);
         ttft_publish(r); /* and the thread every 10 ms */
       }
     }
-    sleep_ms(5 + (i * 7) % 40);
+    char one;
+    close(ready[1]);
+    if (read(ready[0], &one, 1) != 1) one = 0;
+    close(ready[0]);
+    EXPECT_EQ_INT('1', one);
+    sleep_ms(1 + (i * 7) % 40);
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
     char path[512];
@@ -328,7 +337,7 @@ TEST(sigkill_never_torn) {
     }
     EXPECT_FALSE(lock_held(pid));
   }
-  EXPECT_GT_INT(seen, 0);
+  EXPECT_EQ_INT(rounds, seen);
   EXPECT_EQ_INT(seen, whole);
 }
 
