@@ -52,7 +52,7 @@
  * is folded (dead segments are then read as they are, gauges zeroed, and
  * left in place) and it is counted once.
  *
- * A bad file is counted once per version: by (inode, size, mtime), in a
+ * A bad file is counted once per version: by (inode, size, mtime, ctime), in a
  * small ring of what this gatherer already counted.
  */
 #include "report/gather.h"
@@ -351,7 +351,7 @@ int ttft__archive_fold(ttft__archive *a, const char *name, const ttft_snapshot *
 
 /* --------------------------------------------------------------- gather */
 typedef struct bad_key {
-  uint64_t ino, size, mtime_ns;
+  uint64_t ino, size, mtime_ns, ctime_ns;
 } bad_key;
 
 struct ttft_gather {
@@ -380,9 +380,12 @@ static int path_of(const ttft_gather *g, const char *name, char *out, size_t cap
 /* count st's file once per version */
 static void count_bad(ttft_gather *g, const struct stat *st) {
   bad_key k = {(uint64_t)st->st_ino, (uint64_t)st->st_size,
-               (uint64_t)st->st_mtim.tv_sec * 1000000000ull + (uint64_t)st->st_mtim.tv_nsec};
+               (uint64_t)st->st_mtim.tv_sec * 1000000000ull + (uint64_t)st->st_mtim.tv_nsec,
+               (uint64_t)st->st_ctim.tv_sec * 1000000000ull + (uint64_t)st->st_ctim.tv_nsec};
   for (uint32_t i = 0; i < g->nbad; i++)
-    if (g->bad[i].ino == k.ino && g->bad[i].size == k.size && g->bad[i].mtime_ns == k.mtime_ns) return;
+    if (g->bad[i].ino == k.ino && g->bad[i].size == k.size && g->bad[i].mtime_ns == k.mtime_ns &&
+        g->bad[i].ctime_ns == k.ctime_ns)
+      return;
   g->bad[g->badnext] = k;
   g->badnext = (g->badnext + 1) % BAD_RING;
   if (g->nbad < BAD_RING) g->nbad++;
