@@ -367,6 +367,7 @@ struct ttft_gather {
   pthread_cond_t cv;
 #endif
   int busy;                   /* a take is merging                        */
+  unsigned waiters;           /* calls waiting for that merge             */
   uint64_t gen;               /* merges finished                          */
   ttft_snapshot *last;        /* the latest merge (for those who waited)  */
   int last_errno;
@@ -938,7 +939,9 @@ ttft_snapshot *ttft_gather_take(ttft_gather *g) {
 #if defined(TTFT_HAVE_PTHREADS)
   if (g->busy) {
     uint64_t gen = g->gen;
+    g->waiters++;
     while (g->gen == gen) pthread_cond_wait(&g->cv, &g->mu);
+    g->waiters--;
     ttft_snapshot *c = g->last ? ttft__snapshot_copy(g->last) : NULL;
     int eno = g->last ? ENOMEM : g->last_errno;
     G_UNLOCK(g);
@@ -955,10 +958,10 @@ ttft_snapshot *ttft_gather_take(ttft_gather *g) {
   g->last = NULL;
   ttft_snapshot *r = s;
 #if defined(TTFT_HAVE_PTHREADS)
-  g->last = s;
-  g->last_errno = eno;
-  r = s ? ttft__snapshot_copy(s) : NULL;
-  if (s && !r) eno = ENOMEM;
+  /* the merger keeps its result; a copy is kept for those who waited (a
+   * waiter that finds no copy reports ENOMEM, or the merge's errno) */
+  if (g->waiters) g->last = s ? ttft__snapshot_copy(s) : NULL;
+  g->last_errno = s ? ENOMEM : eno;
   g->gen++;
   pthread_cond_broadcast(&g->cv);
 #endif
