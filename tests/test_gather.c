@@ -551,13 +551,8 @@ static void run_parallel(int nthreads, int nforked) {
   atomic_store(&g_published, 0);
   _Atomic int stop = 0;
   ttft_gather *shared = ttft_gather_open(g_dir, 0);
-  par ps[8];
-  pthread_t th[8];
-  for (int i = 0; i < nthreads; i++) {
-    ps[i] = (par){.own_gather = i % 2 == 0, .shared = shared, .stop = &stop};
-    pthread_create(&th[i], NULL, par_main, &ps[i]);
-  }
-  /* processes gathering too: they check the union is even and never falls */
+  /* processes gathering too (forked before any thread starts): they check
+   * the union is even and never falls */
   pid_t kids[4];
   for (int k = 0; k < nforked; k++) {
     kids[k] = fork();
@@ -579,6 +574,12 @@ static void run_parallel(int nthreads, int nforked) {
       ttft_gather_close(g);
       _exit(bad);
     }
+  }
+  par ps[8];
+  pthread_t th[8];
+  for (int i = 0; i < nthreads; i++) {
+    ps[i] = (par){.own_gather = i % 2 == 0, .shared = shared, .stop = &stop};
+    pthread_create(&th[i], NULL, par_main, &ps[i]);
   }
   ttft_snapshot *one = one_workload(NULL, 2, 100, 0, NULL);
   for (int i = 0; i < PAR_PROCS; i++) {

@@ -779,7 +779,7 @@ static ttft_snapshot *build_view(ttft_gather *g, scan *sc, ttft__archive *a, int
     it[k++] = (item){p->name, p->id.pid, p->id.nonce, p->snap, 1, 0, (uint32_t)is_live};
     p->snap = NULL; /* the item owns it */
   }
-  qsort(it, n, sizeof *it, item_cmp);
+  if (n) qsort(it, n, sizeof *it, item_cmp);
   int rc = TTFT_OK;
   ttft_snapshot *view = NULL;
   ttft_snapshot *parts[MAX_PARTS];
