@@ -858,6 +858,8 @@ class Registry:
             raise from_code(_lib.TTFT_ENOMEM, "ttft_registry_new (the configuration is valid)")
         self._o = _Owner(raw, lib.ttft_registry_free)
         self.default_class = Class(0, "default", self._key)
+        if shared_dir is not None:
+            _publish_in_multiprocessing_children(self)
 
     # --- lifetime
     def close(self):
@@ -1281,6 +1283,33 @@ class Registry:
             srv = HttpServer(o, out.value, addr)
             self._servers.append(srv)
         return srv
+
+
+def _publish_quietly(owner):
+    p = owner.ptr
+    if p and _L is not None and getattr(_L, "ttft_publish", None) is not None:
+        _L.ttft_publish(p)  # a failure is counted and said by the library
+
+
+def _after_multiprocessing_fork(reg):
+    import multiprocessing.util as mu
+    o = reg._o
+    if o is not None:
+        mu.Finalize(reg, _publish_quietly, args=(o,), exitpriority=0)
+
+
+def _publish_in_multiprocessing_children(reg):
+    """A multiprocessing worker forked from a process that holds reg (the
+    pre-fork server pattern) ends with os._exit, which skips the C
+    library's publish at exit: publish reg's last state from
+    multiprocessing's own exit hooks in such a child (its Finalize, run by
+    the worker's bootstrap after the target returns or raises SystemExit).
+    A plain os.fork() child must close() or publish() before os._exit."""
+    try:
+        import multiprocessing.util as mu
+    except ImportError:  # a Python without multiprocessing
+        return
+    mu.register_after_fork(reg, _after_multiprocessing_fork)
 
 
 def _optional(name, what):
