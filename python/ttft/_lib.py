@@ -66,7 +66,7 @@ ECLOCK = TTFT_ECLOCK
 # include/ttft.h; any name starting with "__" is refused too).
 RESERVED_LABELS = ("class", "model", "status", "le", "quantile", "start_point",
                    "token_point", "version", "slo", "prefix_cache", "prompt_tokens",
-                   "view", "kind", "window", "cause", "prefill")
+                   "view", "kind", "window", "cause", "prefill", "process")
 
 # Metrics that have per-status views (ttft_snapshot_status_*).
 STATUS_VIEW_METRICS = ("ttft", "tpot", "e2e", "output_tokens")
