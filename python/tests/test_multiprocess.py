@@ -209,7 +209,7 @@ class GatherObject(unittest.TestCase):
         g.close()  # idempotent
         self.assertEqual(snap.counter("begun"), totals([1])["begun"])  # outlives the gather
 
-    def test_by_process_keeps_the_merged_totals(self):
+    def test_by_process_names_the_process(self):
         d = private_dir(self)
         reg = ttft.Registry(max_inflight=16, max_classes=2, shared_dir=d,
                             process_name="dp-3", publish_interval_ms=0)
@@ -221,6 +221,8 @@ class GatherObject(unittest.TestCase):
         self.assertEqual(counters(apart), counters(merged))
         self.assertEqual(counters(apart), totals([0]))
         self.assertEqual(apart.quantile("ttft", 1.0), 0.005)
+        self.assertTrue('process="dp-3"' in apart.to_prometheus())
+        self.assertFalse('process="dp-3"' in merged.to_prometheus())
         with ttft.Gather(d, by_process=True) as g:
             self.assertTrue(g.by_process)
             self.assertIn("by_process", repr(g))
