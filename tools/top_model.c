@@ -136,7 +136,11 @@ void top_model_push(top_model *m, ttft_snapshot *s, const char *msg, uint64_t no
       from = i;
       break;
     }
-  if (from < m->n) win[TOP_WIN_LONG] = ttft_snapshot_delta(s, ring_at(m, from), &err);
+  /* a source younger than the long window: all it holds is the window */
+  uint64_t t0 = 0, t1 = 0;
+  int young = ttft_snapshot_interval(s, &t0, &t1) == TTFT_OK && t1 >= t0 &&
+              (double)(t1 - t0) / 1e6 <= m->long_s * 1000.0 + slack_ms;
+  if (from < m->n && !young) win[TOP_WIN_LONG] = ttft_snapshot_delta(s, ring_at(m, from), &err);
   /* no older snapshot (the first take, or the first after a restart):
    * the window is everything since the source started, which is the
    * cumulative snapshot itself (top_model_window) */
