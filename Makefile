@@ -20,8 +20,9 @@ DEB_BUILD ?= $(BUILD)-deb
 # what `make demo` runs, and nothing else: a first run does not wait for
 # the test suite, the benchmarks or the C++ checks
 DEMO_TARGETS := ttft-demo ttft-report
-# what `make install` installs (the Python package is copied, not built)
-INSTALL_TARGETS := ttft_shared ttft_static ttft-report
+# what `make install` installs (the Python package is copied, not built;
+# ttft-tools: ttft-report, ttft-exporter and ttft-top, those this build has)
+INSTALL_TARGETS := ttft_shared ttft_static ttft-tools
 
 .PHONY: all build demo test bench install deb clean configure
 
