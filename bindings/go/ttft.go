@@ -352,7 +352,8 @@ type SlowRequest struct {
 // them, nor any name starting with "__" (Prometheus reserves those).
 // CheckConfig names the offending label.
 var ReservedLabels = []string{"class", "model", "status", "le", "quantile", "start_point", "token_point",
-	"version", "slo", "prefix_cache", "prompt_tokens", "view", "kind", "window", "cause", "prefill"}
+	"version", "slo", "prefix_cache", "prompt_tokens", "view", "kind", "window", "cause", "prefill",
+	"process"}
 
 // IsReservedLabel reports whether name may not be a constant label's name.
 func IsReservedLabel(name string) bool {

@@ -52,6 +52,20 @@ TTFT_HIDDEN extern const size_t ttft__prom_nctrs;
 TTFT_HIDDEN extern const ttft__prom_ctr_def ttft__prom_registry_ctrs[];
 TTFT_HIDDEN extern const size_t ttft__prom_nregistry_ctrs;
 
+/* A per-process view (ttft_snapshot.nparts > 0) writes every family once
+ * with one set of samples per part, each labelled process="<part name>"
+ * right after class (before model and the constant labels), in all three
+ * expositions; the model, constant labels, namespace, bucket bounds and
+ * settings are the top snapshot's. The exception: the families that count
+ * what the gatherer itself saw (segments skipped, processes exited,
+ * processes merged) describe no one process, so they keep one sample, the
+ * top snapshot's, without a process label. gauge: 1 for ttft_gauge g, 0
+ * for ttft_counter g. */
+static inline int ttft__prom_gatherer_own(int gauge, unsigned g) {
+  if (gauge) return g == TTFT_GAUGE_PROCESSES;
+  return g == TTFT_COUNTER_SEGMENTS_SKIPPED || g == TTFT_COUNTER_PROCESSES_EXITED;
+}
+
 /* The gauges, one family each with the base labels only; in
  * ttft_gauge order (index = the gauge). */
 typedef struct ttft__prom_gauge_def {

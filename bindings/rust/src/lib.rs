@@ -524,6 +524,7 @@ pub const RESERVED_LABELS: &[&str] = &[
     "window",
     "cause",
     "prefill",
+    "process",
 ];
 
 /// Whether `name` may not be a constant label's name: one of
