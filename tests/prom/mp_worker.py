@@ -87,9 +87,9 @@ def main():
     t = 10 ** 12  # caller clock, ns
     while not stop:
         plans = [make_plan(rng, wid) for _ in range(BATCH)]
-        text = "".join("S %s %s %d%s\n" % (CLASS_NAMES[c], STATUS_NAMES[s], ttft,
+        text = "".join("S %s %s %d%s\n" % (CLASS_NAMES[c], STATUS_NAMES[s], first,
                                              "".join(" %d" % g for g in gaps))
-                       for c, s, ttft, gaps in plans)
+                       for c, s, first, gaps in plans)
         data = text.encode()
         while data:
             data = data[os.write(fd, data):]
@@ -98,8 +98,8 @@ def main():
             t0 = t + i * 1000
             streams.append((reg.begin(t_ns=t0, cls=classes[c]), t0))
         end = t
-        for (s, t0), (_, status, ttft, gaps) in zip(streams, plans):
-            at = t0 + ttft
+        for (s, t0), (_, status, first, gaps) in zip(streams, plans):
+            at = t0 + first
             s.token(t_ns=at)
             for g in gaps:
                 at += g

@@ -68,8 +68,8 @@ import time
 from fractions import Fraction
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fleet_test import (Prometheus, counter_factor, dashboard_exprs, native_bound,  # noqa: E402
-                        substitute)
+from fleet_test import (Prometheus, counter_factor, dashboard_exprs,  # noqa: E402
+                        extrapolation_factor, native_bound, substitute)
 from promtest import api, fail, failures, http_text, prometheus_binary, query, scalar  # noqa: E402
 
 NAMES = ["w%d" % i for i in range(8)]
@@ -310,7 +310,8 @@ def main():
             workers[wid] = Worker(wid, 0, args, shared, state, gate)
         for w in workers.values():
             w.wait_ready()
-        prom = Prometheus(prometheus, tmp, "native", [merged.target], True, args.rules, 1)
+        prom = Prometheus(prometheus, tmp, "native", [merged.target], True,
+                          os.path.abspath(args.rules) if args.rules else None, 1)
         print("shared dir %s; exporters %s (merged), %s (--by-process); prometheus %s"
               % (shared, merged.target, byproc.target, prom.addr), flush=True)
         # the gate: every class scraped at zero twice
@@ -352,9 +353,10 @@ def main():
         print("driver: %.0f s, %d restarts (%d SIGTERM, %d SIGKILL); all stopped"
               % (t_stop - t_go, restarts["term"] + restarts["kill"], restarts["term"],
                  restarts["kill"]), flush=True)
-        n_files = len(os.listdir(shared))
-        # three more scrapes and rule evaluations of the final state
+        # three more scrapes and rule evaluations of the final state (the
+        # exporter's takes fold the exited processes into the archive)
         time.sleep(3.5)
+        n_files = sorted(os.listdir(shared))
         at = time.time()
         check(args, prom, merged, byproc, stopped, restarts, t_go, at, n_files, t_begin)
     finally:
@@ -403,7 +405,7 @@ def check(args, prom, merged, byproc, stopped, restarts, t_go, at, n_files, t_be
     print("ledgers: %d processes, %d published batches, %d streams published, %d in the SIGKILL "
           "window (%.3f %%)" % (len(stopped), nbatches, n_streams, n_pend,
                                 100.0 * n_pend / max(n_streams, 1)), flush=True)
-    if n_streams < 10000:
+    if n_streams < 100 * args.duration:
         fail("only %d streams recorded: the workload is too small to mean anything" % n_streams)
     for t in (committed, upper):
         for k in t.vals:
@@ -416,19 +418,24 @@ def check(args, prom, merged, byproc, stopped, restarts, t_go, at, n_files, t_be
     print("scrapes: %d of the merged endpoint, %d failed" % (scrapes, down))
     if down:
         fail("%d scrapes of the gathered endpoint failed" % down)
-    if n_files > len(NAMES) * 2 + 3:
-        fail("the shared directory holds %d files after %d restarts" % (n_files, len(stopped)))
-    print("shared directory: %d files after %d processes" % (n_files, len(stopped)))
+    # every process has exited: what is left is the archive (and the
+    # gatherers' fold lock), whatever the number of restarts
+    if len([f for f in n_files if not f.endswith(".lock")]) > 1:
+        fail("the shared directory holds %s after %d processes exited" % (n_files, len(stopped)))
+    print("shared directory after %d processes: %s" % (len(stopped), " ".join(n_files)))
 
     # ------------------------------------------------------ resets
-    res = query(addr, 'resets({job="llm", __name__=~".+_total"}[%ds])' % run_s, at)["result"]
-    bad = [(x["metric"], x["value"][1]) for x in res if float(x["value"][1]) != 0]
-    for m, v in bad:
-        fail("resets() = %s for counter %s" % (v, m))
-    n_counter = len(res)
+    inst = query(addr, '{job="llm"}', at)["result"]
+    n_counter = 0
+    for fam in sorted({x["metric"]["__name__"] for x in inst
+                       if x["metric"]["__name__"].endswith("_total")}):
+        res = query(addr, 'resets(%s{job="llm"}[%ds])' % (fam, run_s), at)["result"]
+        n_counter += len(res)
+        for x in res:
+            if float(x["value"][1]) != 0:
+                fail("resets() = %s for counter %s %s" % (x["value"][1], fam, x["metric"]))
     if n_counter < 30:
         fail("resets(): only %d counter series" % n_counter)
-    inst = query(addr, '{job="llm"}', at)["result"]
     hfams = sorted({x["metric"]["__name__"] for x in inst if "histogram" in x})
     if len(hfams) < 10:
         fail("only %d native histogram families scraped: %s" % (len(hfams), hfams))
@@ -514,7 +521,12 @@ def check(args, prom, merged, byproc, stopped, restarts, t_go, at, n_files, t_be
         x = raw[0]
         factor[w] = counter_factor([float(v[0]) for v in x["values"]],
                                    [float(v[1]) for v in x["values"]], at - ws, at) / ws
+    # a native histogram's rate() in this Prometheus extrapolates towards
+    # the window's start without the float counters' stop at zero
+    hfactor = {w: extrapolation_factor([float(v[0]) for v in raw[0]["values"]], at - ws, at) / ws
+               for w, ws in (("5m", 300),)}
     worst = {"quantile": 0.0, "rate": 0.0, "ratio": 0.0, "p95": 0.0}
+    worst_what = {}
 
     def quant(m, cls, q):
         """the candidates: nearest ranks without and with the SIGKILL window
@@ -528,6 +540,7 @@ def check(args, prom, merged, byproc, stopped, restarts, t_go, at, n_files, t_be
             out += nearest_ranks(vals, q)
         return out
     quant.tallies = (committed, upper)
+    quant.hfactor = hfactor
 
     def ctr_range(fam, cls=None, status=None):
         def one(t):
@@ -549,7 +562,8 @@ def check(args, prom, merged, byproc, stopped, restarts, t_go, at, n_files, t_be
             e = abs(got)
         else:
             e = range_error(got, cands)
-        worst[kind] = max(worst[kind], e)
+        if e >= worst[kind]:
+            worst[kind], worst_what[kind] = e, what
         if e >= bound:
             fail("%s: %s, exact %s (%+.3f %%)" % (what, got, cands, 100 * e))
 
@@ -557,6 +571,7 @@ def check(args, prom, merged, byproc, stopped, restarts, t_go, at, n_files, t_be
     if args.rules:
         nrule = 0
         groups = api(addr, "/api/v1/rules")["groups"]
+        print("rules: %d groups, %d rules" % (len(groups), sum(len(g["rules"]) for g in groups)))
         for g in groups:
             for r in g["rules"]:
                 if r.get("health") != "ok":
@@ -625,7 +640,9 @@ def check(args, prom, merged, byproc, stopped, restarts, t_go, at, n_files, t_be
             continue
         w = pv.get(key)
         nsum += 1
-        tol = 1e-9 * abs(v) if name.endswith("_sum") else 0
+        # float sums (seconds) may differ in the last bits by the order of
+        # the additions; counts, buckets and integer counters are exact
+        tol = 1e-9 * abs(v) if name.endswith("_sum") or "seconds" in name else 0
         if w is None or abs(w - v) > tol:
             fail("per-process view: sum over process of %s%s = %s, merged %s"
                  % (name, dict(key[1]), w, v))
@@ -643,6 +660,8 @@ def check(args, prom, merged, byproc, stopped, restarts, t_go, at, n_files, t_be
           "the merged view; each of %d processes' started requests match its ledgers"
           % (nsum, len(NAMES)), flush=True)
 
+    for k, v in sorted(worst_what.items()):
+        print("     worst %s: %.3f %% at %s" % (k, 100 * worst[k], v))
     print("SUMMARY restarts=%d (SIGTERM %d, SIGKILL %d) processes=%d streams=%d "
           "sigkill_window=%d (%.3f %%) scrapes=%d counter_series=%d native_hist_series=%d "
           "max_err quantile=%.3f%% rate=%.3f%% ratio=%.3f%% p95=%.3f%% runtime=%.0fs"
@@ -732,7 +751,7 @@ def dashboard(args, addr, at, merged, quant, ctr_range, cmp, factor, worst):
             cnt = float(x["histogram"][1]["count"]) if "histogram" in x else None
             n += 1
             cmp("dashboard %r histogram count" % title, cnt,
-                [sum(len(t.vals[("ITL", c)]) for c in CLASSES) * factor[m.group(2)]
+                [sum(len(t.vals[("ITL", c)]) for c in CLASSES) * quant.hfactor[m.group(2)]
                  for t in quant.tallies], "rate")
             continue
         m = re.fullmatch(r"max by \(class\) \(llm_slo_budget_seconds\{[^}]*slo=\"(\w+)\"\}\)", e)
