@@ -12,7 +12,11 @@
  *        (class chat|code|batch; status completed|cancelled|error; the
  *        stream emits one token at ttft and one after each gap, then ends
  *        END_NS after its last token);
- *     2. record the batch through the hooks;
+ *     2. record the batch through the hooks: its streams begin together,
+ *        the first one plays to its end, a pause of 40 ms (so that most
+ *        SIGKILLs land inside a batch, with the second stream in flight
+ *        and the first one perhaps published by the background thread),
+ *        then the others;
  *     3. ttft_publish;
  *     4. append "C\n" to the ledger.
  * So for a worker that was SIGKILLed, every stream before the last "C" was
@@ -50,7 +54,7 @@
 #include "ttft.h"
 
 #define BATCH 2                       /* streams per batch: the loss window */
-#define PAUSE_NS 40000000L            /* between two batches */
+#define PAUSE_NS 40000000L            /* after a batch's first stream ends */
 #define END_NS UINT64_C(1000000)      /* stream end after its last token */
 #define STALL_CAP UINT64_C(450000000) /* ordinary gaps stay below the budget */
 
@@ -201,12 +205,14 @@ int main(int argc, char **argv) {
       }
       ttft_stream_end(r, seqs[i], (ttft_status)p[i].status, at + END_NS);
       if (at + END_NS > end) end = at + END_NS;
+      if (i == 0) { /* the pause inside the batch: a SIGKILL lands mid-batch */
+        struct timespec ts = {0, PAUSE_NS};
+        nanosleep(&ts, NULL);
+      }
     }
     t = end + 1000;
     if (ttft_publish(r) != TTFT_OK) die(name, "ttft_publish failed");
     if (write_all(fd, "C\n", 2)) die(name, "ledger write failed");
-    struct timespec ts = {0, PAUSE_NS};
-    nanosleep(&ts, NULL);
   }
   ttft_registry_free(r); /* the final publish */
   close(fd);

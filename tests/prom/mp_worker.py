@@ -106,10 +106,11 @@ def main():
                 s.token(t_ns=at)
             s.end(STATUS_NAMES[status], t_ns=at + END_NS)
             end = max(end, at + END_NS)
+            if s is streams[0][0]:
+                time.sleep(PAUSE_S)  # inside the batch, as mp_worker.c
         t = end + 1000
         reg.publish()
         os.write(fd, b"C\n")
-        time.sleep(PAUSE_S)
     reg.close()  # the final publish
     os.close(fd)
 

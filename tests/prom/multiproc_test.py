@@ -385,11 +385,12 @@ def check(args, prom, merged, byproc, stopped, restarts, t_go, at, n_files, t_be
     # ------------------------------------------------------ the ledgers
     committed, pending = Tally(), Tally()
     per_name = {n: (Tally(), Tally()) for n in NAMES}
-    nbatches = 0
+    nbatches, kills_mid_batch = 0, 0
     for w in stopped:
         c, p = Tally(), Tally()
         nb, npend = read_ledger(w.ledger, c, p)
         nbatches += nb
+        kills_mid_batch += 1 if npend else 0
         if w.how == "term" and npend:
             fail("worker %s gen %d stopped by SIGTERM left %d unpublished streams in its ledger"
                  % (w.name, w.gen, npend))
@@ -403,8 +404,12 @@ def check(args, prom, merged, byproc, stopped, restarts, t_go, at, n_files, t_be
     n_streams = sum(v for k, v in committed.ctr.items() if k[0] == "llm_requests_started_total")
     n_pend = sum(v for k, v in pending.ctr.items() if k[0] == "llm_requests_started_total")
     print("ledgers: %d processes, %d published batches, %d streams published, %d in the SIGKILL "
-          "window (%.3f %%)" % (len(stopped), nbatches, n_streams, n_pend,
-                                100.0 * n_pend / max(n_streams, 1)), flush=True)
+          "window (%.3f %%) from %d SIGKILLs inside a batch"
+          % (len(stopped), nbatches, n_streams, n_pend, 100.0 * n_pend / max(n_streams, 1),
+             kills_mid_batch), flush=True)
+    if restarts["kill"] >= 20 and kills_mid_batch < restarts["kill"] // 4:
+        fail("only %d of %d SIGKILLs landed inside a batch: the loss window is not exercised"
+             % (kills_mid_batch, restarts["kill"]))
     if n_streams < 100 * args.duration:
         fail("only %d streams recorded: the workload is too small to mean anything" % n_streams)
     for t in (committed, upper):
@@ -525,6 +530,12 @@ def check(args, prom, merged, byproc, stopped, restarts, t_go, at, n_files, t_be
     # the window's start without the float counters' stop at zero
     hfactor = {w: extrapolation_factor([float(v[0]) for v in raw[0]["values"]], at - ws, at) / ws
                for w, ws in (("5m", 300),)}
+
+    def factor_at(t_end, ws):
+        """factor["5m"] for a window that ends at t_end (a rule's
+        evaluation) instead of at"""
+        pts = [(float(t), float(v)) for t, v in raw[0]["values"] if t_end - ws < float(t) <= t_end]
+        return counter_factor([p[0] for p in pts], [p[1] for p in pts], t_end - ws, t_end) / ws
     worst = {"quantile": 0.0, "rate": 0.0, "ratio": 0.0, "p95": 0.0}
     worst_what = {}
 
@@ -599,7 +610,10 @@ def check(args, prom, merged, byproc, stopped, restarts, t_go, at, n_files, t_be
                                "judged": "llm_requests_slo_judged_total",
                                "goodput": "llm_requests_slo_met_total"}[
                             name.split(":")[1].split("_")[-1]]
-                        cmp(what, got, [v * factor["5m"] for v in ctr_range(fam, cls)], "rate")
+                        # the rule's window ends at its evaluation
+                        t_eval = scalar(addr, 'timestamp(%s{class="%s"})' % (name, cls), at)
+                        cmp(what, got, [v * factor_at(t_eval, 300) for v in ctr_range(fam, cls)],
+                            "rate")
                     elif "attainment" in name or "slo_errors" in name:
                         lo = ctr_range("llm_requests_slo_met_total", cls)
                         hi = ctr_range("llm_requests_slo_judged_total", cls)
