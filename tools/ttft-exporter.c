@@ -88,7 +88,10 @@ int main(int argc, char **argv) {
   if (!dir) return usage_error("--dir is required", NULL);
 
   /* Blocked before any thread starts (the server's thread blocks every
-   * signal anyway): SIGINT and SIGTERM are only ever taken by sigwait. */
+   * signal anyway): SIGINT and SIGTERM are only ever taken by sigwait.
+   * Their disposition is reset too: one inherited as ignored (a shell
+   * starts background jobs with SIGINT ignored) would be discarded, never
+   * pending, and the exporter could not be stopped with it. */
   sigemptyset(&stop);
   sigaddset(&stop, SIGINT);
   sigaddset(&stop, SIGTERM);
@@ -96,6 +99,8 @@ int main(int argc, char **argv) {
     perror(g_prog);
     return 2;
   }
+  signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
 
   g = ttft_gather_open_msg(dir, flags, msg, sizeof msg);
   if (!g) {

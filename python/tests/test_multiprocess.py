@@ -244,7 +244,8 @@ class GatherObject(unittest.TestCase):
             srv = g.serve_http()
             with urllib.request.urlopen(srv.metrics_url, timeout=30) as resp:
                 body = resp.read().decode()
-            self.assertIn("llm_requests_begun", body.replace("_total", ""))
+            line = 'llm_requests_started{class="default"} %d' % totals([2])["begun"]
+            self.assertTrue(line in body.replace("_total", ""), line)
         self.assertFalse(srv.running)
 
 
