@@ -41,9 +41,9 @@ loopback only, about three minutes:
         dashboard expression (tests/prom/fleet_test.py's dashboard reader;
         variables at "all", 5m windows) within 1 % of the exact value from
         the ledgers: quantiles as nearest ranks of the union of every
-        process's values (a rank tie: the nearer side; the SIGKILL window:
-        anywhere between the quantile without and with the unpublished
-        batches), rates as the exact increase times PromQL's extrapolation
+        process's values (anywhere in the range the unpublished SIGKILL
+        batches and a rank tie allow: check()'s quant), ratios between
+        their extremes over that window, rates as the exact increase times PromQL's extrapolation
         (fleet_test.counter_factor) over the window; per-stream p95 gaps
         within the resolution the library keeps them to;
       - the --by-process endpoint's series summed over process equal the
@@ -169,18 +169,10 @@ def read_ledger(path, committed, pending):
     return nbatch, len(batch)
 
 
-def nearest_ranks(vals, q):
-    """the nearest-rank quantile x(ceil(qN)) (seconds) of sorted vals; at a
-    rank tie (qN an integer) also x(qN + 1), which PromQL's extrapolated
-    rank may reach"""
-    n = len(vals)
-    if not n:
-        return []
-    r = math.ceil(Fraction(q) * n)
-    out = [vals[max(r, 1) - 1] / 1e9]
-    if Fraction(q) * n == r and r < n:
-        out.append(vals[r] / 1e9)
-    return out
+def ratio_range(a, b):
+    """the range of x / y for x in a = (lo, hi) and y in b = (lo, hi);
+    [] when y may be 0"""
+    return [a[0] / b[1], a[1] / b[0]] if b[0] else []
 
 
 def range_error(got, candidates):
@@ -540,16 +532,23 @@ def check(args, prom, merged, byproc, stopped, restarts, t_go, at, n_files, t_be
     worst_what = {}
 
     def quant(m, cls, q):
-        """the candidates: nearest ranks without and with the SIGKILL window
-        (none for a class with no observation)"""
-        out = []
+        """the range the exact quantile lies in (none for a class with no
+        observation): the union holds the N published values C and some
+        k <= n of the n values of the unpublished SIGKILL batches, so its
+        nearest rank r = ceil(q (N + k)) lies between ceil(q N) and
+        ceil(q (N + n)), and its r-th value between C's (r - k)-th and
+        r-th; plus the next value for a rank tie (q N an integer: PromQL's
+        extrapolated rank may reach it)"""
         if cls and cls not in CLASSES:
-            return out
-        for t in (committed, upper):
-            vals = t.vals[(m, cls)] if cls else sorted(
-                v for c in CLASSES for v in t.vals[(m, c)])
-            out += nearest_ranks(vals, q)
-        return out
+            return []
+        cs = [cls] if cls else CLASSES
+        c = committed.vals[(m, cls)] if cls else sorted(v for x in cs for v in committed.vals[(m, x)])
+        n = sum(len(pending.vals[(m, x)]) for x in cs)
+        if not c:
+            return []
+        lo = max(math.ceil(Fraction(q) * len(c)) - n, 1)
+        hi = min(math.ceil(Fraction(q) * (len(c) + n)) + 1, len(c))
+        return [c[lo - 1] / 1e9, c[hi - 1] / 1e9]
     quant.tallies = (committed, upper)
     quant.hfactor = hfactor
 
@@ -615,9 +614,9 @@ def check(args, prom, merged, byproc, stopped, restarts, t_go, at, n_files, t_be
                         cmp(what, got, [v * factor_at(t_eval, 300) for v in ctr_range(fam, cls)],
                             "rate")
                     elif "attainment" in name or "slo_errors" in name:
-                        lo = ctr_range("llm_requests_slo_met_total", cls)
-                        hi = ctr_range("llm_requests_slo_judged_total", cls)
-                        ratios = [lo[0] / hi[0], lo[1] / hi[1]] if hi[0] else []
+                        a = ctr_range("llm_requests_slo_met_total", cls)
+                        b = ctr_range("llm_requests_slo_judged_total", cls)
+                        ratios = ratio_range(a, b)
                         if "slo_errors" in name:
                             ratios = [1 - v for v in ratios]
                         cmp(what, got, ratios, "ratio")
@@ -731,11 +730,14 @@ def dashboard(args, addr, at, merged, quant, ctr_range, cmp, factor, worst):
             for lab, x in got:
                 cls = lab.get("class")
 
-                def above(t, x_s):
-                    vs = t.vals[("P95G", cls)]
-                    return sum(1 for v in vs if v > x_s * 1e9) / len(vs)
-                from_ = [above(t, edge * (1 + p95_bound)) for t in quant.tallies] + \
-                    [above(t, edge / (1 + p95_bound)) for t in quant.tallies]
+                def above(x_s):
+                    return sum(1 for v in quant.tallies[0].vals[("P95G", cls)] if v > x_s * 1e9)
+                # published N, of which A above; up to n unpublished, all
+                # above or none
+                nc = len(quant.tallies[0].vals[("P95G", cls)])
+                npend = len(quant.tallies[1].vals[("P95G", cls)]) - nc
+                from_ = [above(edge * (1 + p95_bound)) / (nc + npend),
+                         (above(edge / (1 + p95_bound)) + npend) / nc]
                 v = value(x)
                 n += 1
                 if v is None or not min(from_) - 1e-9 <= v <= max(from_) + 1e-9:
@@ -750,7 +752,7 @@ def dashboard(args, addr, at, merged, quant, ctr_range, cmp, factor, worst):
                 n += 1
                 if m.group(4):
                     a, b = group_range(fam, lab), group_range(m.group(6), lab)
-                    cands = [a[0] / b[0], a[1] / b[1]] if b[0] else [None]
+                    cands = ratio_range(a, b) or [None]
                     cmp("dashboard %r %s" % (title, lab), value(x), cands, "ratio")
                 elif lab.get("cause") not in (None, "unknown"):
                     cmp("dashboard %r %s" % (title, lab), value(x), [0.0], "rate")
