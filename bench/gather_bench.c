@@ -1,0 +1,378 @@
+/*
+ * gather_bench.c — what one scrape of a many-process server costs: gather
+ * + render of a shared directory (docs/multiprocess.md; SPEC section 11:
+ * gather 64 processes x 8 classes and render protobuf <= 50 ms).
+ *
+ *   ttft-gather-bench [--quick] [--reps N] [--dir PARENT] [--json FILE]
+ *
+ * For P = 1, 8 and 64 processes: P children are forked one after another
+ * (so that their publishes do not compete), and each makes a real
+ * registry with shared_dir (process_name "w-<i>", publish_interval_ms 0:
+ * the child publishes with ttft_publish, so its state holds still), adds
+ * 7 classes to the default one (8 classes), records a known workload in
+ * every class (streams with tokens, request and trace ids, a few left in
+ * flight), times its publishes (median of 5: the publish cost per
+ * interval), says so to the parent and waits, alive: the directory then
+ * holds P live segments. The parent opens a gather on the directory and
+ * times, median of N repetitions (after a warm-up take):
+ *   take              ttft_gather_take + ttft_snapshot_free
+ *   take + protobuf   ... + ttft_snapshot_format(PROMETHEUS_PROTOBUF)
+ *   take + text       ... + ttft_snapshot_format(PROMETHEUS), 0.0.4 text
+ *   by process        the same two with TTFT_GATHER_BY_PROCESS
+ * and checks each gathered view against the exact union of the
+ * workloads (exit 1 when it differs: that is a bug, not a timing). The
+ * segment bytes per class are the .seg files' sizes / P / 8. The figures
+ * are wall-clock milliseconds on whatever machine runs it; the program
+ * never fails because of one, it prints the target and "met"/"MISSED".
+ *
+ * The directory is made under --dir (default /dev/shm, the expected
+ * place; /tmp when there is none) and removed at the end. Linux (fork,
+ * OFD locks); exits 77 where the library says shared_dir is not
+ * supported.
+ */
+#include <ttft.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CLASSES 8      /* the default class and 7 added            */
+#define LEFT 2         /* streams each class leaves in flight       */
+#define MAX_REPS 101
+#define TARGET_MS 50.0 /* SPEC section 11, at 64 processes          */
+
+static unsigned g_streams = 200; /* completed streams per class per process */
+static int g_reps = 15;
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static void die(const char *what) {
+  fprintf(stderr, "ttft-gather-bench: %s\n", what);
+  exit(1);
+}
+
+/* ------------------------------------------------------------ a child */
+
+/* Record the workload of process `index`: in every class, g_streams
+ * completed streams of 1 + (k % 16) token emissions, TTFT spread over 5 ..
+ * 500 ms and gaps over 10 .. 60 ms, and LEFT streams left in flight. */
+static int record_workload(ttft_registry *r, const int *cls, int index) {
+  uint64_t t = 1000000000ull;
+  char rid[40], tid[33];
+  for (int c = 0; c < CLASSES; c++) {
+    for (unsigned k = 0; k < g_streams + LEFT; k++) {
+      ttft_request q;
+      ttft_request_init(&q);
+      q.class_id = cls[c];
+      q.prompt_tokens = 64u + (k * 97u) % 4000u;
+      snprintf(rid, sizeof rid, "req-%d-%d-%u", index, c, k);
+      snprintf(tid, sizeof tid, "%016x%016x", (unsigned)index + 1u, (unsigned)(c * 100000 + (int)k + 1));
+      q.request_id = rid;
+      q.trace_id = tid;
+      ttft_seq s = ttft_begin_ex(r, &q, t);
+      if (!s) return -1;
+      if (k >= g_streams) continue; /* in flight */
+      uint64_t e = t + 5000000ull + (uint64_t)((k * 7919u) % 495u) * 1000000ull;
+      int bad = ttft_token_emitted(r, s, 1, e);
+      for (unsigned j = 0; j < k % 16; j++) {
+        e += 10000000ull + (uint64_t)((k + j) * 31u % 50u) * 1000000ull;
+        bad |= ttft_token_emitted(r, s, 1, e);
+      }
+      bad |= ttft_stream_end(r, s, TTFT_COMPLETED, e + 1000);
+      if (bad) return -1;
+      t += 1000000ull;
+    }
+  }
+  return 0;
+}
+
+/* The child's life: returns only by _exit. Writes to `ready` one double,
+ * its median publish time in microseconds (negative: it failed), then
+ * waits for `go` to close. */
+static void child(const char *dir, int index, int ready, int go) {
+  char name[32];
+  snprintf(name, sizeof name, "w-%d", index);
+  ttft_config cfg;
+  ttft_config_init(&cfg);
+  cfg.shared_dir = dir;
+  cfg.process_name = name;
+  cfg.publish_interval_ms = 0;
+  cfg.max_inflight = 4096;
+  double us = -1;
+  ttft_registry *r = ttft_registry_new(&cfg);
+  int cls[CLASSES] = {0};
+  if (r) {
+    int ok = 1;
+    for (int c = 1; c < CLASSES && ok; c++) {
+      char cn[16];
+      snprintf(cn, sizeof cn, "class-%d", c);
+      cls[c] = ttft_class_add(r, cn, NULL);
+      ok = cls[c] > 0;
+    }
+    if (ok && record_workload(r, cls, index) == 0) {
+      double v[5];
+      int n = 0;
+      for (; n < 5; n++) {
+        double t0 = now_ms();
+        if (ttft_publish(r) != TTFT_OK) break;
+        v[n] = (now_ms() - t0) * 1e3;
+      }
+      if (n == 5) us = median(v, 5);
+    }
+  }
+  if (write(ready, &us, sizeof us) != (ssize_t)sizeof us) _exit(1);
+  char b;
+  while (read(go, &b, 1) < 0 && errno == EINTR) {
+  }
+  ttft_registry_free(r); /* the FINAL publish */
+  _exit(0);
+}
+
+/* -------------------------------------------------------- the parent */
+
+typedef struct result {
+  int procs;
+  double take, take_pb, take_text, byproc_pb, byproc_text, publish_us, seg_bytes_per_class;
+  long pb_bytes, text_bytes, byproc_text_bytes;
+} result;
+
+static long render(const ttft_snapshot *s, ttft_format f, char **buf, size_t *cap) {
+  for (;;) {
+    long n = ttft_snapshot_format(s, f, *buf, *cap);
+    if (n < 0) return n;
+    if ((size_t)n < *cap) return n;
+    *cap = (size_t)n + 1 + (size_t)n / 2;
+    char *nb = realloc(*buf, *cap);
+    if (!nb) return -1;
+    *buf = nb;
+  }
+}
+
+/* The union of P workloads, as the gathered view must show it. */
+static void check_view(const ttft_snapshot *s, int procs, const char *what) {
+  uint64_t want = (uint64_t)procs * CLASSES * g_streams;
+  uint64_t got = ttft_snapshot_count(s, TTFT_METRIC_TTFT);
+  uint64_t live = ttft_snapshot_gauge(s, TTFT_GAUGE_PROCESSES);
+  uint64_t inflight = ttft_snapshot_gauge(s, TTFT_GAUGE_INFLIGHT);
+  if (got != want || live != (uint64_t)procs || inflight != (uint64_t)procs * CLASSES * LEFT ||
+      ttft_snapshot_classes(s) != CLASSES) {
+    fprintf(stderr,
+            "ttft-gather-bench: %s of %d processes: TTFT count %llu (want %llu), processes %llu, "
+            "in flight %llu (want %llu), classes %d (want %d)\n",
+            what, procs, (unsigned long long)got, (unsigned long long)want, (unsigned long long)live,
+            (unsigned long long)inflight, (unsigned long long)procs * CLASSES * LEFT,
+            ttft_snapshot_classes(s), CLASSES);
+    exit(1);
+  }
+}
+
+/* Median ms of take (+ render f when f >= 0), over g_reps. */
+static double time_takes(ttft_gather *g, int f, int procs, const char *what, char **buf, size_t *cap,
+                         long *bytes) {
+  double v[MAX_REPS];
+  for (int i = -1; i < g_reps; i++) { /* i = -1: the warm-up */
+    double t0 = now_ms();
+    ttft_snapshot *s = ttft_gather_take(g);
+    if (!s) die("ttft_gather_take failed");
+    long n = f >= 0 ? render(s, (ttft_format)f, buf, cap) : 0;
+    double t1 = now_ms();
+    if (n < 0) die("ttft_snapshot_format failed");
+    if (i < 0) check_view(s, procs, what);
+    ttft_snapshot_free(s);
+    if (i >= 0) v[i] = t1 - t0;
+    if (bytes) *bytes = n;
+  }
+  return median(v, g_reps);
+}
+
+static void rm_dir(const char *dir) {
+  DIR *d = opendir(dir);
+  if (d) {
+    struct dirent *e;
+    while ((e = readdir(d)))
+      if (e->d_name[0] != '.') unlinkat(dirfd(d), e->d_name, 0);
+    closedir(d);
+  }
+  rmdir(dir);
+}
+
+static double seg_bytes(const char *dir) {
+  DIR *d = opendir(dir);
+  double total = 0;
+  if (!d) return 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    size_t n = strlen(e->d_name);
+    if (n < 4 || strcmp(e->d_name + n - 4, ".seg") || !strncmp(e->d_name, "ttft-archive", 12)) continue;
+    struct stat st;
+    if (fstatat(dirfd(d), e->d_name, &st, 0) == 0) total += (double)st.st_size;
+  }
+  closedir(d);
+  return total;
+}
+
+static int run(const char *parent, int procs, result *out) {
+  char dir[4096];
+  if ((size_t)snprintf(dir, sizeof dir, "%s/ttft-gather-bench-XXXXXX", parent) >= sizeof dir)
+    die("--dir: too long");
+  if (!mkdtemp(dir)) die("mkdtemp failed");
+  chmod(dir, 0700);
+  {
+    ttft_config cfg;
+    ttft_config_init(&cfg);
+    cfg.shared_dir = dir;
+    char why[256];
+    if (ttft_config_check(&cfg, why, sizeof why) != TTFT_OK) {
+      fprintf(stderr, "ttft-gather-bench: %s\n", why);
+      rm_dir(dir);
+      return 77;
+    }
+  }
+  int go[2];
+  if (pipe(go)) die("pipe failed");
+  pid_t *kids = calloc((size_t)procs, sizeof *kids);
+  double *pub = calloc((size_t)procs, sizeof *pub);
+  if (!kids || !pub) die("out of memory");
+  for (int i = 0; i < procs; i++) {
+    int ready[2];
+    if (pipe(ready)) die("pipe failed");
+    pid_t pid = fork();
+    if (pid < 0) die("fork failed");
+    if (pid == 0) {
+      close(ready[0]);
+      close(go[1]);
+      child(dir, i, ready[1], go[0]);
+    }
+    close(ready[1]);
+    kids[i] = pid;
+    if (read(ready[0], &pub[i], sizeof pub[i]) != (ssize_t)sizeof pub[i] || pub[i] < 0)
+      die("a child could not record or publish");
+    close(ready[0]);
+  }
+  close(go[0]);
+
+  memset(out, 0, sizeof *out);
+  out->procs = procs;
+  out->publish_us = median(pub, procs);
+  out->seg_bytes_per_class = seg_bytes(dir) / procs / CLASSES;
+  char *buf = NULL;
+  size_t cap = 0;
+  char msg[256];
+  ttft_gather *g = ttft_gather_open_msg(dir, 0, msg, sizeof msg);
+  if (!g) die(msg);
+  out->take = time_takes(g, -1, procs, "take", &buf, &cap, NULL);
+  out->take_pb = time_takes(g, TTFT_FORMAT_PROMETHEUS_PROTOBUF, procs, "take+protobuf", &buf, &cap,
+                            &out->pb_bytes);
+  out->take_text = time_takes(g, TTFT_FORMAT_PROMETHEUS, procs, "take+text", &buf, &cap,
+                              &out->text_bytes);
+  ttft_gather_close(g);
+  g = ttft_gather_open_msg(dir, TTFT_GATHER_BY_PROCESS, msg, sizeof msg);
+  if (!g) die(msg);
+  out->byproc_pb = time_takes(g, TTFT_FORMAT_PROMETHEUS_PROTOBUF, procs, "by-process take+protobuf",
+                              &buf, &cap, NULL);
+  out->byproc_text = time_takes(g, TTFT_FORMAT_PROMETHEUS, procs, "by-process take+text", &buf,
+                                &cap, &out->byproc_text_bytes);
+  ttft_gather_close(g);
+  free(buf);
+
+  close(go[1]); /* every child frees its registry and exits */
+  for (int i = 0; i < procs; i++) {
+    int st;
+    while (waitpid(kids[i], &st, 0) < 0 && errno == EINTR) {
+    }
+  }
+  free(kids);
+  free(pub);
+  rm_dir(dir);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  const char *parent = NULL, *json = NULL;
+  int quick = 0;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--quick")) {
+      quick = 1;
+    } else if (!strcmp(argv[i], "--reps") && i + 1 < argc) {
+      g_reps = atoi(argv[++i]);
+      if (g_reps < 1 || g_reps > MAX_REPS) die("--reps: 1 .. 101");
+    } else if (!strcmp(argv[i], "--dir") && i + 1 < argc) {
+      parent = argv[++i];
+    } else if (!strcmp(argv[i], "--json") && i + 1 < argc) {
+      json = argv[++i];
+    } else {
+      fprintf(stderr, "usage: ttft-gather-bench [--quick] [--reps N] [--dir PARENT] [--json FILE]\n");
+      return 2;
+    }
+  }
+  struct stat st;
+  if (!parent) parent = stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) ? "/dev/shm" : "/tmp";
+  if (quick) {
+    g_streams = 40;
+    if (g_reps > 5) g_reps = 5;
+  }
+  signal(SIGPIPE, SIG_IGN);
+  const int sizes[] = {1, 8, 64};
+  result res[3];
+  printf("ttft-gather-bench: libttft %s; %d classes x %u streams (+%d in flight) per process; "
+         "directory under %s; median of %d, wall-clock ms\n",
+         ttft_version_string(), CLASSES, g_streams, LEFT, parent, g_reps);
+  printf("%-9s %9s %12s %12s %12s %14s %13s %10s %10s\n", "processes", "take", "take+protobuf",
+         "take+text", "by-process pb", "by-process text", "publish (us)", "seg B/class",
+         "protobuf B");
+  for (int k = 0; k < 3; k++) {
+    int rc = run(parent, sizes[k], &res[k]);
+    if (rc) return rc;
+    const result *r = &res[k];
+    printf("%-9d %9.2f %12.2f %12.2f %12.2f %14.2f %13.1f %10.0f %10ld\n", r->procs, r->take,
+           r->take_pb, r->take_text, r->byproc_pb, r->byproc_text, r->publish_us,
+           r->seg_bytes_per_class, r->pb_bytes);
+    fflush(stdout);
+  }
+  int met = res[2].take_pb <= TARGET_MS;
+  printf("target: gather 64 processes x %d classes + render protobuf <= %.0f ms: %.2f ms, %s\n",
+         CLASSES, TARGET_MS, res[2].take_pb, met ? "met" : "MISSED");
+  if (json) {
+    FILE *f = fopen(json, "w");
+    if (!f) die("cannot write --json");
+    fprintf(f, "{\"schema\": \"ttft-gather-bench/1\", \"version\": \"%s\", \"classes\": %d, "
+               "\"streams\": %u, \"reps\": %d, \"rows\": [",
+            ttft_version_string(), CLASSES, g_streams, g_reps);
+    for (int k = 0; k < 3; k++) {
+      const result *r = &res[k];
+      fprintf(f,
+              "%s{\"processes\": %d, \"take_ms\": %.4f, \"take_protobuf_ms\": %.4f, "
+              "\"take_text_ms\": %.4f, \"by_process_protobuf_ms\": %.4f, "
+              "\"by_process_text_ms\": %.4f, \"publish_us\": %.2f, \"segment_bytes_per_class\": %.1f, "
+              "\"protobuf_bytes\": %ld, \"text_bytes\": %ld}",
+              k ? ", " : "", r->procs, r->take, r->take_pb, r->take_text, r->byproc_pb,
+              r->byproc_text, r->publish_us, r->seg_bytes_per_class, r->pb_bytes, r->text_bytes);
+    }
+    fprintf(f, "], \"target_ms\": %.1f, \"met\": %s}\n", TARGET_MS, met ? "true" : "false");
+    fclose(f);
+  }
+  return 0;
+}
