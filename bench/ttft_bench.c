@@ -1402,6 +1402,156 @@ static int write_json(const char *path, double total_s) {
   return fclose(f) == 0 ? 0 : -1;
 }
 
+
+/* ============================================================ publish (1.3)
+ * A registry with shared_dir (record/publish.c): what the hooks pay (the
+ * same loops on two registries, one publishing every 100 ms from its
+ * thread, alternated repetition by repetition), what one publish costs
+ * for 8 classes with data, and what a segment weighs per class. */
+#if !defined(TTFT_BENCH_IS_BASELINE)
+static char g_pub_dir[256];
+
+static const char *pub_dir(void) {
+  if (!g_pub_dir[0]) {
+    const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+    snprintf(g_pub_dir, sizeof g_pub_dir, "%s/ttft-bench-XXXXXX", base);
+    if (!mkdtemp(g_pub_dir)) die("mkdtemp %s: %s", g_pub_dir, strerror(errno));
+    chmod(g_pub_dir, 0700);
+  }
+  return g_pub_dir;
+}
+
+static void pub_dir_remove(void) {
+  if (!g_pub_dir[0]) return;
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_pub_dir);
+  if (system(cmd) != 0) fprintf(stderr, "ttft-bench: could not remove %s\n", g_pub_dir);
+}
+
+/* Rows num (with shared_dir) and den (without): fn on ctx_on and ctx_off,
+ * alternately, one repetition each, so drift and load fall on both. */
+static void measure_pair(const char *key_on, const char *key_off, const char *name_on,
+                         const char *name_off, loop_fn fn, void *ctx_on, void *ctx_off) {
+  double v_on[MAX_REPS], v_off[MAX_REPS], w[MAX_REPS], a[MAX_REPS];
+  uint64_t n = calibrate(fn, ctx_off);
+  for (int i = 0; i < opt.reps; i++) { /* which goes first alternates too */
+    void *first = i & 1 ? ctx_on : ctx_off, *second = i & 1 ? ctx_off : ctx_on;
+    run_once(fn, first, 1, n, i & 1 ? &v_on[i] : &v_off[i], &w[i], &a[i]);
+    run_once(fn, second, 1, n, i & 1 ? &v_off[i] : &v_on[i], &w[i], &a[i]);
+  }
+  row *off = row_add(key_off, "publish", name_off, "ns/op");
+  row_set_samples(off, v_off, opt.reps);
+  off->iters = n;
+  row_print(off);
+  row *on = row_add(key_on, "publish", name_on, "ns/op");
+  row_set_samples(on, v_on, opt.reps);
+  on->iters = n;
+  snprintf(on->note, sizeof on->note, "(%.3fx without)", off->med > 0 ? on->med / off->med : 0.0);
+  row_print(on);
+}
+
+/* nclasses classes, each with streams of varied TTFT, gaps and lengths */
+static ttft_registry *pub_registry(int nclasses, uint32_t interval_ms, int streams) {
+  ttft_config c;
+  ttft_config_init(&c);
+  c.shared_dir = pub_dir();
+  c.publish_interval_ms = interval_ms;
+  ttft_registry *r = registry_or_die(&c);
+  uint64_t t = mono_ns();
+  for (int k = 0; k < nclasses; k++) {
+    char name[32];
+    snprintf(name, sizeof name, "class_%d", k);
+    int id = k ? ttft_class_add(r, name, NULL) : 0;
+    if (id < 0) die("ttft_class_add failed");
+    ttft_request rq;
+    ttft_request_init(&rq);
+    rq.class_id = id;
+    for (int i = 0; i < streams; i++) {
+      rq.prompt_tokens = 100u + (uint32_t)(i * 37 % 9000);
+      ttft_seq s = ttft_begin_ex(r, &rq, t);
+      if (!s) die("ttft_begin_ex refused a sequence while filling");
+      uint64_t u = t + 20000000 + g_gaps[(uint64_t)i & GAP_MASK] * 50;
+      int toks = 2 + i % 60;
+      for (int j = 0; j < toks; j++) {
+        u += g_gaps[(uint64_t)(i + j) & GAP_MASK];
+        check_rc(ttft_token_emitted(r, s, 1, u) != TTFT_OK, "ttft_token_emitted (publish fill)");
+      }
+      check_rc(ttft_stream_end(r, s, i % 50 ? TTFT_COMPLETED : TTFT_CANCELLED, u + 1000) != TTFT_OK,
+               "ttft_stream_end (publish fill)");
+      t += 1000000;
+    }
+  }
+  return r;
+}
+
+static void loop_publish(void *p, uint64_t n, int tid) {
+  (void)tid;
+  int bad = 0;
+  for (uint64_t i = 0; i < n; i++) bad |= ttft_publish((ttft_registry *)p) != TTFT_OK;
+  check_rc(bad, "ttft_publish");
+}
+
+/* the size of the segment file r published last */
+static long seg_bytes(ttft_registry *r) {
+  ttft_snapshot *s = ttft_snapshot_take(r);
+  long n = s ? ttft_snapshot_encode(s, NULL, 0) : -1;
+  ttft_snapshot_free(s);
+  return n < 0 ? -1 : n + 160; /* + the segment header (common/segment.h) */
+}
+
+static void run_publish(const ttft_config *cfg) {
+  section("publishing (1.3): shared_dir set against not, in the same run, alternated");
+  ttft_registry *off = registry_or_die(cfg);
+  ttft_registry *on = pub_registry(1, 100, 0); /* the default interval: its thread runs */
+  hot_ctx *h_off = hot_new(off, 1, 0), *h_on = hot_new(on, 1, 0);
+  measure_pair("pub_tok_on", "pub_tok_off", "token_emitted, shared_dir set (100 ms)",
+               "token_emitted, no shared_dir", loop_tok, h_on, h_off);
+  hot_free(h_off, 1, "ttft_token_emitted (publish off)");
+  hot_free(h_on, 1, "ttft_token_emitted (publish on)");
+  life_ctx *l_off = xalloc(sizeof *l_off), *l_on = xalloc(sizeof *l_on);
+  memset(l_off, 0, sizeof *l_off);
+  memset(l_on, 0, sizeof *l_on);
+  l_off->r = off;
+  l_on->r = on;
+  for (int i = 0; i < MAX_THREADS; i++) l_off->t[i][0] = l_on->t[i][0] = mono_ns();
+  measure_pair("pub_life_on", "pub_life_off", "begin + stream_end, shared_dir set (100 ms)",
+               "begin + stream_end, no shared_dir", loop_life, l_on, l_off);
+  check_rc(atomic_load_explicit(&l_on->bad, memory_order_relaxed) ||
+               atomic_load_explicit(&l_off->bad, memory_order_relaxed),
+           "ttft_stream_end (publish)");
+  free(l_off);
+  free(l_on);
+  ttft_registry_free(off);
+  ttft_registry_free(on);
+
+  /* one publish of 8 classes with data (interval 0: only these calls) */
+  int streams = opt.quick ? 200 : 2000;
+  ttft_registry *r8 = pub_registry(8, 0, streams);
+  row *rp = measure("pub_cost", "publish", "ttft_publish, 8 classes with data", loop_publish, r8, 1, 0);
+  for (int i = 0; i < rp->reps; i++) rp->samples[i] /= 1000.0;
+  row_set_samples(rp, rp->samples, rp->reps);
+  rp->wall /= 1000.0;
+  rp->unit = "us";
+  snprintf(rp->note, sizeof rp->note, "(per interval; CPU of the caller, wall incl. the file write)");
+  row_print(rp);
+
+  /* segment bytes per class: 8 classes against 1, with the same data */
+  ttft_registry *r1 = pub_registry(1, 0, streams);
+  long b8 = seg_bytes(r8), b1 = seg_bytes(r1);
+  ttft_registry *r0 = pub_registry(1, 0, 0);
+  long b0 = seg_bytes(r0);
+  row *rb = row_add("pub_seg_class", "publish", "segment bytes per class with data", "bytes");
+  rb->med = b8 > 0 && b1 > 0 ? (double)(b8 - b1) / 7.0 : -1;
+  snprintf(rb->note, sizeof rb->note, "(segment: %ld bytes for 8 classes, %ld for 1, %ld empty)", b8, b1,
+           b0);
+  row_print(rb);
+  ttft_registry_free(r0);
+  ttft_registry_free(r1);
+  ttft_registry_free(r8);
+  pub_dir_remove();
+}
+#endif
+
 /* ================================================================ main */
 static void usage(FILE *f) {
   fprintf(f,
@@ -1412,7 +1562,8 @@ static void usage(FILE *f) {
           "                ./bench exists, else ttft-bench.json)\n"
           "  --reps N      repetitions per row, 5 .. %d (default 7; medians are reported)\n"
           "  --only GROUPS comma-separated subset of: compare,baseline,hot,threads,clock,\n"
-          "                peer,step,engine,lifecycle,snapshot,growth,memory\n"
+          "                peer,step,engine,lifecycle,publish,snapshot,growth,\n"
+          "                memory\n"
           "  --rounds N    compare: rounds of this library and the 1.1 baseline, run\n"
           "                alternately (default 9; --quick: 2)\n"
           "  --baseline BIN  compare: the baseline binary (default: ttft-bench-baseline,\n"
@@ -1740,6 +1891,11 @@ int main(int argc, char **argv) {
     ttft_registry_free(rl);
   }
 
+  /* ---------------------------------------------------------- publish */
+#if !defined(TTFT_BENCH_IS_BASELINE)
+  if (group_on("publish")) run_publish(&cfg);
+#endif
+
   /* --------------------------------------------------------- snapshot */
   if (group_on("snapshot")) {
     section("reads (default registry, the data of the rows above plus 10^6 events)");
@@ -1889,6 +2045,8 @@ int main(int argc, char **argv) {
   target_add("ttft_begin + ttft_stream_end, 1 thread", "life_1t", NULL, 150, "ns");
   target_add("ttft_begin + ttft_stream_end, 2 threads", "life_2t", NULL, 150, "ns");
   target_add("snapshot of a default registry", "snapshot", NULL, 2.0, "ms");
+  target_add("token_emitted, shared_dir set / not (1.3)", "pub_tok_on", "pub_tok_off", 1.05, "x");
+  target_add("begin + stream_end, shared_dir set / not (1.3)", "pub_life_on", "pub_life_off", 1.05, "x");
   target_add("one quantile query", "quantile", NULL, 5.0, "us");
   target_add("memory of a default registry", "mem_default", NULL, 16384, "KiB");
   target_add("memory per in-flight slot", "mem_slot", NULL, 2048, "bytes");

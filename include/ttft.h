@@ -1176,7 +1176,12 @@ TTFT_API ttft_snapshot *ttft_snapshot_decode_base64(const char *text, size_t len
  * A process is identified by pid, start time and a random nonce, and holds
  * a lock on its own lock file while it lives; a child forked from it that
  * keeps recording publishes as a new process (from zero: what the parent
- * recorded before the fork stays the parent's). */
+ * recorded before the fork stays the parent's; its slowest lists start
+ * empty; its in-flight gauge still counts the sequences it inherited live
+ * until it ends them). The background thread blocks every signal (a
+ * file-size limit fails a publish with EFBIG instead of killing the
+ * process); a failed publish is counted in TTFT_COUNTER_PUBLISH_FAILED and
+ * said once per registry on stderr, the only output of the library. */
 
 /* Publish r's state into its segment now (the background thread does this
  * every publish_interval_ms). Returns TTFT_OK; TTFT_EINVAL for NULL or a

@@ -13,7 +13,7 @@
 # sanitizers. .ci/steps.d/30-fuzz.sh builds and runs them.
 # (the option TTFT_FUZZ is declared in the top-level CMakeLists.txt)
 
-set(TTFT_FUZZ_TARGETS fuzz_api fuzz_decode)
+set(TTFT_FUZZ_TARGETS fuzz_api fuzz_decode fuzz_segment)
 if(TTFT_WITH_HTTP AND TTFT_HAVE_PTHREADS)
   list(APPEND TTFT_FUZZ_TARGETS fuzz_http)
 endif()

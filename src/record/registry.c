@@ -1,10 +1,13 @@
 /* registry.c — configuration, creation, classes, per-thread shards and the
  * live queries (seq stats, stalled now, in-flight). */
+#include <limits.h>
 #include <stdalign.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "common/segment.h"
+#include "record/publish.h"
 #include "record/registry.h"
 
 #ifdef TTFT_HAVE_PTHREADS
@@ -35,6 +38,7 @@ void ttft_config_init(ttft_config *cfg) {
   cfg->memory_limit = TTFT_DEFAULT_MEMORY_LIMIT;
   cfg->prefix_hit_min_tokens = 16;
   cfg->slowest_k = 8;
+  cfg->publish_interval_ms = 100; /* shared_dir, process_name: NULL */
 }
 
 void ttft_slo_init(ttft_slo *slo) {
@@ -187,6 +191,15 @@ static int config_problem(const ttft_config *c, char *why, size_t n) {
   }
   if (c->prefix_hit_min_tokens == 0)
     REFUSE("prefix_hit_min_tokens is 0; it must be at least 1 (fewer cached tokens is a miss)");
+  if (c->shared_dir) {
+    char dwhy[PATH_MAX + 160];
+    if (ttft__shared_dir_check(c->shared_dir, dwhy, sizeof dwhy) != 0) REFUSE("%s", dwhy); /* names the field */
+  }
+  if (c->process_name && !ttft__process_name_ok(c->process_name))
+    REFUSE("process_name \"%s\" is not 1..63 bytes of [A-Za-z0-9_.:-]", shown(c->process_name, a));
+  if (c->publish_interval_ms != 0 && (c->publish_interval_ms < 10 || c->publish_interval_ms > 3600000))
+    REFUSE("publish_interval_ms %u is outside 10..3600000 (0 = no thread: the host calls "
+           "ttft_publish)", c->publish_interval_ms);
   if (why && n) why[0] = '\0';
   return TTFT_OK;
 }
@@ -530,6 +543,8 @@ static void spin_lock(_Atomic int *l) {
   }
 }
 static void atfork_prepare(void) {
+  /* publishers first: a publish in progress takes the pool lock below */
+  ttft__pub_atfork_prepare();
   pthread_mutex_lock(&g_live_mu);
   for (ttft_registry *r = g_live; r; r = r->live_next) {
     spin_lock(&r->class_lock);
@@ -543,6 +558,7 @@ static void atfork_parent(void) {
     atomic_store_explicit(&r->class_lock, 0, memory_order_release);
   }
   pthread_mutex_unlock(&g_live_mu);
+  ttft__pub_atfork_parent();
 }
 static void atfork_child(void) {
   ttft__reclaim_atfork_child();
@@ -553,6 +569,8 @@ static void atfork_child(void) {
     ttft__reclaim_fork_child(r, shard_cached(r));
   }
   pthread_mutex_unlock(&g_live_mu);
+  /* the registries are whole again: their publishers become the child's */
+  ttft__pub_atfork_child();
 }
 static void fork_handlers_install(void) {
   pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
@@ -819,6 +837,11 @@ ttft_registry *ttft_registry_new(const ttft_config *cfg) {
   slots_seed(r);
   /* every slot starts free; index 0 ends on top */
   for (uint32_t i = r->nslots; i-- > 0;) ttft__stack_push(r, &r->free_list, i);
+  /* last: the publisher's thread takes snapshots of r from now on */
+  if (c.shared_dir && ttft__pub_start(r, &c) != TTFT_OK) {
+    ttft_registry_free(r);
+    return NULL;
+  }
   return r;
 fail:
   registry_release(r);
@@ -827,6 +850,7 @@ fail:
 
 void ttft_registry_free(ttft_registry *r) {
   if (!r) return;
+  ttft__pub_stop(r); /* a last publish (FINAL) while r is whole, then the lock */
 #ifdef TTFT_HAVE_PTHREADS
   pthread_mutex_lock(&g_live_mu);
   if (r->live_prev) r->live_prev->live_next = r->live_next;

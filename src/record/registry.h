@@ -467,6 +467,8 @@ struct ttft_registry {
                                      ring's links copy, see above)        */
   ttft__step_ent *steps;          /* [TTFT_STEP_RING]                      */
   struct ttft_snapshot meta;      /* labels and export config; no classes  */
+  struct ttft__pub *pub;          /* the publisher (shared_dir), else NULL;
+                                     record/publish.c. No hook reads it    */
 };
 
 /* registry.c: the calling thread's shard of r. The thread-local cache is
