@@ -29,7 +29,7 @@ Needs Debian's python3-prometheus-client (.ci/packages.d/prometheus.txt):
 run it with /usr/bin/python3. Linux only (fork, /dev/shm). Not a test: it
 asserts nothing about the peer; it says what the peer does.
 
-  /usr/bin/python3 bench/multiproc_peer.py [--quick] [--dir /dev/shm]
+  /usr/bin/python3 bench/multiproc_peer.py [--quick] [--metrics vllm|minimal] [--dir /dev/shm]
 """
 
 import argparse
@@ -43,6 +43,9 @@ import time
 
 ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
 ap.add_argument("--quick", action="store_true", help="fewer workers and restarts (CI smoke)")
+ap.add_argument("--metrics", choices=["vllm", "minimal"], default="vllm",
+                help="vllm (default): also vLLM's other request histograms and counters, "
+                     "recorded per request as vLLM does; minimal: TTFT, requests, in flight")
 ap.add_argument("--dir", default="/dev/shm" if os.path.isdir("/dev/shm") else None,
                 help="where the multiprocess directory is made (default /dev/shm, tmpfs)")
 args = ap.parse_args()
@@ -77,6 +80,36 @@ INFLIGHT_ALL = Gauge("peer:in_flight_all", "in flight (multiprocess_mode all)", 
 INFLIGHT_LIVESUM = Gauge("peer:in_flight_livesum", "in flight (livesum)", LABELS,
                          multiprocess_mode="livesum")
 
+# vLLM's other per-request histograms and counters (vllm/v1/metrics/
+# loggers.py), for a directory and a scrape of a realistic size: each
+# request observes every one once. 1-2-5 buckets up to max_model_len 8192.
+LAT = [0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0,
+       120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0]
+TOK = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000]
+VLLM_HISTS = [] if args.metrics == "minimal" else [
+    Histogram("peer:time_per_output_token_seconds", "TPOT", LABELS,
+              buckets=[0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0,
+                       2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0]),
+    Histogram("peer:time_per_prefill_token_request_seconds", "prefill per token", LABELS,
+              buckets=[0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0]),
+    Histogram("peer:e2e_request_latency_seconds", "e2e", LABELS, buckets=LAT),
+    Histogram("peer:request_queue_time_seconds", "queue", LABELS, buckets=LAT),
+    Histogram("peer:request_inference_time_seconds", "inference", LABELS, buckets=LAT),
+    Histogram("peer:request_prefill_time_seconds", "prefill", LABELS, buckets=LAT),
+    Histogram("peer:request_decode_time_seconds", "decode", LABELS, buckets=LAT),
+    Histogram("peer:request_prompt_tokens", "prompt tokens", LABELS, buckets=TOK),
+    Histogram("peer:request_generation_tokens", "generation tokens", LABELS, buckets=TOK),
+    Histogram("peer:request_params_max_tokens", "max_tokens", LABELS, buckets=TOK),
+    Histogram("peer:request_params_n", "n", LABELS, buckets=[1, 2, 5, 10, 20]),
+]
+VLLM_COUNTERS = [] if args.metrics == "minimal" else [
+    Counter("peer:prompt_tokens", "prompt tokens", LABELS),
+    Counter("peer:generation_tokens", "generation tokens", LABELS),
+    Counter("peer:num_preemptions", "preemptions", LABELS),
+    Counter("peer:prefix_cache_queries", "prefix cache queries", LABELS),
+    Counter("peer:prefix_cache_hits", "prefix cache hits", LABELS),
+]
+
 W = 200 if args.quick else 1000    # requests per worker
 LEFT = 2                           # requests each live worker keeps in flight
 SCRAPES = 5 if args.quick else 9
@@ -93,7 +126,13 @@ def worker_body(rank, rfd, wfd):
     lv = ("m", "0")  # every API-server process records the same series
     h, c = TTFT.labels(*lv), REQS.labels(*lv)
     ga, gl = INFLIGHT_ALL.labels(*lv), INFLIGHT_LIVESUM.labels(*lv)
+    hs = [m.labels(*lv) for m in VLLM_HISTS]
+    cs = [m.labels(*lv) for m in VLLM_COUNTERS]
     for i in range(W):
+        for m in hs:
+            m.observe(ttft_value(i) * 3)
+        for m in cs:
+            m.inc(1 + i % 7)
         c.inc()
         ga.inc()
         gl.inc()
@@ -195,9 +234,10 @@ except Exception:  # an unpackaged copy
 print("# prometheus_client %s multiprocess mode, measured (%s, Python %s, %s)"
       % (PEER_VERSION, sys.executable,
          sys.version.split()[0], "tmpfs " + ROOT if ROOT.startswith("/dev/shm") else ROOT))
-print("# workload: %d requests per worker (one TTFT observation, one counter inc, gauge up/down); "
+print("# workload: %d requests per worker (each observes every histogram and increments every counter once; in-flight gauge up/down); "
       "%d left in flight per live worker; scrape = CollectorRegistry + MultiProcessCollector + "
-      "generate_latest, median of %d" % (W, LEFT, SCRAPES))
+      "generate_latest, median of %d; metric set %s (%d histograms, %d counters, 2 gauges)"
+      % (W, LEFT, SCRAPES, args.metrics, 1 + len(VLLM_HISTS), 1 + len(VLLM_COUNTERS)))
 print()
 
 # --- part 1: N live workers, then K clean restarts -------------------------
