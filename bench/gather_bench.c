@@ -3,7 +3,7 @@
  * + render of a shared directory (docs/multiprocess.md; SPEC section 11:
  * gather 64 processes x 8 classes and render protobuf <= 50 ms).
  *
- *   ttft-gather-bench [--quick] [--reps N] [--dir PARENT] [--json FILE]
+ *   ttft-gather-bench [--quick] [--reps N] [--restarts K] [--dir PARENT] [--json FILE]
  *
  * For P = 1, 8 and 64 processes: P children are forked one after another
  * (so that their publishes do not compete), and each makes a real
@@ -27,6 +27,13 @@
  * merged take + render) the gathering process's CPU time, which a busy
  * machine disturbs less; the program
  * never fails because of one, it prints the target and "met"/"MISSED".
+ *
+ * Then, at 64 processes: K clean restarts (default 100, 20 with --quick;
+ * each a new pid under the slot's name, with a take every 10 as a
+ * scraper would), one SIGKILL and every exit, each view checked exact
+ * (counts kept, in flight and live processes down, exits counted), with
+ * the directory's file count after each step and the take + protobuf
+ * time after the restarts.
  *
  * The directory is made under --dir (default /dev/shm, the expected
  * place; /tmp when there is none) and removed at the end. Linux (fork,
@@ -180,27 +187,35 @@ static long render(const ttft_snapshot *s, ttft_format f, char **buf, size_t *ca
   }
 }
 
-/* The union of P workloads, as the gathered view must show it. */
-static void check_view(const ttft_snapshot *s, int procs, const char *what) {
-  uint64_t want = (uint64_t)procs * CLASSES * g_streams;
+/* What the gathered view must show: the union of `done` workloads (every
+ * process that ever published, live or exited), the in-flight streams of
+ * the `live` ones only, and `exited` folded processes. */
+typedef struct expect {
+  int done, live, exited;
+} expect;
+
+static void check_view(const ttft_snapshot *s, expect e, const char *what) {
+  uint64_t want = (uint64_t)e.done * CLASSES * g_streams;
+  uint64_t want_in = (uint64_t)e.live * CLASSES * LEFT;
   uint64_t got = ttft_snapshot_count(s, TTFT_METRIC_TTFT);
   uint64_t live = ttft_snapshot_gauge(s, TTFT_GAUGE_PROCESSES);
   uint64_t inflight = ttft_snapshot_gauge(s, TTFT_GAUGE_INFLIGHT);
-  if (got != want || live != (uint64_t)procs || inflight != (uint64_t)procs * CLASSES * LEFT ||
-      ttft_snapshot_classes(s) != CLASSES) {
+  uint64_t exited = ttft_snapshot_counter(s, TTFT_COUNTER_PROCESSES_EXITED);
+  if (got != want || live != (uint64_t)e.live || inflight != want_in ||
+      exited != (uint64_t)e.exited || ttft_snapshot_classes(s) != CLASSES) {
     fprintf(stderr,
-            "ttft-gather-bench: %s of %d processes: TTFT count %llu (want %llu), processes %llu, "
-            "in flight %llu (want %llu), classes %d (want %d)\n",
-            what, procs, (unsigned long long)got, (unsigned long long)want, (unsigned long long)live,
-            (unsigned long long)inflight, (unsigned long long)procs * CLASSES * LEFT,
-            ttft_snapshot_classes(s), CLASSES);
+            "ttft-gather-bench: %s: TTFT count %llu (want %llu), processes %llu (want %d), "
+            "in flight %llu (want %llu), exited %llu (want %d), classes %d (want %d)\n",
+            what, (unsigned long long)got, (unsigned long long)want, (unsigned long long)live,
+            e.live, (unsigned long long)inflight, (unsigned long long)want_in,
+            (unsigned long long)exited, e.exited, ttft_snapshot_classes(s), CLASSES);
     exit(1);
   }
 }
 
 /* Median wall-clock ms of take (+ render f when f >= 0), over g_reps;
  * *cpu (when not NULL) the median CPU ms. */
-static double time_takes(ttft_gather *g, int f, int procs, const char *what, char **buf, size_t *cap,
+static double time_takes(ttft_gather *g, int f, expect e, const char *what, char **buf, size_t *cap,
                          long *bytes, double *cpu) {
   double v[MAX_REPS], c[MAX_REPS];
   for (int i = -1; i < g_reps; i++) { /* i = -1: the warm-up */
@@ -210,7 +225,7 @@ static double time_takes(ttft_gather *g, int f, int procs, const char *what, cha
     long n = f >= 0 ? render(s, (ttft_format)f, buf, cap) : 0;
     double t1 = now_ms(), c1 = cpu_ms();
     if (n < 0) die("ttft_snapshot_format failed");
-    if (i < 0) check_view(s, procs, what);
+    if (i < 0) check_view(s, e, what);
     ttft_snapshot_free(s);
     if (i >= 0) v[i] = t1 - t0, c[i] = c1 - c0;
     if (bytes) *bytes = n;
@@ -245,7 +260,101 @@ static double seg_bytes(const char *dir) {
   return total;
 }
 
-static int run(const char *parent, int procs, result *out) {
+typedef struct kid {
+  pid_t pid;
+  int go; /* closing it makes the child free its registry and exit */
+} kid;
+
+/* Fork child `index` and wait until it has recorded and published. */
+static void spawn(const char *dir, int index, kid *k, double *publish_us) {
+  int ready[2], go[2];
+  if (pipe(ready) || pipe(go)) die("pipe failed");
+  pid_t pid = fork();
+  if (pid < 0) die("fork failed");
+  if (pid == 0) {
+    /* keep only its own two pipe ends: an inherited write end of a
+     * sibling's go pipe would keep that sibling from ever seeing EOF */
+    long maxfd = sysconf(_SC_OPEN_MAX);
+    for (int fd = 3; fd < (maxfd > 0 && maxfd < 65536 ? maxfd : 1024); fd++)
+      if (fd != ready[1] && fd != go[0]) close(fd);
+    child(dir, index, ready[1], go[0]);
+  }
+  close(ready[1]);
+  close(go[0]);
+  k->pid = pid;
+  k->go = go[1];
+  double us;
+  if (read(ready[0], &us, sizeof us) != (ssize_t)sizeof us || us < 0)
+    die("a child could not record or publish");
+  close(ready[0]);
+  if (publish_us) *publish_us = us;
+}
+
+static void reap(kid *k, int how) { /* how: 0 a clean exit, SIGKILL */
+  if (how) kill(k->pid, how);
+  close(k->go);
+  int st;
+  while (waitpid(k->pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  if (!how && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) die("a child failed on its way out");
+}
+
+static int count_files(const char *dir) {
+  DIR *d = opendir(dir);
+  int n = 0;
+  if (!d) return -1;
+  struct dirent *e;
+  while ((e = readdir(d)))
+    if (e->d_name[0] != '.') n++;
+  closedir(d);
+  return n;
+}
+
+/* Restarts and a SIGKILL, at `procs` live processes (after run's
+ * measurements, with the same children). */
+typedef struct churn {
+  int restarts;
+  int files_before, files_after_restarts, files_after_kill, files_after_all;
+  double take_pb, cpu_take_pb; /* after the restarts */
+} churn;
+
+static void restart_phase(const char *dir, kid *kids, int procs, int restarts, churn *c, char **buf,
+                          size_t *cap) {
+  char msg[256];
+  ttft_gather *g = ttft_gather_open_msg(dir, 0, msg, sizeof msg);
+  if (!g) die(msg);
+  c->restarts = restarts;
+  c->files_before = count_files(dir);
+  for (int k = 0; k < restarts; k++) { /* a clean exit, a new process in its place */
+    reap(&kids[k % procs], 0);
+    spawn(dir, k % procs, &kids[k % procs], NULL); /* under the same name */
+    if (k % 10 == 9) { /* a scrape now and then, as Prometheus would */
+      ttft_snapshot *s = ttft_gather_take(g);
+      if (!s) die("ttft_gather_take failed");
+      ttft_snapshot_free(s);
+    }
+  }
+  expect e = {procs + restarts, procs, restarts};
+  c->take_pb = time_takes(g, TTFT_FORMAT_PROMETHEUS_PROTOBUF, e, "after the restarts", buf, cap, NULL,
+                          &c->cpu_take_pb);
+  c->files_after_restarts = count_files(dir);
+  /* a SIGKILL: everything it published stays; its in-flight streams leave */
+  reap(&kids[0], SIGKILL);
+  ttft_snapshot *s = ttft_gather_take(g);
+  if (!s) die("ttft_gather_take failed");
+  check_view(s, (expect){procs + restarts, procs - 1, restarts + 1}, "after a SIGKILL");
+  ttft_snapshot_free(s);
+  c->files_after_kill = count_files(dir);
+  for (int i = 1; i < procs; i++) reap(&kids[i], 0);
+  s = ttft_gather_take(g);
+  if (!s) die("ttft_gather_take failed");
+  check_view(s, (expect){procs + restarts, 0, procs + restarts}, "after every exit");
+  ttft_snapshot_free(s);
+  c->files_after_all = count_files(dir);
+  ttft_gather_close(g);
+}
+
+static int run(const char *parent, int procs, result *out, int restarts, churn *c) {
   char dir[4096];
   if ((size_t)snprintf(dir, sizeof dir, "%s/ttft-gather-bench-XXXXXX", parent) >= sizeof dir)
     die("--dir: too long");
@@ -262,28 +371,10 @@ static int run(const char *parent, int procs, result *out) {
       return 77;
     }
   }
-  int go[2];
-  if (pipe(go)) die("pipe failed");
-  pid_t *kids = calloc((size_t)procs, sizeof *kids);
+  kid *kids = calloc((size_t)procs, sizeof *kids);
   double *pub = calloc((size_t)procs, sizeof *pub);
   if (!kids || !pub) die("out of memory");
-  for (int i = 0; i < procs; i++) {
-    int ready[2];
-    if (pipe(ready)) die("pipe failed");
-    pid_t pid = fork();
-    if (pid < 0) die("fork failed");
-    if (pid == 0) {
-      close(ready[0]);
-      close(go[1]);
-      child(dir, i, ready[1], go[0]);
-    }
-    close(ready[1]);
-    kids[i] = pid;
-    if (read(ready[0], &pub[i], sizeof pub[i]) != (ssize_t)sizeof pub[i] || pub[i] < 0)
-      die("a child could not record or publish");
-    close(ready[0]);
-  }
-  close(go[0]);
+  for (int i = 0; i < procs; i++) spawn(dir, i, &kids[i], &pub[i]);
 
   memset(out, 0, sizeof *out);
   out->procs = procs;
@@ -292,12 +383,13 @@ static int run(const char *parent, int procs, result *out) {
   char *buf = NULL;
   size_t cap = 0;
   char msg[256];
+  expect e = {procs, procs, 0};
   ttft_gather *g = ttft_gather_open_msg(dir, 0, msg, sizeof msg);
   if (!g) die(msg);
-  out->take = time_takes(g, -1, procs, "take", &buf, &cap, NULL, NULL);
-  out->take_pb = time_takes(g, TTFT_FORMAT_PROMETHEUS_PROTOBUF, procs, "take+protobuf", &buf, &cap,
+  out->take = time_takes(g, -1, e, "take", &buf, &cap, NULL, NULL);
+  out->take_pb = time_takes(g, TTFT_FORMAT_PROMETHEUS_PROTOBUF, e, "take+protobuf", &buf, &cap,
                             &out->pb_bytes, &out->cpu_take_pb);
-  out->take_text = time_takes(g, TTFT_FORMAT_PROMETHEUS, procs, "take+text", &buf, &cap,
+  out->take_text = time_takes(g, TTFT_FORMAT_PROMETHEUS, e, "take+text", &buf, &cap,
                               &out->text_bytes, &out->cpu_take_text);
   { /* the exemplars (trace ids) of every process reach the gathered view */
     ttft_snapshot *s = ttft_gather_take(g);
@@ -310,19 +402,18 @@ static int run(const char *parent, int procs, result *out) {
   ttft_gather_close(g);
   g = ttft_gather_open_msg(dir, TTFT_GATHER_BY_PROCESS, msg, sizeof msg);
   if (!g) die(msg);
-  out->byproc_pb = time_takes(g, TTFT_FORMAT_PROMETHEUS_PROTOBUF, procs, "by-process take+protobuf",
+  out->byproc_pb = time_takes(g, TTFT_FORMAT_PROMETHEUS_PROTOBUF, e, "by-process take+protobuf",
                               &buf, &cap, NULL, NULL);
-  out->byproc_text = time_takes(g, TTFT_FORMAT_PROMETHEUS, procs, "by-process take+text", &buf,
+  out->byproc_text = time_takes(g, TTFT_FORMAT_PROMETHEUS, e, "by-process take+text", &buf,
                                 &cap, &out->byproc_text_bytes, NULL);
   ttft_gather_close(g);
-  free(buf);
 
-  close(go[1]); /* every child frees its registry and exits */
-  for (int i = 0; i < procs; i++) {
-    int st;
-    while (waitpid(kids[i], &st, 0) < 0 && errno == EINTR) {
-    }
+  if (c) {
+    restart_phase(dir, kids, procs, restarts, c, &buf, &cap);
+  } else {
+    for (int i = 0; i < procs; i++) reap(&kids[i], 0);
   }
+  free(buf);
   free(kids);
   free(pub);
   rm_dir(dir);
@@ -331,19 +422,23 @@ static int run(const char *parent, int procs, result *out) {
 
 int main(int argc, char **argv) {
   const char *parent = NULL, *json = NULL;
-  int quick = 0;
+  int quick = 0, restarts = -1;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--quick")) {
       quick = 1;
     } else if (!strcmp(argv[i], "--reps") && i + 1 < argc) {
       g_reps = atoi(argv[++i]);
       if (g_reps < 1 || g_reps > MAX_REPS) die("--reps: 1 .. 101");
+    } else if (!strcmp(argv[i], "--restarts") && i + 1 < argc) {
+      restarts = atoi(argv[++i]);
+      if (restarts < 0 || restarts > 100000) die("--restarts: 0 .. 100000");
     } else if (!strcmp(argv[i], "--dir") && i + 1 < argc) {
       parent = argv[++i];
     } else if (!strcmp(argv[i], "--json") && i + 1 < argc) {
       json = argv[++i];
     } else {
-      fprintf(stderr, "usage: ttft-gather-bench [--quick] [--reps N] [--dir PARENT] [--json FILE]\n");
+      fprintf(stderr, "usage: ttft-gather-bench [--quick] [--reps N] [--restarts K] [--dir PARENT] "
+                      "[--json FILE]\n");
       return 2;
     }
   }
@@ -356,6 +451,8 @@ int main(int argc, char **argv) {
   signal(SIGPIPE, SIG_IGN);
   const int sizes[] = {1, 8, 64};
   result res[3];
+  churn ch;
+  if (restarts < 0) restarts = quick ? 20 : 100;
   printf("ttft-gather-bench: libttft %s; %d classes x %u streams (+%d in flight) per process; "
          "directory under %s; median of %d, wall-clock ms\n",
          ttft_version_string(), CLASSES, g_streams, LEFT, parent, g_reps);
@@ -363,7 +460,7 @@ int main(int argc, char **argv) {
          "take+protobuf", "take+text", "by-process pb", "by-process text", "CPU take+pb",
          "CPU take+txt", "publish (us)", "seg B/class", "protobuf B", "exemplars");
   for (int k = 0; k < 3; k++) {
-    int rc = run(parent, sizes[k], &res[k]);
+    int rc = run(parent, sizes[k], &res[k], restarts, k == 2 ? &ch : NULL);
     if (rc) return rc;
     const result *r = &res[k];
     printf("%-9d %9.2f %12.2f %12.2f %12.2f %14.2f %12.2f %12.2f %13.1f %10.0f %10ld %9ld\n",
@@ -372,6 +469,12 @@ int main(int argc, char **argv) {
            r->exemplars);
     fflush(stdout);
   }
+  printf("churn at %d processes: %d clean restarts (a scrape every 10), then one SIGKILL, then every "
+         "exit; each view checked exact\n", sizes[2], ch.restarts);
+  printf("  files: %d live -> %d after the restarts -> %d after the SIGKILL -> %d after every exit\n",
+         ch.files_before, ch.files_after_restarts, ch.files_after_kill, ch.files_after_all);
+  printf("  take+protobuf after the restarts: %.2f ms wall (%.2f ms CPU)\n", ch.take_pb,
+         ch.cpu_take_pb);
   int met = res[2].take_pb <= TARGET_MS;
   printf("target: gather 64 processes x %d classes + render protobuf <= %.0f ms: %.2f ms wall "
          "(%.2f ms CPU), %s\n",
@@ -394,7 +497,13 @@ int main(int argc, char **argv) {
               r->byproc_text, r->cpu_take_pb, r->cpu_take_text, r->publish_us, r->seg_bytes_per_class, r->pb_bytes, r->text_bytes,
               r->exemplars);
     }
-    fprintf(f, "], \"target_ms\": %.1f, \"met\": %s}\n", TARGET_MS, met ? "true" : "false");
+    fprintf(f,
+            "], \"churn\": {\"processes\": %d, \"restarts\": %d, \"files_live\": %d, "
+            "\"files_after_restarts\": %d, \"files_after_sigkill\": %d, \"files_after_all_exit\": %d, "
+            "\"take_protobuf_ms\": %.4f, \"cpu_take_protobuf_ms\": %.4f}",
+            sizes[2], ch.restarts, ch.files_before, ch.files_after_restarts, ch.files_after_kill,
+            ch.files_after_all, ch.take_pb, ch.cpu_take_pb);
+    fprintf(f, ", \"target_ms\": %.1f, \"met\": %s}\n", TARGET_MS, met ? "true" : "false");
     fclose(f);
   }
   return 0;
