@@ -834,12 +834,13 @@ typedef struct ttft_label {
 /* Label names the exporters write themselves, so a constant label may not
  * use them (ttft_registry_new refuses the configuration and
  * ttft_config_check says which one), nor any name that starts with "__"
- * (Prometheus reserves those). A comma-separated list of string literals,
+ * (Prometheus reserves those). "process" (1.3) is the label of a gathered
+ * per-process view (TTFT_GATHER_BY_PROCESS). A comma-separated list of string literals,
  * e.g. `static const char *const reserved[] = {TTFT_RESERVED_LABELS};`. */
 #define TTFT_RESERVED_LABELS                                                      \
   "class", "model", "status", "le", "quantile", "start_point", "token_point",     \
       "version", "slo", "prefix_cache", "prompt_tokens", "view", "kind", "window",  \
-      "cause", "prefill"
+      "cause", "prefill", "process"
 
 /* Memory hooks. alloc(ctx, size) returns NULL on failure; free(ctx, p)
  * accepts NULL. */
@@ -1195,6 +1196,9 @@ typedef struct ttft_gather ttft_gather; /* opaque */
 
 #define TTFT_GATHER_BY_PROCESS 1u /* keep processes apart: every series of the
                                      expositions carries a process label
+                                     (right after class; but the gatherer's
+                                     own segments_skipped, processes_exited
+                                     and processes keep one unlabelled one)
                                      (the process_name; processes that
                                      exited without a stable name fold into
                                      process="exited"); the snapshot's own

@@ -99,6 +99,7 @@
 #include "ttft.h"
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -536,6 +537,16 @@ class Config {
   Config &memory_limit(std::uint64_t bytes) noexcept { c_.memory_limit = bytes; return *this; }
   /* Since 1.2: annotate_cached calls fewer cached tokens a miss (default 16). */
   Config &prefix_hit_min_tokens(std::uint32_t n) noexcept { c_.prefix_hit_min_tokens = n; return *this; }
+  /* Since 1.3 (many processes, one truth; docs/multiprocess.md): publish
+   * this registry's state into a segment of its own in directory dir
+   * (tmpfs: /dev/shm/NAME; it must exist, belong to this user and not be
+   * group- or world-writable), read by ttft::Gather; the name of this
+   * process in per-process views (1..63 bytes of [A-Za-z0-9_.:-]; default
+   * "pid-<pid>"); how often the background thread publishes (default 100
+   * ms, 10 .. 3600000; 0 = no thread, call Registry::publish). */
+  Config &shared_dir(std::string dir) { shared_dir_ = std::move(dir); return *this; }
+  Config &process_name(std::string name) { process_name_ = std::move(name); return *this; }
+  Config &publish_interval_ms(std::uint32_t ms) noexcept { c_.publish_interval_ms = ms; return *this; }
 
   /* Why ttft::Registry(*this) would throw TTFT_EINVAL (the library's one-line
    * reason, ttft_config_check), or "" when the configuration is valid. */
@@ -552,6 +563,8 @@ class Config {
     if (token_point_) c.token_point = token_point_->c_str();
     if (model_) c.model = model_->c_str();
     if (namespace_) c.metric_namespace = namespace_->c_str();
+    if (shared_dir_) c.shared_dir = shared_dir_->c_str();
+    if (process_name_) c.process_name = process_name_->c_str();
     if (!labels_.empty()) {
       storage.clear();
       for (const auto &l : labels_) storage.push_back(ttft_label{l.first.c_str(), l.second.c_str()});
@@ -569,6 +582,7 @@ class Config {
  private:
   ttft_config c_;
   std::optional<std::string> start_point_, token_point_, model_, namespace_;
+  std::optional<std::string> shared_dir_, process_name_;
   std::vector<std::pair<std::string, std::string>> labels_;
   std::vector<std::uint64_t> buckets_[TTFT_PROM_CONFIG_METRICS];
   bool has_buckets_[TTFT_PROM_CONFIG_METRICS] = {};
@@ -1231,6 +1245,15 @@ class Registry {
     if (s == nullptr) throw Error(r_ == nullptr ? TTFT_EINVAL : TTFT_ENOMEM, "ttft_snapshot_take");
     return Snapshot(s);
   }
+  /* Publish this registry's state into its segment of shared_dir now
+   * (ttft_publish; the background thread does it every
+   * publish_interval_ms). Throws Error: TTFT_EINVAL without shared_dir,
+   * TTFT_EIO when writing failed (counted in PUBLISH_FAILED; recording
+   * goes on), TTFT_ENOMEM. Since 1.3. */
+  void publish() {
+    const int rc = ttft_publish(r_);
+    if (rc != TTFT_OK) throw Error(rc, "ttft_publish");
+  }
   /* Start the HTTP endpoint (see ttft_http_start); the Registry must
    * outlive the returned server. */
   HttpServer serve(const char *addr) {
@@ -1263,6 +1286,84 @@ class Registry {
     return r;
   }
   ttft_registry *r_ = nullptr;
+};
+
+// ------------------------------------------------------------------ gather
+
+/* Owns a ttft_gather: every process that published into a directory
+ * (Config::shared_dir), merged. Move-only. Since 1.3.
+ *
+ *     ttft::Gather g{"/dev/shm/myserver"};
+ *     ttft::Snapshot all = g.take();      // every process, one snapshot
+ */
+class Gather {
+ public:
+  Gather() noexcept = default;
+  /* ttft_gather_open_msg(dir, flags): flags 0 or TTFT_GATHER_BY_PROCESS.
+   * Throws Error whose what() carries the library's reason: TTFT_EIO for a
+   * missing directory, one open to others or of another user, or a network
+   * file system (errno_value() says which: ENOENT, EACCES, EREMOTE),
+   * TTFT_EINVAL for unknown flags, TTFT_ENOMEM. */
+  explicit Gather(const std::string &dir, unsigned flags = 0) {
+    char msg[512] = "";
+    errno = 0;
+    g_ = ttft_gather_open_msg(dir.c_str(), flags, msg, sizeof msg);
+    if (g_ == nullptr) {
+      const int e = errno;
+      const int code = e == ENOMEM ? TTFT_ENOMEM : e == EINVAL ? TTFT_EINVAL : TTFT_EIO;
+      throw GatherError(code, e, "ttft_gather_open: " + std::string(msg[0] != 0 ? msg : dir.c_str()));
+    }
+  }
+  ~Gather() { ttft_gather_close(g_); }
+  Gather(Gather &&o) noexcept : g_(std::exchange(o.g_, nullptr)) {}
+  Gather &operator=(Gather &&o) noexcept {
+    if (this != &o) {
+      ttft_gather_close(g_);
+      g_ = std::exchange(o.g_, nullptr);
+    }
+    return *this;
+  }
+  Gather(const Gather &) = delete;
+  Gather &operator=(const Gather &) = delete;
+
+  /* Why opening failed: Error plus the errno the library set. */
+  class GatherError : public Error {
+   public:
+    GatherError(int code, int err, const std::string &where) : Error(code, where.c_str()), errno_(err) {}
+    int errno_value() const noexcept { return errno_; }
+
+   private:
+    int errno_;
+  };
+
+  /* One merged snapshot of every process of the directory (live ones'
+   * latest segments and the archive of those that exited). Thread-safe:
+   * concurrent takes share one merge. Throws Error (TTFT_EINVAL on an
+   * empty Gather, TTFT_ENOMEM, TTFT_EIO when the directory is gone). */
+  Snapshot take() const {
+    if (g_ == nullptr) throw Error(TTFT_EINVAL, "ttft_gather_take");
+    errno = 0;
+    ttft_snapshot *s = ttft_gather_take(g_);
+    if (s == nullptr) throw Error(errno == ENOMEM ? TTFT_ENOMEM : TTFT_EIO, "ttft_gather_take");
+    return Snapshot(s);
+  }
+  /* Serve this gather over HTTP (ttft_http_start_gather); the Gather must
+   * outlive the returned server. Throws Error with the library's reason. */
+  HttpServer serve(const char *addr) {
+    ttft_http *h = nullptr;
+    char msg[256] = "";
+    const int rc = ttft_http_start_gather(g_, addr, &h, msg, sizeof msg);
+    if (rc != TTFT_OK) throw Error(rc, ("ttft_http_start_gather: " + std::string(msg)).c_str());
+    return HttpServer(h);
+  }
+  /* Close now (the destructor does it otherwise). Must not race take(). */
+  void close() noexcept { ttft_gather_close(std::exchange(g_, nullptr)); }
+  ttft_gather *get() const noexcept { return g_; }
+  ttft_gather *release() noexcept { return std::exchange(g_, nullptr); }
+  explicit operator bool() const noexcept { return g_ != nullptr; }
+
+ private:
+  ttft_gather *g_ = nullptr;
 };
 
 // ------------------------------------------------------------------- names

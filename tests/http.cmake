@@ -11,7 +11,7 @@ if(TTFT_WITH_HTTP AND TTFT_HAVE_PTHREADS)
   set(_ttft_http_built 1)
 endif()
 # test_alloc_fail injects allocation failures into ttft_http_start too.
-foreach(t test_http test_http_abuse test_http_fork test_alloc_fail)
+foreach(t test_http test_http_abuse test_http_fork test_http_gather test_alloc_fail)
   foreach(kind shared static)
     if(TARGET ${t}_${kind})
       target_compile_definitions(${t}_${kind} PRIVATE TTFT_TEST_HTTP_BUILT=${_ttft_http_built})
@@ -23,13 +23,14 @@ foreach(t test_http test_http_abuse test_http_fork)
     target_compile_definitions(${t}_static PRIVATE TTFT_TEST_INTERNALS=1)
   endif()
 endforeach()
-# Labels: "http" for all three; "concurrent" (run under TSan by
+# Labels: "http" for all four; "concurrent" (run under TSan by
 # .ci/steps.d/20-sanitizers.sh) for the two whose point is threads: the
-# server thread beside client threads, and forks of a process that has one.
+# server thread beside client threads (test_http_gather: concurrent
+# scrapers of a gather), and forks of a process that has one.
 # Each program's ctest tests (one per TEST, tests/CMakeLists.txt) are in
 # TTFT_CTESTS_<program>_<kind>.
 foreach(kind shared static)
-  foreach(t test_http test_http_abuse test_http_fork)
+  foreach(t test_http test_http_abuse test_http_fork test_http_gather)
     if(TTFT_CTESTS_${t}_${kind})
       set(_l "unit;${kind};http;${t}")
       if(NOT t STREQUAL "test_http_abuse")

@@ -161,6 +161,7 @@ static inline void parse_hist(rd m, nhist *h) {
       while (rd_next(&b, &g)) {
         if (g.no == 1) h->cum[h->nclassic] = g.v;
         else if (g.no == 2) h->le[h->nclassic] = as_double(g.v);
+        else if (g.no == 3 && g.wt == 2) continue; /* the bucket's exemplar */
         else h->bad = 1;
       }
       h->nclassic++;
@@ -192,6 +193,7 @@ static inline void parse_hist(rd m, nhist *h) {
         nh_push_delta(h, unzigzag(f.v));
       }
       break;
+    case 16: if (f.wt != 2) h->bad = 1; break; /* exemplars (native histograms) */
     default: h->bad = 1; /* nothing else is ever written */
     }
   }

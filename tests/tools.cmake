@@ -12,3 +12,11 @@ if(TTFT_BUILD_TOOLS)
                    ${CMAKE_CURRENT_BINARY_DIR}/tools_report.d)
   set_tests_properties(tools_report PROPERTIES LABELS "tools" TIMEOUT 300)
 endif()
+# tools/ttft-exporter end to end (tests/tools/test_exporter.sh): start,
+# scrape, SIGTERM/SIGINT, bad directories, a busy port. Needs python3.
+if(TTFT_BUILD_TOOLS AND TTFT_HAVE_HTTP) # (the tools directory comes later)
+  add_test(NAME tools_exporter
+           COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/tools/test_exporter.sh
+                   $<TARGET_FILE:ttft-exporter> ${CMAKE_CURRENT_BINARY_DIR}/tools_exporter.d)
+  set_tests_properties(tools_exporter PROPERTIES LABELS "tools" TIMEOUT 120 SKIP_RETURN_CODE 77)
+endif()

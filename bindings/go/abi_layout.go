@@ -50,6 +50,9 @@ func cgoLayout() map[string]uintptr {
 	off("ttft_config", "memory_limit", unsafe.Offsetof(c.memory_limit))
 	off("ttft_config", "prefix_hit_min_tokens", unsafe.Offsetof(c.prefix_hit_min_tokens))
 	off("ttft_config", "slowest_k", unsafe.Offsetof(c.slowest_k))
+	off("ttft_config", "shared_dir", unsafe.Offsetof(c.shared_dir))
+	off("ttft_config", "process_name", unsafe.Offsetof(c.process_name))
+	off("ttft_config", "publish_interval_ms", unsafe.Offsetof(c.publish_interval_ms))
 
 	var s C.ttft_slo
 	sz("ttft_slo", unsafe.Sizeof(s), unsafe.Alignof(s))

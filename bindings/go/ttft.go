@@ -49,6 +49,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"unsafe"
 )
@@ -175,6 +176,15 @@ const (
 	// CounterClockRefused counts begins refused with ErrClock: a wall-clock
 	// timestamp passed for a monotonic one (1.3). Should stay 0.
 	CounterClockRefused Counter = 17
+	// CounterPublishFailed counts publishes into the shared directory that
+	// failed (disk full, read-only, removed directory); recording goes on (1.3).
+	CounterPublishFailed Counter = 18
+	// CounterSegmentsSkipped: in a gathered snapshot, segments the gatherer
+	// skipped (truncated, corrupt, hostile, future version, another user's) (1.3).
+	CounterSegmentsSkipped Counter = 19
+	// CounterProcessesExited: in a gathered snapshot, processes whose last
+	// published state was folded into the directory's archive (1.3).
+	CounterProcessesExited Counter = 20
 )
 
 // Name is the library's lower-case name ("begun", ...), "" if unknown to it.
@@ -245,6 +255,7 @@ const (
 	GaugeLiveStalls Gauge = 1 // in-flight streams stalled right now
 	GaugeMemory     Gauge = 2 // bytes the registry holds
 	GaugeCoarse     Gauge = 3 // observations binned by power of two only (memory limit)
+	GaugeProcesses  Gauge = 4 // in a gathered snapshot: live processes merged (1.3)
 )
 
 // Split is a split of TTFT (or PREFILL) by a key known at the request
@@ -352,7 +363,8 @@ type SlowRequest struct {
 // them, nor any name starting with "__" (Prometheus reserves those).
 // CheckConfig names the offending label.
 var ReservedLabels = []string{"class", "model", "status", "le", "quantile", "start_point", "token_point",
-	"version", "slo", "prefix_cache", "prompt_tokens", "view", "kind", "window", "cause", "prefill"}
+	"version", "slo", "prefix_cache", "prompt_tokens", "view", "kind", "window", "cause", "prefill",
+	"process"}
 
 // IsReservedLabel reports whether name may not be a constant label's name.
 func IsReservedLabel(name string) bool {
@@ -480,7 +492,19 @@ type Config struct {
 	// (Snapshot.Slowest), 0..64; nil = the default, 8; 0 = no lists, no
 	// ids kept, no exemplars (1.2).
 	SlowestK *uint32
-	Classes  []ClassConfig // added in order: the first gets id 1
+	// SharedDir: publish the registry's whole state into a segment of its
+	// own in this directory, read by OpenGather (1.3; docs/multiprocess.md).
+	// A tmpfs such as /dev/shm/NAME; it must exist, belong to this user and
+	// not be group- or world-writable ("" = off).
+	SharedDir string
+	// ProcessName: this process in per-process views, 1..63 bytes of
+	// [A-Za-z0-9_.:-] ("" = "pid-<pid>"); a stable name keeps a series
+	// across restarts (1.3).
+	ProcessName string
+	// PublishIntervalMs: a background thread publishes at least this often
+	// (nil = 100; 10..3600000; 0 = no thread, call Registry.Publish) (1.3).
+	PublishIntervalMs *uint32
+	Classes           []ClassConfig // added in order: the first gets id 1
 }
 
 // ---------------------------------------------------------------- registry
@@ -637,6 +661,15 @@ func withCConfig(cfg *Config, f func(c *C.ttft_config) error) error {
 	}
 	if cfg.SlowestK != nil {
 		c.slowest_k = C.uint32_t(*cfg.SlowestK)
+	}
+	if cfg.SharedDir != "" {
+		c.shared_dir = cstr("shared_dir", cfg.SharedDir)
+	}
+	if cfg.ProcessName != "" {
+		c.process_name = cstr("process_name", cfg.ProcessName)
+	}
+	if cfg.PublishIntervalMs != nil {
+		c.publish_interval_ms = C.uint32_t(*cfg.PublishIntervalMs)
 	}
 	if nul != nil {
 		return nul
@@ -1078,6 +1111,18 @@ func (r *Registry) Snapshot() (*Snapshot, error) {
 		return nil, err
 	}
 	return ownSnapshot(C.ttft_snapshot_take(r.r), ErrNoMem)
+}
+
+// Publish writes the registry's state into its segment of the shared
+// directory now (ttft_publish; 1.3): ErrInvalid without Config.SharedDir,
+// ErrIO when writing failed (counted in CounterPublishFailed; recording
+// goes on).
+func (r *Registry) Publish() error {
+	defer runtime.KeepAlive(r) // no finalizer may close r during the call
+	if err := r.live(); err != nil {
+		return err
+	}
+	return check(C.ttft_publish(r.r))
 }
 
 // Inflight is the number of streams begun and not ended.
@@ -1787,4 +1832,80 @@ func (h *HTTPServer) Close() error {
 		C.ttft_http_stop(h.srv)
 	})
 	return nil
+}
+
+// ---------------------------------------------------------------- gather
+
+// Gather is every process that published into a directory
+// (Config.SharedDir), merged (ttft_gather_*; 1.3, docs/multiprocess.md).
+// Take is safe for concurrent use; Close must not race it.
+type Gather struct {
+	g *C.ttft_gather
+}
+
+// GatherError is why OpenGather failed: the library's one-line reason and
+// the errno it set (ENOENT, EACCES for a directory open to others or of
+// another user, EREMOTE for a network file system).
+type GatherError struct {
+	Reason string
+	Errno  syscall.Errno
+}
+
+func (e *GatherError) Error() string { return "ttft_gather_open: " + e.Reason }
+
+// Unwrap is the errno, so errors.Is(err, fs.ErrPermission) works.
+func (e *GatherError) Unwrap() error { return e.Errno }
+
+// OpenGather opens directory dir; byProcess keeps processes apart in the
+// expositions (a process label on every series; the snapshot's own
+// accessors read the merged view).
+func OpenGather(dir string, byProcess bool) (*Gather, error) {
+	if strings.IndexByte(dir, 0) >= 0 {
+		return nil, &GatherError{Reason: fmt.Sprintf("dir %q contains a NUL byte", dir), Errno: syscall.EINVAL}
+	}
+	d := C.CString(dir)
+	defer C.free(unsafe.Pointer(d))
+	var flags C.uint
+	if byProcess {
+		flags = C.TTFT_GATHER_BY_PROCESS
+	}
+	var msg [512]C.char
+	p, err := C.ttft_gather_open_msg(d, flags, &msg[0], C.size_t(len(msg)))
+	if p == nil {
+		e := &GatherError{Reason: C.GoString(&msg[0])}
+		if en, ok := err.(syscall.Errno); ok {
+			e.Errno = en
+		}
+		if e.Reason == "" {
+			e.Reason = dir
+		}
+		return nil, e
+	}
+	g := &Gather{g: p}
+	runtime.SetFinalizer(g, (*Gather).Close)
+	return g, nil
+}
+
+// Take is one merged snapshot of every process of the directory: live
+// ones' latest segments and the archive of those that exited.
+func (g *Gather) Take() (*Snapshot, error) {
+	defer runtime.KeepAlive(g) // no finalizer may close g during the call
+	if g == nil || g.g == nil {
+		return nil, ErrInvalid
+	}
+	p, err := C.ttft_gather_take(g.g)
+	if p == nil && err == syscall.ENOMEM {
+		return nil, ErrNoMem
+	}
+	return ownSnapshot(p, ErrIO)
+}
+
+// Close closes the gather; idempotent. Snapshots taken stay valid.
+func (g *Gather) Close() {
+	if g == nil || g.g == nil {
+		return
+	}
+	C.ttft_gather_close(g.g)
+	g.g = nil
+	runtime.SetFinalizer(g, nil)
 }

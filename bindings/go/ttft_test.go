@@ -560,6 +560,8 @@ func TestConstantsMatchTheHeader(t *testing.T) {
 		"TTFT_ENOMEM": int64(ErrNoMem), "TTFT_ERANGE": int64(ErrRange), "TTFT_ECORRUPT": int64(ErrCorrupt),
 		"TTFT_EEXIST": int64(ErrExist), "TTFT_EIO": int64(ErrIO), "TTFT_ENOTSUP": int64(ErrNotSupported),
 		"TTFT_ECLOCK": int64(ErrClock), "TTFT_COUNTER_CLOCK_REFUSED": int64(CounterClockRefused),
+		"TTFT_COUNTER_PUBLISH_FAILED": int64(CounterPublishFailed), "TTFT_COUNTER_SEGMENTS_SKIPPED": int64(CounterSegmentsSkipped),
+		"TTFT_COUNTER_PROCESSES_EXITED": int64(CounterProcessesExited), "TTFT_GAUGE_PROCESSES": int64(GaugeProcesses),
 	}
 	for k, v := range ours {
 		if hv, has := header[k]; !has || hv != v {

@@ -37,7 +37,8 @@ class Scenario(unittest.TestCase):
         expect = dict(begun=4, completed=2, cancelled=1, errors=1, dropped=0, tokens=7,
                       stalls=1, stalled_seqs=1, abandoned=1, slo_met=2, clock_clamped=0,
                       preemptions=0, no_tpot=2, stale=0, slo_judged=3, trace_id_invalid=0,
-                      barrier_fallbacks=0, clock_refused=0)
+                      barrier_fallbacks=0, clock_refused=0, publish_failed=0,
+                      segments_skipped=0, processes_exited=0)
         self.assertEqual(self.snap.counters(), expect)
 
     def test_ttft(self):

@@ -26,8 +26,8 @@ It is loaded on first use; ttft.library_path() tells which.
 """
 
 from . import _lib
-from ._core import (MAX_TOKENS_PER_EMISSION, Class, HttpServer, Registry, SeqStats,
-                    Stream, now_ns)
+from ._core import (MAX_TOKENS_PER_EMISSION, Class, Gather, HttpServer, Registry, SeqStats,
+                    Stream, gather, now_ns)
 from ._errors import (ClockError, ClosedError, CorruptError, Error, ExistsError, FullError,
                       InvalidArgumentError, IoError, LibraryNotFoundError,
                       NotSupportedError, OutOfMemoryError, RangeError,
@@ -58,7 +58,7 @@ def library_version():
 
 __all__ = [
     "Registry", "Class", "Stream", "SeqStats", "Snapshot", "SlowRequest", "HttpServer",
-    "merge", "now_ns", "library_path", "library_version",
+    "Gather", "gather", "merge", "now_ns", "library_path", "library_version",
     "Error", "InvalidArgumentError", "StaleHandleError", "FullError",
     "OutOfMemoryError", "RangeError", "CorruptError", "ExistsError", "IoError",
     "NotSupportedError", "ClosedError", "LibraryNotFoundError", "ClockError",

@@ -15,8 +15,10 @@ import asyncio
 import concurrent.futures
 import ctypes
 import datetime
+import errno
 import math
 import numbers
+import os
 import re
 import threading
 import warnings
@@ -25,7 +27,8 @@ from array import array
 from . import _lib
 from ._common import (_STATUS_INDEX, Class, _int_arg, _metric_index,  # noqa: F401
                       _Owner, _status_arg, _str_arg)
-from ._errors import ClosedError, Error, InvalidArgumentError, StaleHandleError
+from ._errors import (ClosedError, Error, InvalidArgumentError, IoError, NotSupportedError,
+                      OutOfMemoryError, StaleHandleError)
 from ._lib import from_code
 from ._snapshot import Snapshot
 
@@ -722,7 +725,19 @@ class Registry:
       prefix_hit_min_tokens (int >= 1, default 16: Stream.annotate_cached
       calls fewer cached tokens a prefix-cache miss);
       slowest_k (requests kept per class in each slowest list,
-      Snapshot.slowest; default 8, 0 .. 64, 0 = none).
+      Snapshot.slowest; default 8, 0 .. 64, 0 = none);
+    since 1.3 (many processes, one truth; docs/multiprocess.md):
+      shared_dir (str or os.PathLike: publish this registry's whole state
+      into a segment of its own in that directory, which ttft.gather(dir)
+      reads; a tmpfs such as /dev/shm/NAME; it must exist, belong to this
+      user and not be group- or world-writable, else InvalidArgumentError
+      naming the reason), process_name (this process in per-process views,
+      1..63 bytes of [A-Za-z0-9_.:-]; default "pid-<pid>"; a stable name
+      such as "api-0" keeps a series across restarts), publish_interval_ms
+      (a background thread publishes at least this often; default 100,
+      10 .. 3600000; 0 = no thread: call publish()). A registry created
+      before os.fork() and used in the child publishes the child as a new
+      process, from zero: what the parent recorded stays the parent's.
     """
 
     def __init__(self, max_inflight=4096, stall_threshold=0.5, *,
@@ -732,7 +747,8 @@ class Registry:
                  prom_buckets=None, prom_summaries=False,
                  native_histograms=None, native_schema=None,
                  export_idle_classes=None, memory_limit=None,
-                 prefix_hit_min_tokens=None, slowest_k=None):
+                 prefix_hit_min_tokens=None, slowest_k=None,
+                 shared_dir=None, process_name=None, publish_interval_ms=None):
         self._o = None
         self._servers = []
         self._lock = threading.Lock()
@@ -821,7 +837,17 @@ class Registry:
                                                  "prefix_hit_min_tokens", 1, _U32)
         if slowest_k is not None:
             cfg.slowest_k = _int_arg(slowest_k, "slowest_k", 0, _lib.TTFT_MAX_SLOWEST_K)
-        why = ctypes.create_string_buffer(256)
+        if shared_dir is not None:
+            b = _path_arg(shared_dir, "shared_dir")
+            keep.append(b)
+            cfg.shared_dir = b
+        if process_name is not None:
+            b = _str_arg(process_name, "process_name")
+            keep.append(b)
+            cfg.process_name = b
+        if publish_interval_ms is not None:
+            cfg.publish_interval_ms = _int_arg(publish_interval_ms, "publish_interval_ms", 0, _U32)
+        why = ctypes.create_string_buffer(512)
         if lib.ttft_config_check(ctypes.byref(cfg), why, ctypes.sizeof(why)) != _lib.TTFT_OK:
             raise InvalidArgumentError(
                 "invalid configuration: " + why.value.decode("utf-8", "replace"),
@@ -832,6 +858,8 @@ class Registry:
             raise from_code(_lib.TTFT_ENOMEM, "ttft_registry_new (the configuration is valid)")
         self._o = _Owner(raw, lib.ttft_registry_free)
         self.default_class = Class(0, "default", self._key)
+        if shared_dir is not None:
+            _publish_in_multiprocessing_children(self)
 
     # --- lifetime
     def close(self):
@@ -1206,6 +1234,23 @@ class Registry:
         if rc:
             raise from_code(rc, "Registry.thread_release")
 
+    # --- many processes
+    def publish(self):
+        """Publish this registry's state into its segment of shared_dir now
+        (ttft_publish): what a gatherer sees then includes everything
+        recorded so far, even if this process is SIGKILLed next. The
+        background thread does this every publish_interval_ms; call it
+        yourself with publish_interval_ms=0, or before a risky moment.
+        InvalidArgumentError without shared_dir; IoError when writing the
+        segment failed (counted in counter "publish_failed"; recording goes
+        on)."""
+        o = self._o  # a local keeps the registry alive during the call
+        fn = _optional("ttft_publish", "Registry.publish")
+        rc = fn(_registry_ptr(o))
+        if rc:
+            raise from_code(rc, "Registry.publish",
+                            "this registry has no shared_dir" if rc == _lib.TTFT_EINVAL else None)
+
     # --- reading
     def snapshot(self):
         """An immutable Snapshot of everything recorded so far."""
@@ -1238,6 +1283,175 @@ class Registry:
             srv = HttpServer(o, out.value, addr)
             self._servers.append(srv)
         return srv
+
+
+def _publish_quietly(owner):
+    p = owner.ptr
+    if p and _L is not None and getattr(_L, "ttft_publish", None) is not None:
+        _L.ttft_publish(p)  # a failure is counted and said by the library
+
+
+def _after_multiprocessing_fork(reg):
+    import multiprocessing.util as mu
+    o = reg._o
+    if o is not None:
+        mu.Finalize(reg, _publish_quietly, args=(o,), exitpriority=0)
+
+
+def _publish_in_multiprocessing_children(reg):
+    """A multiprocessing worker forked from a process that holds reg (the
+    pre-fork server pattern) ends with os._exit, which skips the C
+    library's publish at exit: publish reg's last state from
+    multiprocessing's own exit hooks in such a child (its Finalize, run by
+    the worker's bootstrap after the target returns or raises SystemExit).
+    A plain os.fork() child must close() or publish() before os._exit."""
+    try:
+        import multiprocessing.util as mu
+    except ImportError:  # a Python without multiprocessing
+        return
+    mu.register_after_fork(reg, _after_multiprocessing_fork)
+
+
+def _optional(name, what):
+    """The C function name of a 1.3+ library, or NotSupportedError."""
+    fn = getattr(_bind(), name, None)
+    if fn is None:
+        raise NotSupportedError("%s needs libttft 1.3 or newer (%s is missing from %s)"
+                                % (what, name, _lib.loaded_path()))
+    return fn
+
+
+def _path_arg(value, what):
+    """A directory argument (str, bytes or os.PathLike) as bytes."""
+    try:
+        v = os.fspath(value)
+    except TypeError:
+        raise TypeError("%s must be a str or os.PathLike, not %s"
+                        % (what, type(value).__name__)) from None
+    b = os.fsencode(v)
+    if not b or b"\0" in b:
+        raise ValueError("%s must be a non-empty path without NUL" % what)
+    return b
+
+
+class Gather:
+    """Every process that published into directory dir (Registry(shared_dir=
+    dir) in each), merged: ttft_gather_open/take/close.
+
+        with ttft.Gather("/dev/shm/myserver") as g:
+            snap = g.take()            # one Snapshot of every process
+            srv = g.serve_http(":9464")  # or serve it, one endpoint
+
+    by_process=True keeps processes apart in the expositions (a process
+    label on every series; the Snapshot's own accessors read the merged
+    view). Processes that exited or were killed keep counting through the
+    directory's archive; their gauges leave the view. Opening checks dir as
+    the publishers do: a missing directory, one open to others (group- or
+    world-writable) or of another user, or a network file system raises
+    IoError (an OSError, errno set) with the library's reason. Thread-safe;
+    close() waits for nothing but must not race take() (this class holds a
+    lock across both)."""
+
+    def __init__(self, dir, by_process=False):
+        self._raw = None
+        self._servers = []
+        self._lock = threading.Lock()
+        self.dir = os.fsdecode(_path_arg(dir, "dir"))
+        self.by_process = bool(_bool_arg(by_process, "by_process"))
+        _optional("ttft_gather_open_msg", "ttft.Gather")
+        open_msg = _lib.load_errno().ttft_gather_open_msg
+        db = _path_arg(dir, "dir")
+        why = ctypes.create_string_buffer(512)
+        flags = _lib.TTFT_GATHER_BY_PROCESS if self.by_process else 0
+        ctypes.set_errno(0)
+        raw = open_msg(db, flags, why, ctypes.sizeof(why))
+        if not raw:
+            err = ctypes.get_errno()
+            text = why.value.decode("utf-8", "replace") or os.strerror(err or errno.EIO)
+            cls = OutOfMemoryError if err == errno.ENOMEM else IoError
+            e = cls("ttft.Gather(%r): %s" % (self.dir, text))
+            e.errno = err or None
+            raise e
+        self._raw = raw
+        self._close = _L.ttft_gather_close
+
+    def take(self):
+        """One Snapshot of every process of the directory (live processes'
+        latest segments and the archive of those that exited), usable with
+        every Snapshot method and format."""
+        with self._lock:
+            if self._raw is None:
+                raise ClosedError("gather is closed")
+            ctypes.set_errno(0)
+            raw = _lib.load_errno().ttft_gather_take(self._raw)
+            if not raw:
+                err = ctypes.get_errno()
+                if err == errno.ENOMEM:
+                    raise from_code(_lib.TTFT_ENOMEM, "Gather.take")
+                e = IoError("Gather.take(%r): %s" % (self.dir, os.strerror(err or errno.EIO)))
+                e.errno = err or None
+                raise e
+        return Snapshot._wrap(raw)
+
+    def serve_http(self, addr="127.0.0.1:0"):
+        """Serve this gather (every process of the directory, one endpoint)
+        as Registry.serve_http serves a registry: /metrics, /report,
+        /report.json, /snapshot. Returns an HttpServer; close() stops it."""
+        ab = _str_arg(addr, "addr")
+        start = _optional("ttft_http_start_gather", "Gather.serve_http")
+        with self._lock:
+            if self._raw is None:
+                raise ClosedError("gather is closed")
+            out = ctypes.c_void_p()
+            why = ctypes.create_string_buffer(256)
+            rc = start(self._raw, ab, ctypes.byref(out), why, ctypes.sizeof(why))
+            if rc:
+                raise from_code(rc, "Gather.serve_http(%r)" % addr,
+                                why.value.decode("utf-8", "replace") or None)
+            srv = HttpServer(self, out.value, addr)
+            self._servers.append(srv)
+        return srv
+
+    def close(self):
+        """Stop this gather's HTTP servers and close it. Snapshots taken
+        stay valid. Idempotent."""
+        with self._lock:
+            servers, self._servers = self._servers, []
+        for srv in servers:
+            srv.stop()
+        with self._lock:
+            raw, self._raw = self._raw, None
+        if raw:
+            self._close(raw)
+
+    @property
+    def closed(self):
+        return self._raw is None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __repr__(self):
+        return "<ttft.Gather %r%s %s>" % (self.dir, " by_process" if self.by_process else "",
+                                          "closed" if self.closed else "open")
+
+
+def gather(dir, by_process=False):
+    """One Snapshot of every process that published into dir (each with
+    Registry(shared_dir=dir)): Gather(dir, by_process).take(), closed after.
+    Keep a Gather open instead to take repeatedly or to serve it."""
+    with Gather(dir, by_process) as g:
+        return g.take()
 
 
 class HttpServer:

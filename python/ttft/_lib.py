@@ -24,10 +24,13 @@ METRICS = ("ttft", "tpot", "itl", "e2e", "queue", "prefill", "decode",
 COUNTERS = ("begun", "completed", "cancelled", "errors", "dropped", "tokens",
             "stalls", "stalled_seqs", "abandoned", "slo_met", "clock_clamped",
             "preemptions", "no_tpot", "stale", "slo_judged", "trace_id_invalid",
-            "barrier_fallbacks", "clock_refused")
+            "barrier_fallbacks", "clock_refused",
+            # 1.3: many processes (the last two are a gathered snapshot's)
+            "publish_failed", "segments_skipped", "processes_exited")
 STATUSES = ("completed", "cancelled", "error")
 FORMATS = ("text", "json", "prometheus", "openmetrics", "prometheus_protobuf")
-GAUGES = ("inflight", "live_stalls", "memory", "coarse")
+GAUGES = ("inflight", "live_stalls", "memory", "coarse",
+          "processes")  # 1.3: live processes in a gathered snapshot
 SPLITS = ("prefix_cache", "prompt_band", "prefill_by_prefix")
 PREFIX_BANDS = ("miss", "hit", "partial")  # ttft_prefix_band: the prefix splits' index
 # ttft_stall_cause order (1.2): why a stall happened
@@ -36,6 +39,8 @@ CLOCKS = ("monotonic", "tsc")
 SLOWEST = ("ttft", "gap")  # ttft_slowest_by
 TTFT_MAX_REQUEST_ID = 63
 TTFT_MAX_SLOWEST_K = 64
+TTFT_GATHER_BY_PROCESS = 1  # ttft_gather_open flag: a process label on every series
+PUBLISH_INTERVAL_MIN_MS, PUBLISH_INTERVAL_MAX_MS = 10, 3_600_000  # 0 = no thread
 
 ABI_MAJOR = 1  # TTFT_VERSION_MAJOR these declarations mirror
 TTFT_OK = 0
@@ -61,7 +66,7 @@ ECLOCK = TTFT_ECLOCK
 # include/ttft.h; any name starting with "__" is refused too).
 RESERVED_LABELS = ("class", "model", "status", "le", "quantile", "start_point",
                    "token_point", "version", "slo", "prefix_cache", "prompt_tokens",
-                   "view", "kind", "window", "cause", "prefill")
+                   "view", "kind", "window", "cause", "prefill", "process")
 
 # Metrics that have per-status views (ttft_snapshot_status_*).
 STATUS_VIEW_METRICS = ("ttft", "tpot", "e2e", "output_tokens")
@@ -121,7 +126,11 @@ class Config(ctypes.Structure):
                 ("memory_limit", ctypes.c_uint64),
                 # since 1.2
                 ("prefix_hit_min_tokens", ctypes.c_uint32),
-                ("slowest_k", ctypes.c_uint32)]
+                ("slowest_k", ctypes.c_uint32),
+                # since 1.3: many processes, one truth
+                ("shared_dir", ctypes.c_char_p),
+                ("process_name", ctypes.c_char_p),
+                ("publish_interval_ms", ctypes.c_uint32)]
 
 
 class Slo(ctypes.Structure):
@@ -293,6 +302,13 @@ OPTIONAL_PROTOTYPES = {
     "ttft_begin_checked": (_int, [_vp, _P(Request), _u64, _P(_u64)]),
     # 1.3: why an endpoint did not start ("127.0.0.1:9464: bind: Address already in use")
     "ttft_http_start_msg": (_int, [_vp, _str, _P(_vp), ctypes.c_char_p, _size]),
+    # 1.3: many processes, one truth (publish into shared_dir, gather it)
+    "ttft_publish": (_int, [_vp]),
+    "ttft_gather_open": (_vp, [_str, ctypes.c_uint]),
+    "ttft_gather_open_msg": (_vp, [_str, ctypes.c_uint, ctypes.c_char_p, _size]),
+    "ttft_gather_take": (_vp, [_vp]),
+    "ttft_gather_close": (None, [_vp]),
+    "ttft_http_start_gather": (_int, [_vp, _str, _P(_vp), ctypes.c_char_p, _size]),
 }
 
 # ---------------------------------------------------------------- lookup
@@ -417,6 +433,32 @@ def load():
             if _loaded is None:
                 _loaded = load_from(candidates())
     return _loaded[0]
+
+
+_errno_lib = None  # the same library, opened again with use_errno=True
+
+
+# The functions that say why they failed through errno (ttft_gather_*).
+# ctypes hands errno over only for a CDLL opened with use_errno=True, which
+# saves and restores errno around every call: the hooks do not pay for that.
+ERRNO_FUNCTIONS = ("ttft_gather_open_msg", "ttft_gather_take")
+
+
+def load_errno():
+    """The loaded library through a use_errno=True handle (ctypes.get_errno
+    after a call reads the C errno), declaring ERRNO_FUNCTIONS it has."""
+    global _errno_lib
+    if _errno_lib is None:
+        path = loaded_path()
+        with _lock:
+            if _errno_lib is None:
+                lib = ctypes.CDLL(path, use_errno=True)
+                for name in ERRNO_FUNCTIONS:
+                    fn = getattr(lib, name, None)
+                    if fn is not None:
+                        fn.restype, fn.argtypes = OPTIONAL_PROTOTYPES[name]
+                _errno_lib = lib
+    return _errno_lib
 
 
 def loaded_path():

@@ -267,7 +267,8 @@ class Snapshot:
         """Gauge at snapshot time: "inflight", "live_stalls", "memory" (bytes
         the registry holds) or "coarse" (observations binned by power of two
         only because the chunk pool was empty: memory_limit reached, or a burst
-        beyond the pool's reserve; 0 normally)."""
+        beyond the pool's reserve; 0 normally) or, since 1.3, "processes"
+        (in a gathered snapshot: live processes; 0 otherwise)."""
         g = _lookup(_GAUGE_INDEX, name, "gauge")
         own = self._p()
         return _lib.load().ttft_snapshot_gauge(own.ptr, g)

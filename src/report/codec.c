@@ -307,7 +307,15 @@ typedef struct rd {
   ttft__hacc *acc;  /* pass 2: builds each histogram */
 } rd;
 
-static uint64_t get_var(rd *r) {
+static uint64_t get_var_long(rd *r);
+/* most varints of a snapshot (bucket deltas and counts) are one byte:
+ * that case inline, the rest (and every error) in get_var_long */
+static inline uint64_t get_var(rd *r) {
+  if (!r->bad && r->pos < r->end && r->p[r->pos] < 0x80u) return r->p[r->pos++];
+  return get_var_long(r);
+}
+
+static uint64_t get_var_long(rd *r) {
   uint64_t v = 0;
   for (unsigned shift = 0;; shift += 7) {
     if (r->bad || r->pos >= r->end) {

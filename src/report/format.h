@@ -52,6 +52,20 @@ TTFT_HIDDEN extern const size_t ttft__prom_nctrs;
 TTFT_HIDDEN extern const ttft__prom_ctr_def ttft__prom_registry_ctrs[];
 TTFT_HIDDEN extern const size_t ttft__prom_nregistry_ctrs;
 
+/* A per-process view (ttft_snapshot.nparts > 0) writes every family once
+ * with one set of samples per part, each labelled process="<part name>"
+ * right after class (before model and the constant labels), in all three
+ * expositions; the model, constant labels, namespace, bucket bounds and
+ * settings are the top snapshot's. The exception: the families that count
+ * what the gatherer itself saw (segments skipped, processes exited,
+ * processes merged) describe no one process, so they keep one sample, the
+ * top snapshot's, without a process label. gauge: 1 for ttft_gauge g, 0
+ * for ttft_counter g. */
+static inline int ttft__prom_gatherer_own(int gauge, unsigned g) {
+  if (gauge) return g == TTFT_GAUGE_PROCESSES;
+  return g == TTFT_COUNTER_SEGMENTS_SKIPPED || g == TTFT_COUNTER_PROCESSES_EXITED;
+}
+
 /* The gauges, one family each with the base labels only; in
  * ttft_gauge order (index = the gauge). */
 typedef struct ttft__prom_gauge_def {
@@ -118,5 +132,20 @@ static inline const ttft__slow *ttft__exemplar(const ttft__sclass *k, ttft_metri
 /* Length-delimited io.prometheus.client.MetricFamily messages (binary; the
  * builder's NUL terminator is not part of the output). */
 TTFT_HIDDEN int ttft__format_protobuf(const ttft_snapshot *s, ttft__sb *sb);
+
+/* snapshot_ops.c: ttft_snapshot_merge of n >= 1 snapshots at once (what
+ * ttft_snapshot_merge(a, b) is for n = 2): classes matched by name, in the
+ * order their names are first seen (v[0]'s keep their ids); counters,
+ * stall causes and every histogram summed, each histogram built once; gauges
+ * summed, saturating; slowest lists the k slowest of all sources (k the
+ * largest slowest_k); labels and band edges from v[0] (band data only from
+ * sources with the same edges); intervals joined; registry_id 0. Equal to
+ * the chain merge(merge(v[0], v[1]), v[2])... of two-way merges, except
+ * that with differing slowest_k the chain may drop entries a larger k of
+ * a later source would keep. NULL with *err (when err is not NULL):
+ * TTFT_EINVAL for NULL v, n == 0 or a NULL v[k]; TTFT_ERANGE when the
+ * union passes 4096 classes or a count would pass 2^64 - 1; TTFT_ENOMEM.
+ * Thread-safe. */
+TTFT_HIDDEN ttft_snapshot *ttft__snapshot_merge_n(const ttft_snapshot *const *v, size_t n, int *err);
 
 #endif /* TTFT_FORMAT_H */

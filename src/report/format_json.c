@@ -390,27 +390,25 @@ static void json_throughput(ttft__sb *sb, const ttft_snapshot *s, int *first) {
   ttft__sb_puts(sb, "}");
 }
 
-int ttft__format_json(const ttft_snapshot *s, ttft__sb *sb) {
-  if (!s || !sb) return TTFT_EINVAL;
-  int first = 1;
-  ttft__sb_puts(sb, "{");
-  json_header(sb, s, &first);
+/* The members of s's object, after those already written (*first). */
+static void json_members(ttft__sb *sb, const ttft_snapshot *s, int *first) {
+  json_header(sb, s, first);
 
-  json_key(sb, "counters", &first);
+  json_key(sb, "counters", first);
   json_counters(sb, s->all.ctr);
-  json_key(sb, "stall_causes", &first);
+  json_key(sb, "stall_causes", first);
   json_causes(sb, &s->all);
-  json_key(sb, "attainment", &first);
+  json_key(sb, "attainment", first);
   json_attainment(sb, &s->all);
-  json_key(sb, "metrics", &first);
+  json_key(sb, "metrics", first);
   json_metrics(sb, &s->all);
-  json_key(sb, "by_status", &first);
+  json_key(sb, "by_status", first);
   json_by_status(sb, &s->all);
-  json_key(sb, "slowest", &first);
+  json_key(sb, "slowest", first);
   json_slowest(sb, s, &s->all);
 
   /* the exported classes (ttft__class_exported), each with its id */
-  json_key(sb, "classes", &first);
+  json_key(sb, "classes", first);
   ttft__sb_puts(sb, "[");
   int fc = 1;
   for (uint32_t i = 0; i < s->nclasses; i++) {
@@ -421,15 +419,43 @@ int ttft__format_json(const ttft_snapshot *s, ttft__sb *sb) {
   }
   ttft__sb_puts(sb, "]");
 
-  json_splits(sb, s, &first);
+  json_splits(sb, s, first);
   /* engine-step durations, registry-wide (1.2) */
-  json_key(sb, "engine_steps", &first);
+  json_key(sb, "engine_steps", first);
   ttft__sb_puts(sb, "{\"no_prefill\":");
   json_hist(sb, s->step[0], "ns");
   ttft__sb_puts(sb, ",\"prefill\":");
   json_hist(sb, s->step[1], "ns");
   ttft__sb_puts(sb, "}");
-  json_throughput(sb, s, &first);
+  json_throughput(sb, s, first);
+}
+
+int ttft__format_json(const ttft_snapshot *s, ttft__sb *sb) {
+  if (!s || !sb) return TTFT_EINVAL;
+  int first = 1;
+  ttft__sb_puts(sb, "{");
+  json_members(sb, s, &first);
+  /* a per-process view (1.3): the merged object above, then each part's
+   * own, led by its name (docs/json.md "processes") */
+  if (s->nparts) {
+    json_key(sb, "processes", &first);
+    ttft__sb_puts(sb, "[");
+    int fp = 1;
+    for (uint32_t p = 0; p < s->nparts; p++) {
+      if (!s->part[p]) continue;
+      char name[TTFT__NAME_MAX];
+      memcpy(name, s->part_name[p], sizeof name);
+      name[sizeof name - 1] = '\0';
+      ttft__sb_puts(sb, fp ? "{" : ",{");
+      fp = 0;
+      int f = 1;
+      json_key(sb, "process", &f);
+      json_str(sb, name);
+      json_members(sb, s->part[p], &f);
+      ttft__sb_puts(sb, "}");
+    }
+    ttft__sb_puts(sb, "]");
+  }
   ttft__sb_puts(sb, "}\n");
   return TTFT_OK;
 }

@@ -157,7 +157,9 @@ static const struct {
 /* ------------------------------------------------------------- writers */
 
 typedef struct prom_ctx {
-  const ttft_snapshot *s;
+  const ttft_snapshot *top;  /* what is written: labels, bounds, settings */
+  const ttft_snapshot *s;    /* whose data: top, or the part being written */
+  const char *process;       /* that part's name, or NULL (no label)      */
   ttft__sb *sb;
   int om;
   char ns[TTFT__NAME_MAX];
@@ -210,11 +212,14 @@ static void put_label(ttft__sb *sb, int *first, const char *name, const char *v,
   ttft__sb_puts(sb, "\"");
 }
 
-/* The labels every series carries: class (when given), model (when set),
- * then the usable constant labels. Leaves the set open. */
+/* The labels every series carries: class (when given), process (in a
+ * per-process view), model (when set), then the usable constant labels
+ * (model and constant labels are the exposition's: c->top's). Leaves the
+ * set open. */
 static void put_base_labels(const prom_ctx *c, int *first, const char *cls) {
-  const ttft_snapshot *s = c->s;
+  const ttft_snapshot *s = c->top;
   if (cls) put_label(c->sb, first, "class", cls, TTFT__NAME_MAX);
+  if (c->process) put_label(c->sb, first, "process", c->process, TTFT__NAME_MAX);
   if (s->model[0]) put_label(c->sb, first, "model", s->model, sizeof s->model);
   for (uint32_t i = 0; i < c->nconst; i++) {
     uint32_t k = c->const_idx[i];
@@ -406,7 +411,7 @@ static void put_hist_series_ex(const prom_ctx *c, const prom_hist_def *d, const 
                                const char *cls, const char *xname, const char *xval,
                                const ttft__sclass *exk) {
   uint32_t n;
-  const uint64_t *b = bounds_of(c->s, d->m, &n);
+  const uint64_t *b = bounds_of(c->top, d->m, &n);
   uint64_t cum[TTFT_MAX_PROM_BUCKETS];
   uint64_t bb[TTFT_MAX_PROM_BUCKETS];
   uint32_t k = 0;
@@ -450,46 +455,76 @@ static void put_hist_series_ex(const prom_ctx *c, const prom_hist_def *d, const 
   put_sample_end(c->sb, count);
 }
 
-static void put_histograms(const prom_ctx *c) {
-  const ttft_snapshot *s = c->s;
+/* The sets of samples a family holds: one, of c->top itself, or one per
+ * part of a per-process view (ttft_snapshot.nparts). VIEWS(c) loops over
+ * them with c->s (the data) and c->process (the label) set; every family's
+ * header is written once, before it. */
+static uint32_t view_count(const prom_ctx *c) { return c->top->nparts ? c->top->nparts : 1; }
+static int view_set(prom_ctx *c, uint32_t v) {
+  if (!c->top->nparts) {
+    c->s = c->top, c->process = NULL;
+    return 1;
+  }
+  c->s = c->top->part[v];
+  c->process = c->top->part_name[v];
+  return c->s != NULL;
+}
+#define VIEWS(c) for (uint32_t v_ = 0; v_ < view_count(c); v_++) if (view_set((c), v_))
+
+static void put_histograms(prom_ctx *c) {
   for (size_t d = 0; d < N_HIST_DEFS; d++) {
     const prom_hist_def *def = &hist_defs[d];
     put_header(c, def->otel, def->name, "histogram", def->seconds ? "seconds" : NULL, def->help);
-    for (uint32_t i = 0; i < s->nclasses; i++) {
-      if (!class_shown(s, i)) continue;
-      put_hist_series_ex(c, def, class_hist(&s->cls[i], def->m), class_name(s, i), NULL, NULL,
-                         &s->cls[i]);
+    VIEWS(c) {
+      const ttft_snapshot *s = c->s;
+      for (uint32_t i = 0; i < s->nclasses; i++) {
+        if (!class_shown(s, i)) continue;
+        put_hist_series_ex(c, def, class_hist(&s->cls[i], def->m), class_name(s, i), NULL, NULL,
+                           &s->cls[i]);
+      }
     }
   }
 }
 
+static void put_band_series(const prom_ctx *c, const prom_hist_def *dp);
+
 /* TTFT again, split by prefix-cache outcome and by prompt-length band
  * (all classes together, as the snapshot keeps them). Same bounds as TTFT. */
-static void put_splits(const prom_ctx *c) {
-  const ttft_snapshot *s = c->s;
+static void put_splits(prom_ctx *c) {
   prom_hist_def d = {TTFT_METRIC_TTFT, 0, "time_to_first_token_by_prefix_cache_seconds", NULL, 1,
                      "Time to first token split by prefix-cache outcome (requests that "
                      "reported one), all classes."};
   put_header(c, 0, d.name, "histogram", "seconds", d.help);
   static const int pband[3] = {TTFT_PREFIX_MISS, TTFT_PREFIX_PARTIAL, TTFT_PREFIX_HIT};
   static const char *const cache[3] = {"miss", "partial", "hit"};
-  for (int i = 0; i < 3; i++)
-    put_hist_series(c, &d, s->split_cache[pband[i]], NULL, "prefix_cache", cache[i]);
+  VIEWS(c) {
+    for (int i = 0; i < 3; i++)
+      put_hist_series(c, &d, c->s->split_cache[pband[i]], NULL, "prefix_cache", cache[i]);
+  }
 
   /* PREFILL by the same bands: a hit prefills faster (and may queue longer) */
   prom_hist_def dp = {TTFT_METRIC_PREFILL, 0, "request_prefill_time_by_prefix_cache_seconds", NULL, 1,
                       "Prefill time (first token - scheduled) split by prefix-cache outcome "
                       "(requests that reported one and were marked scheduled), all classes."};
   put_header(c, 0, dp.name, "histogram", "seconds", dp.help);
-  for (int i = 0; i < 3; i++)
-    put_hist_series(c, &dp, s->split_prefill[pband[i]], NULL, "prefix_cache", cache[i]);
+  VIEWS(c) {
+    for (int i = 0; i < 3; i++)
+      put_hist_series(c, &dp, c->s->split_prefill[pband[i]], NULL, "prefix_cache", cache[i]);
+  }
 
-  uint32_t nb = s->n_band_edges + 1;
-  if (nb > TTFT_MAX_BANDS) nb = TTFT_MAX_BANDS;
   d.name = "time_to_first_token_by_prompt_length_seconds";
   d.help = "Time to first token split by prompt-length band (prompt_tokens = lo-hi, "
            "inclusive; requests that reported a prompt length), all classes.";
   put_header(c, 0, d.name, "histogram", "seconds", d.help);
+  VIEWS(c) put_band_series(c, &d);
+}
+
+/* The prompt-length bands of c->s (its own edges: its data is split by them). */
+static void put_band_series(const prom_ctx *c, const prom_hist_def *dp) {
+  const ttft_snapshot *s = c->s;
+  prom_hist_def d = *dp;
+  uint32_t nb = s->n_band_edges + 1;
+  if (nb > TTFT_MAX_BANDS) nb = TTFT_MAX_BANDS;
   for (uint32_t i = 0; i < nb; i++) {
     char band[48], *p = band;
     uint64_t lo = i ? s->band_edges[i - 1] : 0;
@@ -510,86 +545,97 @@ static void put_splits(const prom_ctx *c) {
 
 /* The per-status views: label status after the base labels; a class has
  * series for a status once a stream of it ended so. */
-static void put_views(const prom_ctx *c) {
-  const ttft_snapshot *s = c->s;
+static void put_views(prom_ctx *c) {
   for (int v = 0; v < TTFT__STATUS_VIEWS; v++) {
     const prom_hist_def *def = &ttft__prom_views[v];
     put_header(c, 0, def->name, "histogram", def->seconds ? "seconds" : NULL, def->help);
-    for (uint32_t i = 0; i < s->nclasses; i++) {
-      if (!class_shown(s, i)) continue;
-      for (int st = 0; st < TTFT_STATUS_COUNT_; st++) {
-        if (!ttft__prom_view_shown(s, i, st)) continue;
-        put_hist_series(c, def, s->cls[i].sv[st][v], class_name(s, i), "status",
-                        ttft_status_name((ttft_status)st));
+    VIEWS(c) {
+      const ttft_snapshot *s = c->s;
+      for (uint32_t i = 0; i < s->nclasses; i++) {
+        if (!class_shown(s, i)) continue;
+        for (int st = 0; st < TTFT_STATUS_COUNT_; st++) {
+          if (!ttft__prom_view_shown(s, i, st)) continue;
+          put_hist_series(c, def, s->cls[i].sv[st][v], class_name(s, i), "status",
+                          ttft_status_name((ttft_status)st));
+        }
       }
     }
   }
 }
 
 /* The exact tails from the high-resolution histogram, as summaries. */
-static void put_summaries(const prom_ctx *c) {
+static void put_summary_series(const prom_ctx *c, const prom_hist_def *def, const double *qs,
+                               const char *const *qn, size_t nq);
+static void put_summaries(prom_ctx *c) {
   static const double qs[] = {0.5, 0.9, 0.95, 0.99, 0.999};
   static const char *const qn[] = {"0.5", "0.9", "0.95", "0.99", "0.999"};
-  const ttft_snapshot *s = c->s;
   for (size_t d = 0; d < N_HIST_DEFS; d++) {
     const prom_hist_def *def = &hist_defs[d];
     put_header(c, 0, def->qname, "summary", def->seconds ? "seconds" : NULL,
                "Quantiles p50..p99.9 of the metric of the same stem, from the library's "
                "high-resolution histogram (<= 0.5 % relative error), since start.");
-    for (uint32_t i = 0; i < s->nclasses; i++) {
-      if (!class_shown(s, i)) continue;
-      const ttft__shist *h = class_hist(&s->cls[i], def->m);
-      uint64_t count = h ? h->count : 0;
-      for (size_t q = 0; q < sizeof qs / sizeof qs[0]; q++) {
-        int first = 1;
-        put_name(c, 0, def->qname, NULL);
-        put_base_labels(c, &first, class_name(s, i));
-        put_label(c->sb, &first, "quantile", qn[q], 8);
-        close_labels(c->sb, first);
-        ttft__sb_puts(c->sb, " ");
-        if (!count) ttft__sb_puts(c->sb, "NaN");
-        else if (def->seconds) put_seconds(c->sb, ttft__shist_quantile(h, qs[q]));
-        else put_u64(c->sb, ttft__shist_quantile(h, qs[q]));
-        ttft__sb_puts(c->sb, "\n");
-      }
+    VIEWS(c) put_summary_series(c, def, qs, qn, sizeof qs / sizeof qs[0]);
+  }
+}
+
+static void put_summary_series(const prom_ctx *c, const prom_hist_def *def, const double *qs,
+                               const char *const *qn, size_t nq) {
+  const ttft_snapshot *s = c->s;
+  for (uint32_t i = 0; i < s->nclasses; i++) {
+    if (!class_shown(s, i)) continue;
+    const ttft__shist *h = class_hist(&s->cls[i], def->m);
+    uint64_t count = h ? h->count : 0;
+    for (size_t q = 0; q < nq; q++) {
       int first = 1;
-      put_name(c, 0, def->qname, "_sum");
+      put_name(c, 0, def->qname, NULL);
       put_base_labels(c, &first, class_name(s, i));
+      put_label(c->sb, &first, "quantile", qn[q], 8);
       close_labels(c->sb, first);
       ttft__sb_puts(c->sb, " ");
-      put_sum(c->sb, h, def->seconds);
+      if (!count) ttft__sb_puts(c->sb, "NaN");
+      else if (def->seconds) put_seconds(c->sb, ttft__shist_quantile(h, qs[q]));
+      else put_u64(c->sb, ttft__shist_quantile(h, qs[q]));
       ttft__sb_puts(c->sb, "\n");
-      first = 1;
-      put_name(c, 0, def->qname, "_count");
-      put_base_labels(c, &first, class_name(s, i));
-      close_labels(c->sb, first);
-      put_sample_end(c->sb, count);
     }
+    int first = 1;
+    put_name(c, 0, def->qname, "_sum");
+    put_base_labels(c, &first, class_name(s, i));
+    close_labels(c->sb, first);
+    ttft__sb_puts(c->sb, " ");
+    put_sum(c->sb, h, def->seconds);
+    ttft__sb_puts(c->sb, "\n");
+    first = 1;
+    put_name(c, 0, def->qname, "_count");
+    put_base_labels(c, &first, class_name(s, i));
+    close_labels(c->sb, first);
+    put_sample_end(c->sb, count);
   }
 }
 
 /* stalls_total by cause (its header is written by the caller), then
  * stall_seconds_total by cause: every cause of every shown class, so a
  * sum over cause is the class's stalls. */
-static void put_stall_causes(const prom_ctx *c) {
-  const ttft_snapshot *s = c->s;
+static void put_stall_causes(prom_ctx *c) {
   for (int pass = 0; pass < 2; pass++) {
     if (pass == 1)
       put_header(c, 0, "stall_seconds", "counter", "seconds", TTFT__PROM_STALL_SECONDS_HELP);
-    for (uint32_t i = 0; i < s->nclasses; i++) {
-      if (!class_shown(s, i)) continue;
-      for (int k = 0; k < TTFT_STALL_CAUSE_COUNT; k++) {
-        int first = 1;
-        put_name(c, 0, pass ? "stall_seconds" : "stalls", "_total");
-        put_base_labels(c, &first, class_name(s, i));
-        put_label(c->sb, &first, "cause", ttft_stall_cause_name((ttft_stall_cause)k), 16);
-        close_labels(c->sb, first);
-        if (!pass) {
-          put_sample_end(c->sb, s->cls[i].stall_n[k]);
-        } else {
-          ttft__sb_puts(c->sb, " ");
-          put_seconds(c->sb, s->cls[i].stall_ns[k]);
-          ttft__sb_puts(c->sb, "\n");
+    VIEWS(c) {
+      const ttft_snapshot *s = c->s;
+      for (uint32_t i = 0; i < s->nclasses; i++) {
+        if (!class_shown(s, i)) continue;
+        for (int k = 0; k < TTFT_STALL_CAUSE_COUNT; k++) {
+          int first = 1;
+          put_name(c, 0, pass ? "stall_seconds" : "stalls", "_total");
+          put_base_labels(c, &first, class_name(s, i));
+          put_label(c->sb, &first, "cause", ttft_stall_cause_name((ttft_stall_cause)k), 16);
+          close_labels(c->sb, first);
+          if (!pass) {
+            put_sample_end(c->sb, s->cls[i].stall_n[k]);
+          } else {
+            ttft__sb_puts(c->sb, " ");
+            put_seconds(c->sb, s->cls[i].stall_ns[k]);
+            ttft__sb_puts(c->sb, "\n");
+          }
         }
       }
     }
@@ -598,26 +644,30 @@ static void put_stall_causes(const prom_ctx *c) {
 
 /* Engine-step durations, registry-wide (no class label), by prefill;
  * ITL's bucket bounds (a decode step is an inter-token gap). */
-static void put_engine_steps(const prom_ctx *c) {
+static void put_engine_steps(prom_ctx *c) {
   prom_hist_def d = {TTFT_METRIC_ITL, 0, "engine_step_seconds", NULL, 1, TTFT__PROM_STEP_HELP};
   put_header(c, 0, d.name, "histogram", "seconds", d.help);
   static const char *const pf[2] = {"false", "true"};
-  for (int i = 0; i < 2; i++) put_hist_series(c, &d, c->s->step[i], NULL, "prefill", pf[i]);
+  VIEWS(c) {
+    for (int i = 0; i < 2; i++) put_hist_series(c, &d, c->s->step[i], NULL, "prefill", pf[i]);
+  }
 }
 
-static void put_counters(const prom_ctx *c) {
-  const ttft_snapshot *s = c->s;
+static void put_counters(prom_ctx *c) {
   put_header(c, 0, "requests_ended", "counter", NULL,
              "Streams ended, by status (completed, cancelled, error).");
-  for (uint32_t i = 0; i < s->nclasses; i++) {
-    if (!class_shown(s, i)) continue;
-    for (size_t k = 0; k < 3; k++) {
-      int first = 1;
-      put_name(c, 0, "requests_ended", "_total");
-      put_base_labels(c, &first, class_name(s, i));
-      put_label(c->sb, &first, "status", status_defs[k].status, 16);
-      close_labels(c->sb, first);
-      put_sample_end(c->sb, s->cls[i].ctr[status_defs[k].c]);
+  VIEWS(c) {
+    const ttft_snapshot *s = c->s;
+    for (uint32_t i = 0; i < s->nclasses; i++) {
+      if (!class_shown(s, i)) continue;
+      for (size_t k = 0; k < 3; k++) {
+        int first = 1;
+        put_name(c, 0, "requests_ended", "_total");
+        put_base_labels(c, &first, class_name(s, i));
+        put_label(c->sb, &first, "status", status_defs[k].status, 16);
+        close_labels(c->sb, first);
+        put_sample_end(c->sb, s->cls[i].ctr[status_defs[k].c]);
+      }
     }
   }
   for (size_t d = 0; d < N_CTR_DEFS; d++) {
@@ -626,108 +676,126 @@ static void put_counters(const prom_ctx *c) {
       put_stall_causes(c);
       continue;
     }
-    for (uint32_t i = 0; i < s->nclasses; i++) {
-      if (!class_shown(s, i)) continue;
-      int first = 1;
-      put_name(c, 0, ctr_defs[d].name, "_total");
-      put_base_labels(c, &first, class_name(s, i));
-      close_labels(c->sb, first);
-      put_sample_end(c->sb, s->cls[i].ctr[ctr_defs[d].c]);
+    VIEWS(c) {
+      const ttft_snapshot *s = c->s;
+      for (uint32_t i = 0; i < s->nclasses; i++) {
+        if (!class_shown(s, i)) continue;
+        int first = 1;
+        put_name(c, 0, ctr_defs[d].name, "_total");
+        put_base_labels(c, &first, class_name(s, i));
+        close_labels(c->sb, first);
+        put_sample_end(c->sb, s->cls[i].ctr[ctr_defs[d].c]);
+      }
     }
   }
 }
 
-/* registry-level counters: one sample, no class label */
-static void put_registry_counters(const prom_ctx *c) {
+/* One sample with the base labels and no class: each view's value of a
+ * registry-wide counter or gauge. A family of the gatherer itself
+ * (ttft__prom_gatherer_own) has one sample, the top snapshot's, without a
+ * process label, in a per-process view too. */
+static void put_plain1(const prom_ctx *c, const char *name, const char *suffix, int is_gauge,
+                      unsigned idx) {
+  int first = 1;
+  put_name(c, 0, name, suffix);
+  put_base_labels(c, &first, NULL);
+  close_labels(c->sb, first);
+  put_sample_end(c->sb, is_gauge ? c->s->gauge[idx] : c->s->all.ctr[idx]);
+}
+static void put_plain(prom_ctx *c, const char *name, const char *suffix, int gatherer_own,
+                      int is_gauge, unsigned idx) {
+  if (gatherer_own && c->top->nparts) {
+    c->s = c->top, c->process = NULL;
+    put_plain1(c, name, suffix, is_gauge, idx);
+    return;
+  }
+  VIEWS(c) put_plain1(c, name, suffix, is_gauge, idx);
+}
+
+/* registry-level counters: one sample per view, no class label */
+static void put_registry_counters(prom_ctx *c) {
   for (size_t d = 0; d < ttft__prom_nregistry_ctrs; d++) {
     const prom_ctr_def *def = &ttft__prom_registry_ctrs[d];
     put_header(c, 0, def->name, "counter", NULL, def->help);
-    int first = 1;
-    put_name(c, 0, def->name, "_total");
-    put_base_labels(c, &first, NULL);
-    close_labels(c->sb, first);
-    put_sample_end(c->sb, c->s->all.ctr[def->c]);
+    put_plain(c, def->name, "_total", ttft__prom_gatherer_own(0, def->c), 0, (unsigned)def->c);
   }
   put_header(c, 0, TTFT__PROM_COARSE_TOTAL_NAME, "counter", NULL, TTFT__PROM_COARSE_TOTAL_HELP);
-  int first = 1;
-  put_name(c, 0, TTFT__PROM_COARSE_TOTAL_NAME, "_total");
-  put_base_labels(c, &first, NULL);
-  close_labels(c->sb, first);
-  put_sample_end(c->sb, c->s->gauge[TTFT_GAUGE_COARSE]);
+  put_plain(c, TTFT__PROM_COARSE_TOTAL_NAME, "_total", 0, 1, TTFT_GAUGE_COARSE);
 }
 
-static void put_gauge1(const prom_ctx *c, const char *name, const char *help, uint64_t v) {
-  put_header(c, 0, name, "gauge", NULL, help);
-  int first = 1;
-  put_name(c, 0, name, NULL);
-  put_base_labels(c, &first, NULL);
-  close_labels(c->sb, first);
-  put_sample_end(c->sb, v);
-}
-
-static void put_gauges(const prom_ctx *c) {
-  const ttft_snapshot *s = c->s;
+static void put_gauges(prom_ctx *c) {
   for (unsigned g = 0; g < TTFT_GAUGE_COUNT_; g++) {
     /* OpenMetrics names a counter's family without _total: the deprecated
      * gauge coarse_observations would clash with the counter
      * coarse_observations_total there, so only the counter is written */
     if (c->om && g == TTFT_GAUGE_COARSE) continue;
-    put_gauge1(c, ttft__prom_gauges[g].name, ttft__prom_gauges[g].help, s->gauge[g]);
+    put_header(c, 0, ttft__prom_gauges[g].name, "gauge", NULL, ttft__prom_gauges[g].help);
+    put_plain(c, ttft__prom_gauges[g].name, NULL, ttft__prom_gatherer_own(1, g), 1, g);
   }
 
   /* budgets, so dashboards can draw them next to the percentiles */
   put_header(c, 0, "stall_budget_seconds", "gauge", "seconds",
              "Stall budget of each class: an inter-token gap above it is a stall.");
-  for (uint32_t i = 0; i < s->nclasses; i++) {
-    if (!class_shown(s, i)) continue;
-    int first = 1;
-    put_name(c, 0, "stall_budget_seconds", NULL);
-    put_base_labels(c, &first, class_name(s, i));
-    close_labels(c->sb, first);
-    ttft__sb_puts(c->sb, " ");
-    put_seconds(c->sb, s->cls[i].slo.stall_threshold_ns);
-    ttft__sb_puts(c->sb, "\n");
+  VIEWS(c) {
+    const ttft_snapshot *s = c->s;
+    for (uint32_t i = 0; i < s->nclasses; i++) {
+      if (!class_shown(s, i)) continue;
+      int first = 1;
+      put_name(c, 0, "stall_budget_seconds", NULL);
+      put_base_labels(c, &first, class_name(s, i));
+      close_labels(c->sb, first);
+      ttft__sb_puts(c->sb, " ");
+      put_seconds(c->sb, s->cls[i].slo.stall_threshold_ns);
+      ttft__sb_puts(c->sb, "\n");
+    }
   }
   int any = 0;
-  for (uint32_t i = 0; i < s->nclasses; i++)
-    any |= s->cls[i].slo.ttft_ns || s->cls[i].slo.tpot_ns || s->cls[i].slo.e2e_ns;
+  VIEWS(c) {
+    for (uint32_t i = 0; i < c->s->nclasses; i++)
+      any |= c->s->cls[i].slo.ttft_ns || c->s->cls[i].slo.tpot_ns || c->s->cls[i].slo.e2e_ns;
+  }
   if (!any) return;
   put_header(c, 0, "slo_budget_seconds", "gauge", "seconds",
              "SLO budgets of each class that sets them (slo = ttft, tpot, e2e).");
-  for (uint32_t i = 0; i < s->nclasses; i++) {
-    if (!class_shown(s, i)) continue;
-    const ttft_slo *o = &s->cls[i].slo;
-    const struct {
-      const char *k;
-      uint64_t v;
-    } b[3] = {{"ttft", o->ttft_ns}, {"tpot", o->tpot_ns}, {"e2e", o->e2e_ns}};
-    for (int k = 0; k < 3; k++) {
-      if (!b[k].v) continue;
-      int first = 1;
-      put_name(c, 0, "slo_budget_seconds", NULL);
-      put_base_labels(c, &first, class_name(s, i));
-      put_label(c->sb, &first, "slo", b[k].k, 8);
-      close_labels(c->sb, first);
-      ttft__sb_puts(c->sb, " ");
-      put_seconds(c->sb, b[k].v);
-      ttft__sb_puts(c->sb, "\n");
+  VIEWS(c) {
+    const ttft_snapshot *s = c->s;
+    for (uint32_t i = 0; i < s->nclasses; i++) {
+      if (!class_shown(s, i)) continue;
+      const ttft_slo *o = &s->cls[i].slo;
+      const struct {
+        const char *k;
+        uint64_t v;
+      } b[3] = {{"ttft", o->ttft_ns}, {"tpot", o->tpot_ns}, {"e2e", o->e2e_ns}};
+      for (int k = 0; k < 3; k++) {
+        if (!b[k].v) continue;
+        int first = 1;
+        put_name(c, 0, "slo_budget_seconds", NULL);
+        put_base_labels(c, &first, class_name(s, i));
+        put_label(c->sb, &first, "slo", b[k].k, 8);
+        close_labels(c->sb, first);
+        ttft__sb_puts(c->sb, " ");
+        put_seconds(c->sb, b[k].v);
+        ttft__sb_puts(c->sb, "\n");
+      }
     }
   }
 }
 
-static void put_info(const prom_ctx *c) {
-  const ttft_snapshot *s = c->s;
+static void put_info(prom_ctx *c) {
   put_header(c, 0, "measurement", "info", NULL,
              "Where this process starts the clock (start_point) and what it counts as an "
              "emitted token (token_point).");
-  int first = 1;
-  put_name(c, 0, "measurement", "_info");
-  put_label(c->sb, &first, "start_point", s->start_point, sizeof s->start_point);
-  put_label(c->sb, &first, "token_point", s->token_point, sizeof s->token_point);
-  put_label(c->sb, &first, "version", ttft_version_string(), 16);
-  put_base_labels(c, &first, NULL);
-  close_labels(c->sb, first);
-  ttft__sb_puts(c->sb, " 1\n");
+  VIEWS(c) {
+    const ttft_snapshot *s = c->s;
+    int first = 1;
+    put_name(c, 0, "measurement", "_info");
+    put_label(c->sb, &first, "start_point", s->start_point, sizeof s->start_point);
+    put_label(c->sb, &first, "token_point", s->token_point, sizeof s->token_point);
+    put_label(c->sb, &first, "version", ttft_version_string(), 16);
+    put_base_labels(c, &first, NULL);
+    close_labels(c->sb, first);
+    ttft__sb_puts(c->sb, " 1\n");
+  }
 }
 
 /* Namespace: [a-zA-Z0-9_] only (':' is for recording rules), not starting
@@ -766,7 +834,7 @@ int ttft__format_prometheus(const ttft_snapshot *s, ttft__sb *sb, int openmetric
   if (!s || !sb) return TTFT_EINVAL;
   prom_ctx c;
   memset(&c, 0, sizeof c);
-  c.s = s;
+  c.top = c.s = s;
   c.sb = sb;
   c.om = openmetrics != 0;
   ttft__prom_sanitize_ns(c.ns, s->ns, sizeof s->ns);

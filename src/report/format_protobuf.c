@@ -258,6 +258,8 @@ static int class_shown(const ttft_snapshot *s, uint32_t i) {
 
 typedef struct series {
   const pbx *x;
+  const ttft_snapshot *ds;         /* whose data: x->s, or a part     */
+  const char *proc;                /* process label (a part's name), or NULL */
   const char *cls;                 /* class label, or NULL            */
   const char *xname, *xval;        /* one more label (split key, status,
                                       slo, quantile owner), or NULL    */
@@ -278,15 +280,18 @@ static void put_label(pb_out *o, const char *name, const char *v, size_t cap) {
 }
 
 /* The labels of a series, in the order of the text exposition: class (when
- * given), model (when set), the usable constant labels, then the extra. */
+ * given), process (per-process view), model (when set), the usable
+ * constant labels, then the extra. Model and constant labels are the top
+ * snapshot's (x->s); the info's points are its data snapshot's. */
 static void put_labels(pb_out *o, const series *se) {
   const ttft_snapshot *s = se->x->s;
   if (se->info) {
-    put_label(o, "start_point", s->start_point, sizeof s->start_point);
-    put_label(o, "token_point", s->token_point, sizeof s->token_point);
+    put_label(o, "start_point", se->ds->start_point, sizeof se->ds->start_point);
+    put_label(o, "token_point", se->ds->token_point, sizeof se->ds->token_point);
     put_label(o, "version", ttft_version_string(), 16);
   }
   if (se->cls) put_label(o, "class", se->cls, TTFT__NAME_MAX);
+  if (se->proc) put_label(o, "process", se->proc, TTFT__NAME_MAX);
   if (s->model[0]) put_label(o, "model", s->model, sizeof s->model);
   for (uint32_t i = 0; i < se->x->nconst; i++) {
     uint32_t k = se->x->const_idx[i];
@@ -729,16 +734,15 @@ static const pb_hist_def split_prefill_def = {TTFT_METRIC_PREFILL, 0, NULL, NULL
 /* engine steps use ITL's bucket bounds (a decode step is an inter-token gap) */
 static const pb_hist_def step_def = {TTFT_METRIC_ITL, 0, NULL, NULL, 1, NULL};
 
-static void family_body(pb_out *o, const void *arg) {
-  const family *f = arg;
+/* The Metrics of family f from data snapshot s (x->s, or a part of a
+ * per-process view, then labelled process="proc"). */
+static void family_samples(pb_out *o, const family *f, const ttft_snapshot *s, const char *proc) {
   const pbx *x = f->x;
-  const ttft_snapshot *s = x->s;
-  family_name(o, f);
-  pb_str(o, 2, f->help);
-  pb_uint(o, 3, (uint64_t)f->type);
   series se;
   memset(&se, 0, sizeof se);
   se.x = x;
+  se.ds = s;
+  se.proc = proc;
   switch (f->kind) {
   case FK_INFO:
     se.info = 1;
@@ -896,6 +900,25 @@ static void family_body(pb_out *o, const void *arg) {
     }
     break;
   }
+}
+
+static void family_body(pb_out *o, const void *arg) {
+  const family *f = arg;
+  const ttft_snapshot *s = f->x->s;
+  family_name(o, f);
+  pb_str(o, 2, f->help);
+  pb_uint(o, 3, (uint64_t)f->type);
+  /* per-process view: one set of Metrics per part, but the gatherer's own
+   * families keep the top's one (report/format.h ttft__prom_gatherer_own) */
+  int own = (f->kind == FK_REGISTRY_COUNTER &&
+             ttft__prom_gatherer_own(0, ttft__prom_registry_ctrs[f->idx].c)) ||
+            (f->kind == FK_GAUGE1 && ttft__prom_gatherer_own(1, (unsigned)f->idx));
+  if (!s->nparts || own) {
+    family_samples(o, f, s, NULL);
+  } else {
+    for (uint32_t p = 0; p < s->nparts; p++)
+      if (s->part[p]) family_samples(o, f, s->part[p], s->part_name[p]);
+  }
   if (f->unit) pb_str(o, 5, f->unit); /* MetricFamily.unit (newer servers) */
 }
 
@@ -995,8 +1018,11 @@ static void put_all(pbx *x, ttft__sb *sb) {
   f.help = "Stall budget of each class: an inter-token gap above it is a stall.";
   put_family(sb, &f);
   int any = 0;
-  for (uint32_t i = 0; i < s->nclasses; i++)
-    any |= s->cls[i].slo.ttft_ns || s->cls[i].slo.tpot_ns || s->cls[i].slo.e2e_ns;
+  for (uint32_t p = 0; p < (s->nparts ? s->nparts : 1); p++) {
+    const ttft_snapshot *d = s->nparts ? s->part[p] : s;
+    for (uint32_t i = 0; d && i < d->nclasses; i++)
+      any |= d->cls[i].slo.ttft_ns || d->cls[i].slo.tpot_ns || d->cls[i].slo.e2e_ns;
+  }
   if (any) {
     f.kind = FK_SLO_BUDGET, f.name = "slo_budget_seconds";
     f.help = "SLO budgets of each class that sets them (slo = ttft, tpot, e2e).";

@@ -560,6 +560,43 @@ static void section_throughput(ttft__sb *sb, const ttft_snapshot *s) {
     ttft__sb_puts(sb, "  - tokens/s, goodput - good streams/s (empty interval)\n");
 }
 
+/* A per-process view (1.3): after the merged report, one line per
+ * process (its name made safe as a label value and cut to the column):
+ * requests begun, TTFT and TPOT p50/p99, in flight now, stalls. */
+static void section_processes(ttft__sb *sb, const ttft_snapshot *s) {
+  static const char *const pc[] = {"requests", "ttft p50", "ttft p99", "tpot p50",
+                                   "tpot p99", "in flight", "stalls"};
+  ttft__sb_puts(sb, "\n");
+  put_left(sb, "per process", NAME_W);
+  for (size_t i = 0; i < sizeof pc / sizeof pc[0]; i++) put_right(sb, pc[i], CELL_W + 1);
+  ttft__sb_puts(sb, "\n");
+  for (uint32_t p = 0; p < s->nparts; p++) {
+    const ttft_snapshot *ps = s->part[p];
+    if (!ps) continue;
+    char raw[TTFT__NAME_MAX], name[4 * TTFT__NAME_MAX + 1], cell[32];
+    memcpy(raw, s->part_name[p], sizeof raw);
+    raw[sizeof raw - 1] = '\0';
+    ttft__sb nb;
+    ttft__sb_init(&nb, name, sizeof name);
+    put_clean(&nb, raw);
+    put_left(sb, name, NAME_W);
+    const ttft__sclass *c = &ps->all;
+    snprintf(cell, sizeof cell, "%llu", (unsigned long long)c->ctr[TTFT_COUNTER_BEGUN]);
+    put_right(sb, cell, CELL_W + 1);
+    quantile_cell(sb, c->h[TTFT_METRIC_TTFT], 0.5, CELL_W + 1);
+    quantile_cell(sb, c->h[TTFT_METRIC_TTFT], 0.99, CELL_W + 1);
+    quantile_cell(sb, c->h[TTFT_METRIC_TPOT], 0.5, CELL_W + 1);
+    quantile_cell(sb, c->h[TTFT_METRIC_TPOT], 0.99, CELL_W + 1);
+    snprintf(cell, sizeof cell, "%llu", (unsigned long long)ps->gauge[TTFT_GAUGE_INFLIGHT]);
+    put_right(sb, cell, CELL_W + 1);
+    snprintf(cell, sizeof cell, "%llu", (unsigned long long)c->ctr[TTFT_COUNTER_STALLS]);
+    put_right(sb, cell, CELL_W + 1);
+    ttft__sb_puts(sb, "\n");
+  }
+  legend(sb, "each process alone (TTFT_GATHER_BY_PROCESS); the report above is all of them merged:");
+  legend(sb, "  read percentiles there, never average these");
+}
+
 int ttft__format_text(const ttft_snapshot *s, ttft__sb *sb) {
   if (!s || !sb) return TTFT_EINVAL;
   section_header(sb, s);
@@ -571,5 +608,6 @@ int ttft__format_text(const ttft_snapshot *s, ttft__sb *sb) {
   section_steps(sb, s);
   section_slowest(sb, s);
   section_throughput(sb, s);
+  if (s->nparts) section_processes(sb, s);
   return TTFT_OK;
 }

@@ -8,7 +8,8 @@
  * Invariants: the thread owns everything below the public functions: the
  * listening socket, the connection table and the rendered bodies, all
  * changed only under srv->mu. The hooks never see the server; it only
- * calls ttft_snapshot_take, which runs beside them. Every response is a
+ * calls ttft_snapshot_take (or, serving a gather, ttft_gather_take), which
+ * runs beside them, at most once per snapshot window (http_body.c). Every response is a
  * whole head (and a shared body) handed to a connection in one step
  * (start_write); a request is answered once. A fork waits for every
  * server's mu (fork_prepare), so a child's copy is consistent and
@@ -200,13 +201,12 @@ static void respond_body(ttft_http *srv, http_conn *c, const char *ctype, http_b
 
 static int failure_status(int err) { return err == TTFT_ENOMEM || err == HTTP_E_CAP ? 503 : 500; }
 
-/* /report and /report.json: format f, or 500 when it fails (503 for memory). */
-static void respond_format(ttft_http *srv, http_conn *c, ttft_format f, const char *ctype, int head_only,
+/* /report, /report.json and /snapshot: format f, or 500 when it fails (503 for memory). */
+static void respond_format(ttft_http *srv, http_conn *c, int f, const char *ctype, int head_only,
                            uint64_t now) {
-  http_snap snap = {NULL, 0};
+  http_snap snap = {NULL};
   int err = TTFT_EIO;
   http_body *b = ttft__http_body_get(srv, f, &snap, &err);
-  ttft_snapshot_free(snap.s);
   if (b) respond_body(srv, c, ctype, b, head_only, NULL, now);
   else ttft__http_respond_error(srv, c, failure_status(err), head_only, now);
 }
@@ -217,7 +217,7 @@ static void respond_format(ttft_http *srv, http_conn *c, ttft_format f, const ch
  * never fails for it; a failure is remembered for one render window. */
 static void respond_metrics(ttft_http *srv, http_conn *c, ttft__http_accept accept, int head_only,
                             uint64_t now) {
-  http_snap snap = {NULL, 0};
+  http_snap snap = {NULL};
   int err = TTFT_EIO;
   http_body *b = NULL;
   const char *ctype = http_text_ctype;
@@ -234,7 +234,6 @@ static void respond_metrics(ttft_http *srv, http_conn *c, ttft__http_accept acce
     b = ttft__http_body_get(srv, TTFT_FORMAT_OPENMETRICS, &snap, &err);
     ctype = http_om_ctype;
     if (!b) {
-      ttft_snapshot_free(snap.s);
       ttft__http_respond_error(srv, c, failure_status(err), head_only, now);
       return;
     }
@@ -244,7 +243,6 @@ static void respond_metrics(ttft_http *srv, http_conn *c, ttft__http_accept acce
     b = ttft__http_body_get(srv, TTFT_FORMAT_PROMETHEUS, &snap, &err);
     ctype = http_text_ctype;
   }
-  ttft_snapshot_free(snap.s);
   if (b) respond_body(srv, c, ctype, b, head_only, "Vary: Accept\r\n", now);
   else ttft__http_respond_error(srv, c, failure_status(err), head_only, now);
 }
@@ -260,10 +258,11 @@ void ttft__http_route(ttft_http *srv, http_conn *c, const ttft__http_req *q, uin
       "libttft " TTFT_VERSION_STRING "\n"
       "/metrics      Prometheus text format (OpenMetrics or protobuf when Accept asks for it)\n"
       "/report       the text report\n"
-      "/report.json  the JSON report\n";
+      "/report.json  the JSON report\n"
+      "/snapshot     the snapshot, encoded (ttft_snapshot_decode reads it)\n";
   int head_only = q->method == TTFT__HTTP_HEAD;
   int known = path_is(q, "/metrics") || path_is(q, "/report") || path_is(q, "/report.json") ||
-              path_is(q, "/") || path_is(q, "*");
+              path_is(q, "/snapshot") || path_is(q, "/") || path_is(q, "*");
   if (!known) {
     ttft__http_respond_error(srv, c, 404, head_only, now);
   } else if (q->method == TTFT__HTTP_OTHER || path_is(q, "*")) {
@@ -274,6 +273,8 @@ void ttft__http_route(ttft_http *srv, http_conn *c, const ttft__http_req *q, uin
     respond_format(srv, c, TTFT_FORMAT_TEXT, "text/plain; charset=utf-8", head_only, now);
   } else if (path_is(q, "/report.json")) {
     respond_format(srv, c, TTFT_FORMAT_JSON, "application/json", head_only, now);
+  } else if (path_is(q, "/snapshot")) {
+    respond_format(srv, c, HTTP_FMT_SNAPSHOT, "application/octet-stream", head_only, now);
   } else {
     respond_small(srv, c, 200, "text/plain; charset=utf-8", index_body, head_only, NULL, now);
   }
@@ -327,7 +328,9 @@ static void *serve(void *arg) {
     if (listen_at >= 0 && srv->pfd[listen_at].revents) ttft__http_accept_clients(srv);
   }
   for (i = 0; i < HTTP_MAX_CONN; i++) ttft__http_conn_close(srv, &srv->c[i]);
-  for (i = 0; i < TTFT_FORMAT_COUNT_; i++) ttft__http_cache_drop(srv, i);
+  for (i = 0; i < HTTP_NFMT; i++) ttft__http_cache_drop(srv, i);
+  ttft_snapshot_free(srv->snap);
+  srv->snap = NULL;
   pthread_mutex_unlock(&srv->mu);
   return NULL;
 }
@@ -429,8 +432,9 @@ static void say(char *msg, size_t cap, const char *addr, const char *what, int e
 
 /* ---------------------------------------------------------------- public */
 
-static int start(ttft_registry *r, const char *addr, const ttft__http_opts *o, ttft_http **out,
-                 char *msg, size_t msg_cap) {
+/* Serve r or g (exactly one is not NULL, else TTFT_EINVAL). */
+static int start(ttft_registry *r, ttft_gather *g, const char *addr, const ttft__http_opts *o,
+                 ttft_http **out, char *msg, size_t msg_cap) {
   int saved_errno = errno, rc = TTFT_OK, i, pipefd[2];
   struct sockaddr_storage ss;
   socklen_t slen = 0;
@@ -441,8 +445,8 @@ static int start(ttft_registry *r, const char *addr, const ttft__http_opts *o, t
 
   if (msg && msg_cap) msg[0] = '\0';
   if (out) *out = NULL;
-  if (!r || !out) {
-    say(msg, msg_cap, addr, !r ? "no registry (NULL)" : "no place for the server (out is NULL)", 0);
+  if ((!r && !g) || !out) {
+    say(msg, msg_cap, addr, out ? "no registry (NULL)" : "no place for the server (out is NULL)", 0);
     return TTFT_EINVAL;
   }
   if (!addr || parse_addr(addr, &ss, &slen) < 0) {
@@ -458,6 +462,7 @@ static int start(ttft_registry *r, const char *addr, const ttft__http_opts *o, t
   }
   srv->alloc = a;
   srv->r = r;
+  srv->g = r ? NULL : g;
   srv->pid = getpid();
   srv->wake_r = srv->wake_w = -1;
   srv->cap = o && o->response_cap ? o->response_cap : TTFT__HTTP_RESPONSE_CAP;
@@ -523,15 +528,29 @@ fail:
 }
 
 int ttft__http_start_opts(ttft_registry *r, const char *addr, const ttft__http_opts *o, ttft_http **out) {
-  return start(r, addr, o, out, NULL, 0);
+  return start(r, NULL, addr, o, out, NULL, 0);
+}
+
+int ttft__http_start_gather_opts(ttft_gather *g, const char *addr, const ttft__http_opts *o,
+                                 ttft_http **out) {
+  return start(NULL, g, addr, o, out, NULL, 0);
 }
 
 int ttft_http_start(ttft_registry *r, const char *addr, ttft_http **out) {
-  return start(r, addr, NULL, out, NULL, 0);
+  return start(r, NULL, addr, NULL, out, NULL, 0);
 }
 
 int ttft_http_start_msg(ttft_registry *r, const char *addr, ttft_http **out, char *msg, size_t cap) {
-  return start(r, addr, NULL, out, msg, cap);
+  return start(r, NULL, addr, NULL, out, msg, cap);
+}
+
+int ttft_http_start_gather(ttft_gather *g, const char *addr, ttft_http **out, char *msg, size_t cap) {
+  if (!g) {
+    if (out) *out = NULL;
+    say(msg, cap, addr, "no gather (NULL)", 0);
+    return TTFT_EINVAL;
+  }
+  return start(NULL, g, addr, NULL, out, msg, cap);
 }
 
 int ttft_http_port(const ttft_http *srv) { return srv ? srv->port : TTFT_EINVAL; }
@@ -554,6 +573,7 @@ static void release(ttft_http *srv) {
     srv->bodies = b->next;
     ttft__free(&a, b);
   }
+  ttft_snapshot_free(srv->snap); /* a child's copy: its own memory */
   close(srv->lfd);
   close(srv->wake_r);
   close(srv->wake_w);

@@ -107,6 +107,10 @@ typedef struct ttft__http_opts {
 TTFT_HIDDEN int ttft__http_start_opts(ttft_registry *r, const char *addr, const ttft__http_opts *o,
                                       ttft_http **out);
 
+/* ttft_http_start_gather with options (o NULL = the defaults). */
+TTFT_HIDDEN int ttft__http_start_gather_opts(ttft_gather *g, const char *addr, const ttft__http_opts *o,
+                                             ttft_http **out);
+
 /* What the server holds and has done since it started. */
 typedef struct ttft__http_stats {
   unsigned conns;         /* connections in the table */
@@ -120,6 +124,9 @@ typedef struct ttft__http_stats {
   size_t in_bytes;        /* request-head buffers alive now */
   unsigned bodies;        /* rendered bodies alive now */
   uint64_t accepted;      /* connections accepted */
+  uint64_t takes;         /* snapshots taken (ttft_snapshot_take, or
+                             ttft_gather_take for a gather): at most one
+                             per snapshot window, whatever the paths */
   uint64_t renders;       /* bodies rendered (a snapshot formatted) */
   uint64_t reuses;        /* responses that shared a fresh body */
   uint64_t stale_reuses;  /* responses that shared an older body because a

@@ -25,6 +25,14 @@ int ttft_http_start_msg(ttft_registry *r, const char *addr, ttft_http **out, cha
   return TTFT_ENOTSUP;
 }
 
+int ttft_http_start_gather(ttft_gather *g, const char *addr, ttft_http **out, char *msg, size_t cap) {
+  (void)g;
+  if (out) *out = NULL;
+  if (msg && cap) snprintf(msg, cap, "%s: this libttft was built without HTTP (TTFT_WITH_HTTP off)",
+                           addr ? addr : "(null)");
+  return TTFT_ENOTSUP;
+}
+
 int ttft_http_port(const ttft_http *srv) {
   (void)srv;
   return TTFT_ENOTSUP;

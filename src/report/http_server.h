@@ -54,6 +54,11 @@
 #define HTTP_E_CAP (-1000)                   /* internal: no room under the cap */
 
 enum { C_FREE = 0, C_READ, C_WRITE, C_LINGER };
+
+/* The bodies the server renders: the formats of ttft_snapshot_format, and
+ * /snapshot (ttft_snapshot_encode), which is cached and shared like them. */
+#define HTTP_FMT_SNAPSHOT TTFT_FORMAT_COUNT_
+#define HTTP_NFMT (TTFT_FORMAT_COUNT_ + 1)
 _Static_assert(HTTP_MAX_CONN <= 64, "victim() keeps one bit per connection in a uint64_t");
 
 /* A rendered response body, shared by every connection that sends it and
@@ -89,15 +94,23 @@ typedef struct http_conn {
   char head[HTTP_HEAD_CAP];
 } http_conn;
 
-/* A snapshot taken for one request, shared by the formats it may try. */
+/* The snapshot one request renders from, shared by the formats it may try
+ * (protobuf, then text): srv->snap, not owned by the request. */
 typedef struct http_snap {
-  ttft_snapshot *s;
-  uint64_t ns; /* what taking it cost */
+  const ttft_snapshot *s;
 } http_snap;
 
 struct ttft_http {
   ttft_allocator alloc;
-  ttft_registry *r;
+  ttft_registry *r;     /* the source: a registry (ttft_snapshot_take) ... */
+  ttft_gather *g;       /* ... or a gather (ttft_gather_take); one is NULL */
+  /* The last snapshot taken, shared by every body rendered while it is
+   * fresh (ttft__http_snap_window): concurrent scrapes of any paths cost
+   * one take per window, which matters for a gather (a merge of every
+   * process). Only the server thread touches it. */
+  ttft_snapshot *snap;
+  uint64_t snap_t;      /* when its take finished */
+  uint64_t snap_ns;     /* what the take cost */
   int lfd, wake_r, wake_w;
   int port;
   pid_t pid;            /* the process that started the thread */
@@ -114,14 +127,14 @@ struct ttft_http {
   uint64_t accept_pause_until;
   uint64_t pb_retry_at; /* protobuf failed: text until then */
   int cap_fixed;        /* 1: cap never follows the registry (tests) */
-  size_t max_len[TTFT_FORMAT_COUNT_];   /* the largest body of each format */
-  uint64_t fail_until[TTFT_FORMAT_COUNT_]; /* a render failed: no new
+  size_t max_len[HTTP_NFMT];   /* the largest body of each format */
+  uint64_t fail_until[HTTP_NFMT]; /* a render failed: no new
                                               attempt before this */
-  int fail_err[TTFT_FORMAT_COUNT_];     /* ... and what it failed with */
+  int fail_err[HTTP_NFMT];     /* ... and what it failed with */
   http_body *bodies, *bodies_tail;
-  http_body *cache[TTFT_FORMAT_COUNT_];
-  uint64_t render_ns[TTFT_FORMAT_COUNT_]; /* what the last render cost */
-  size_t last_len[TTFT_FORMAT_COUNT_];
+  http_body *cache[HTTP_NFMT];
+  uint64_t render_ns[HTTP_NFMT]; /* what the last render cost */
+  size_t last_len[HTTP_NFMT];
   ttft__http_stats st;
   http_conn c[HTTP_MAX_CONN];
   struct pollfd pfd[HTTP_MAX_CONN + 2];
@@ -180,11 +193,14 @@ TTFT_HIDDEN void ttft__http_body_unref(ttft_http *srv, http_body *b);
 TTFT_HIDDEN uint64_t ttft__http_render_window(const ttft_http *srv, int f);
 /* Let go of the cache entry of format f. */
 TTFT_HIDDEN void ttft__http_cache_drop(ttft_http *srv, int f);
-/* Let go of stale cache entries nobody sends; *wake gets the next expiry. */
+/* How long a taken snapshot stays fresh (shared by every format). */
+TTFT_HIDDEN uint64_t ttft__http_snap_window(const ttft_http *srv);
+/* Let go of stale cache entries nobody sends, and of a stale snapshot;
+ * *wake gets the next expiry. */
 TTFT_HIDDEN void ttft__http_cache_expire(ttft_http *srv, uint64_t now, uint64_t *wake);
-/* The body of format f for one response, with a reference for the caller
- * (see http_body.c); NULL with *err when there is none. */
-TTFT_HIDDEN http_body *ttft__http_body_get(ttft_http *srv, ttft_format f, http_snap *snap,
-                                          int *err);
+/* The body of format f (a ttft_format or HTTP_FMT_SNAPSHOT) for one
+ * response, with a reference for the caller (see http_body.c); NULL with
+ * *err when there is none. */
+TTFT_HIDDEN http_body *ttft__http_body_get(ttft_http *srv, int f, http_snap *snap, int *err);
 
 #endif

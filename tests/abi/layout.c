@@ -53,6 +53,9 @@ int main(void) {
   OFF(ttft_config, memory_limit);
   OFF(ttft_config, prefix_hit_min_tokens);
   OFF(ttft_config, slowest_k);
+  OFF(ttft_config, shared_dir);
+  OFF(ttft_config, process_name);
+  OFF(ttft_config, publish_interval_ms);
 
   SIZE(ttft_slo);
   OFF(ttft_slo, struct_size);

@@ -21,6 +21,15 @@
 #include <type_traits>
 #include <vector>
 
+#if defined(__unix__)
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#endif
+
 using namespace std::chrono_literals;
 
 namespace {
@@ -1091,9 +1100,115 @@ void test_http() {
 }
 #endif
 
+#if defined(__unix__)
+/* 1.3: processes that record into one shared_dir, ttft::Gather in the
+ * parent: the exact sum. Child i begins 2 + i streams, ends them
+ * completed with 3 tokens each (TTFT 5 ms), and exits normally: its
+ * Registry's destructor publishes its last state. */
+void gather_child(const std::string &dir, int i) {
+  ttft::Registry reg{ttft::Config().max_inflight(16).max_classes(2).shared_dir(dir)
+                         .process_name("cxx-" + std::to_string(i)).publish_interval_ms(0)};
+  std::uint64_t t = 1'000'000'000'000ULL;
+  for (int k = 0; k < 2 + i; k++, t += 1'000'000'000ULL) {
+    ttft::Stream s = reg.begin(ttft::Time(t));
+    s.token(3, ttft::Time(t + 5'000'000));
+    s.end(TTFT_COMPLETED, ttft::Time(t + 9'000'000));
+  }
+}
+
+void test_gather() {
+  char tmpl[] = "/tmp/ttft-hpp-XXXXXX";
+  const char *d = mkdtemp(tmpl);
+  EXPECT_TRUE(d != nullptr);
+  if (d == nullptr) return;
+  const std::string dir(d);
+  std::vector<pid_t> kids;
+  for (int i = 0; i < 2; i++) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      gather_child(dir, i);
+      std::exit(0);  // normal exit: the registry already published at free
+    }
+    EXPECT_TRUE(pid > 0);
+    kids.push_back(pid);
+  }
+  for (pid_t pid : kids) {
+    int status = -1;
+    EXPECT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  ttft::Gather g{dir};
+  EXPECT_TRUE(static_cast<bool>(g));
+  {
+    const ttft::Snapshot s = g.take();
+    EXPECT_EQ(s.counter(TTFT_COUNTER_BEGUN), 5u);            // 2 + 3
+    EXPECT_EQ(s.counter(TTFT_COUNTER_COMPLETED), 5u);
+    EXPECT_EQ(s.counter(TTFT_COUNTER_TOKENS), 15u);
+    EXPECT_EQ(s.counter(TTFT_COUNTER_PROCESSES_EXITED), 2u);
+    EXPECT_EQ(s.gauge(TTFT_GAUGE_PROCESSES), 0u);
+    EXPECT_EQ(s.count(TTFT_METRIC_TTFT), 5u);
+    EXPECT_EQ(s.quantile(TTFT_METRIC_TTFT, 1.0), 5ms);
+  }
+  // a live process in the same directory, published by hand; by process
+  ttft::Registry live{ttft::Config().max_inflight(4).max_classes(2).shared_dir(dir)
+                          .process_name("cxx-live").publish_interval_ms(0)};
+  live.begin(ttft::Time(2'000'000'000'000ULL)).end(TTFT_CANCELLED, ttft::Time(2'000'001'000'000ULL));
+  live.publish();
+  ttft::Gather apart{dir, TTFT_GATHER_BY_PROCESS};
+  ttft::Gather moved = std::move(apart);                     // move-only RAII
+  EXPECT_TRUE(!apart);
+  {
+    const ttft::Snapshot s = moved.take();
+    EXPECT_EQ(s.counter(TTFT_COUNTER_BEGUN), 6u);
+    EXPECT_EQ(s.counter(TTFT_COUNTER_CANCELLED), 1u);
+    EXPECT_EQ(s.gauge(TTFT_GAUGE_PROCESSES), 1u);
+    EXPECT_TRUE(s.format(TTFT_FORMAT_PROMETHEUS).find("process=\"cxx-live\"") != std::string::npos);
+  }
+  moved.close();
+  EXPECT_TRUE(!moved);
+  bool threw = false;
+  try {
+    (void)moved.take();
+  } catch (const ttft::Error &e) {
+    threw = e.code() == TTFT_EINVAL;
+  }
+  EXPECT_TRUE(threw);
+  static_assert(!std::is_copy_constructible<ttft::Gather>::value, "Gather is move-only");
+  static_assert(std::is_nothrow_move_constructible<ttft::Gather>::value, "");
+
+  // a group-writable directory: both sides refuse it and say why
+  EXPECT_EQ(chmod(d, 0770), 0);
+  std::string why;
+  try {
+    ttft::Gather bad{dir};
+  } catch (const ttft::Gather::GatherError &e) {
+    why = e.what();
+    EXPECT_EQ(e.errno_value(), EACCES);
+  }
+  EXPECT_TRUE(why.find("group- or world-writable") != std::string::npos);
+  EXPECT_TRUE(ttft::Config().shared_dir(dir).problem().find("group- or world-writable") !=
+              std::string::npos);
+  why.clear();
+  try {
+    live.publish();  // still works: the directory was checked at creation
+    ttft::Registry refused{ttft::Config().shared_dir(dir)};
+  } catch (const ttft::Error &e) {
+    why = e.what();
+    EXPECT_EQ(e.code(), TTFT_EINVAL);
+  }
+  EXPECT_TRUE(why.find("group- or world-writable") != std::string::npos);
+  EXPECT_EQ(chmod(d, 0700), 0);
+  std::string rm = "rm -rf '" + dir + "'";
+  EXPECT_EQ(std::system(rm.c_str()), 0);
+}
+#endif
+
 }  // namespace
 
 int main() {
+#if defined(__unix__)
+  test_gather();  // first: it forks, before any test starts a thread
+#endif
   test_error_mapping();
   test_raii_cancels();
   test_moves();

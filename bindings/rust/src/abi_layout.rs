@@ -85,6 +85,9 @@ fn struct_layout_matches_the_header() {
             memory_limit,
             prefix_hit_min_tokens,
             slowest_k,
+            shared_dir,
+            process_name,
+            publish_interval_ms,
         }
     );
     layout!(got, ttft_slo { struct_size, ttft_ns, tpot_ns, e2e_ns, stall_threshold_ns });
@@ -243,6 +246,9 @@ fn constants_match_the_header() {
         ("TTFT_COUNTER_TRACE_ID_INVALID", Counter::TRACE_ID_INVALID.0.into()),
         ("TTFT_COUNTER_BARRIER_FALLBACKS", Counter::BARRIER_FALLBACKS.0.into()),
         ("TTFT_COUNTER_CLOCK_REFUSED", Counter::CLOCK_REFUSED.0.into()),
+        ("TTFT_COUNTER_PUBLISH_FAILED", Counter::PUBLISH_FAILED.0.into()),
+        ("TTFT_COUNTER_SEGMENTS_SKIPPED", Counter::SEGMENTS_SKIPPED.0.into()),
+        ("TTFT_COUNTER_PROCESSES_EXITED", Counter::PROCESSES_EXITED.0.into()),
         ("TTFT_COMPLETED", Status::COMPLETED.0.into()),
         ("TTFT_CANCELLED", Status::CANCELLED.0.into()),
         ("TTFT_ERROR", Status::ERROR.0.into()),
@@ -270,6 +276,7 @@ fn constants_match_the_header() {
         ("TTFT_GAUGE_LIVE_STALLS", Gauge::LIVE_STALLS.0.into()),
         ("TTFT_GAUGE_MEMORY", Gauge::MEMORY.0.into()),
         ("TTFT_GAUGE_COARSE", Gauge::COARSE.0.into()),
+        ("TTFT_GAUGE_PROCESSES", Gauge::PROCESSES.0.into()),
         ("TTFT_SPLIT_PREFIX_CACHE", Split::PREFIX_CACHE.0.into()),
         ("TTFT_SPLIT_PROMPT_BAND", Split::PROMPT_BAND.0.into()),
         ("TTFT_CLOCK_MONOTONIC", Clock::MONOTONIC.0.into()),

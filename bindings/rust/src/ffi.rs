@@ -21,6 +21,11 @@ pub struct ttft_registry {
 pub struct ttft_snapshot {
     _opaque: [u8; 0],
 }
+/// Opaque `ttft_gather` (1.3).
+#[repr(C)]
+pub struct ttft_gather {
+    _opaque: [u8; 0],
+}
 /// Opaque `ttft_http`.
 #[repr(C)]
 pub struct ttft_http {
@@ -65,6 +70,10 @@ pub struct ttft_config {
     // since 1.2
     pub prefix_hit_min_tokens: u32,
     pub slowest_k: u32,
+    // since 1.3: many processes, one truth
+    pub shared_dir: *const c_char,
+    pub process_name: *const c_char,
+    pub publish_interval_ms: u32,
 }
 
 #[repr(C)]
@@ -267,4 +276,13 @@ extern "C" {
     pub fn ttft_http_start(r: *mut ttft_registry, addr: *const c_char, out: *mut *mut ttft_http) -> c_int;
     pub fn ttft_http_port(srv: *const ttft_http) -> c_int;
     pub fn ttft_http_stop(srv: *mut ttft_http);
+
+    // 1.3: many processes, one truth
+    pub fn ttft_publish(r: *mut ttft_registry) -> c_int;
+    pub fn ttft_gather_open_msg(dir: *const c_char, flags: c_uint, msg: *mut c_char, cap: usize) -> *mut ttft_gather;
+    pub fn ttft_gather_take(g: *mut ttft_gather) -> *mut ttft_snapshot;
+    pub fn ttft_gather_close(g: *mut ttft_gather);
 }
+
+/// `TTFT_GATHER_BY_PROCESS`: a process label on every exposed series.
+pub const TTFT_GATHER_BY_PROCESS: c_uint = 1;

@@ -123,6 +123,16 @@ pub enum Error {
     /// (the exporters write it; see TTFT_RESERVED_LABELS)`. Returned by
     /// [`Config::check`], [`Registry::with_config`] and [`Registry::new`].
     InvalidConfig(String),
+    /// [`Gather::open`] failed (1.3): the library's reason (naming the
+    /// directory and the rule) and the errno it set (ENOENT, EACCES for a
+    /// directory open to others or of another user, EREMOTE for a network
+    /// file system). Its code is `TTFT_EIO`.
+    Gather {
+        /// The errno `ttft_gather_open` set.
+        errno: i32,
+        /// The library's one-line reason.
+        reason: String,
+    },
 }
 
 impl Error {
@@ -154,7 +164,7 @@ impl Error {
             Error::Range => -5,
             Error::Corrupt => -6,
             Error::Exists => -7,
-            Error::Io => -8,
+            Error::Io | Error::Gather { .. } => -8,
             Error::NotSupported => -9,
             Error::Clock => -10,
             Error::Other(c) => *c,
@@ -172,6 +182,9 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if let Error::InvalidConfig(why) = self {
             return write!(f, "invalid configuration: {} ({})", why, self.name());
+        }
+        if let Error::Gather { reason, .. } = self {
+            return write!(f, "ttft_gather_open: {} ({})", reason, self.name());
         }
         // SAFETY: ttft_strerror never returns NULL; the string is static.
         let msg = unsafe { static_str(ffi::ttft_strerror(self.code())) }.unwrap_or("unknown error");
@@ -333,6 +346,15 @@ c_enum!(
     /// Begins refused with [`Error::Clock`]: a wall-clock timestamp passed
     /// for a monotonic one (1.3). Should stay 0.
     CLOCK_REFUSED = 17,
+    /// Publishes into the shared directory that failed (disk full,
+    /// read-only, removed directory); recording goes on (1.3).
+    PUBLISH_FAILED = 18,
+    /// In a gathered snapshot: segments the gatherer skipped (truncated,
+    /// corrupt, hostile, future version, another user's) (1.3).
+    SEGMENTS_SKIPPED = 19,
+    /// In a gathered snapshot: processes whose last published state was
+    /// folded into the directory's archive (exits, kills, crashes) (1.3).
+    PROCESSES_EXITED = 20,
 });
 
 c_enum!(
@@ -385,6 +407,8 @@ c_enum!(
     MEMORY = 2,
     /// Observations binned by power of two only (memory limit reached).
     COARSE = 3,
+    /// In a gathered snapshot: live processes whose segments it merged (1.3).
+    PROCESSES = 4,
 });
 
 c_enum!(
@@ -524,6 +548,7 @@ pub const RESERVED_LABELS: &[&str] = &[
     "window",
     "cause",
     "prefill",
+    "process",
 ];
 
 /// Whether `name` may not be a constant label's name: one of
@@ -896,6 +921,9 @@ pub struct Config {
     memory_limit: Option<u64>,
     slowest_k: Option<u32>,
     prefix_hit_min_tokens: Option<u32>,
+    shared_dir: Option<String>,
+    process_name: Option<String>,
+    publish_interval_ms: Option<u32>,
     classes: Vec<(String, Slo)>,
 }
 
@@ -1005,6 +1033,27 @@ impl Config {
         self.prefix_hit_min_tokens = Some(n);
         self
     }
+    /// Publish the registry's whole state into a segment of its own in
+    /// directory `dir`, read by [`Gather`] (1.3; docs/multiprocess.md). A
+    /// tmpfs such as `/dev/shm/NAME`; it must exist, belong to this user
+    /// and not be group- or world-writable, else [`Error::InvalidConfig`]
+    /// says why.
+    pub fn shared_dir(mut self, dir: &str) -> Config {
+        self.shared_dir = Some(dir.to_owned());
+        self
+    }
+    /// This process in per-process views (1..63 bytes of `[A-Za-z0-9_.:-]`;
+    /// default `pid-<pid>`): a stable name keeps a series across restarts.
+    pub fn process_name(mut self, name: &str) -> Config {
+        self.process_name = Some(name.to_owned());
+        self
+    }
+    /// A background thread publishes at least this often (default 100,
+    /// 10 ..= 3600000); 0 = no thread, call [`Registry::publish`].
+    pub fn publish_interval_ms(mut self, ms: u32) -> Config {
+        self.publish_interval_ms = Some(ms);
+        self
+    }
     /// Adds a class with its SLO budgets once the registry exists.
     pub fn class(mut self, name: &str, slo: Slo) -> Config {
         self.classes.push((name.to_owned(), slo));
@@ -1090,6 +1139,17 @@ impl Config {
         }
         if let Some(s) = &ns_ {
             c.metric_namespace = s.as_ptr();
+        }
+        let shared = cfg.shared_dir.as_deref().map(|s| nul_free("shared_dir", s)).transpose()?;
+        let pname = cfg.process_name.as_deref().map(|s| nul_free("process_name", s)).transpose()?;
+        if let Some(s) = &shared {
+            c.shared_dir = s.as_ptr();
+        }
+        if let Some(s) = &pname {
+            c.process_name = s.as_ptr();
+        }
+        if let Some(v) = cfg.publish_interval_ms {
+            c.publish_interval_ms = v;
         }
         let mut label_strings = Vec::with_capacity(cfg.labels.len());
         for (i, (k, v)) in cfg.labels.iter().enumerate() {
@@ -1425,6 +1485,15 @@ impl Registry {
     pub fn snapshot(&self) -> Result<Snapshot> {
         // SAFETY: valid registry.
         Snapshot::own(unsafe { ffi::ttft_snapshot_take(self.raw()) }, Error::NoMemory)
+    }
+
+    /// Publishes the registry's state into its segment of the shared
+    /// directory now (`ttft_publish`; 1.3). [`Error::InvalidArgument`]
+    /// without [`Config::shared_dir`], [`Error::Io`] when writing failed
+    /// (counted in [`Counter::PUBLISH_FAILED`]; recording goes on).
+    pub fn publish(&self) -> Result<()> {
+        // SAFETY: valid registry.
+        check(unsafe { ffi::ttft_publish(self.raw()) })
     }
 
     /// Streams begun and not yet ended.
@@ -2226,6 +2295,70 @@ impl Drop for HttpServer {
     fn drop(&mut self) {
         // SAFETY: once per server; the registry (held in _reg) outlives it.
         unsafe { ffi::ttft_http_stop(self.raw.as_ptr()) }
+    }
+}
+
+// ------------------------------------------------------------- gather
+
+/// Every process that published into a directory ([`Config::shared_dir`]),
+/// merged (`ttft_gather_open` / `ttft_gather_take` / `ttft_gather_close`;
+/// 1.3, docs/multiprocess.md). Dropping it closes it.
+pub struct Gather {
+    raw: NonNull<ffi::ttft_gather>,
+}
+
+// SAFETY: ttft_gather_take is thread-safe (concurrent takes share one
+// merge); ttft_gather_close runs once, in Drop, when no take can race it.
+unsafe impl Send for Gather {}
+// SAFETY: as above.
+unsafe impl Sync for Gather {}
+
+impl fmt::Debug for Gather {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Gather").field("raw", &self.raw).finish()
+    }
+}
+
+impl Gather {
+    /// Opens directory `dir`; `by_process` keeps processes apart in the
+    /// expositions (a `process` label on every series; the snapshot's own
+    /// accessors read the merged view). [`Error::Gather`] with the
+    /// library's reason and errno for a missing directory, one open to
+    /// others or of another user, or a network file system.
+    pub fn open(dir: &str, by_process: bool) -> Result<Gather> {
+        let d = nul_free("dir", dir)?;
+        let flags = if by_process { ffi::TTFT_GATHER_BY_PROCESS } else { 0 };
+        let mut msg = [0 as c_char; 512];
+        // SAFETY: valid NUL-terminated dir; msg has msg.len() bytes.
+        let p = unsafe { ffi::ttft_gather_open_msg(d.as_ptr(), flags, msg.as_mut_ptr(), msg.len()) };
+        let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+        match NonNull::new(p) {
+            Some(raw) => Ok(Gather { raw }),
+            None => {
+                // SAFETY: the library NUL-terminates msg (snprintf rules).
+                let why = unsafe { std::ffi::CStr::from_ptr(msg.as_ptr()) }.to_string_lossy().into_owned();
+                Err(Error::Gather { errno, reason: if why.is_empty() { dir.to_owned() } else { why } })
+            }
+        }
+    }
+
+    /// One merged snapshot of every process of the directory: live ones'
+    /// latest segments and the archive of those that exited.
+    pub fn take(&self) -> Result<Snapshot> {
+        // SAFETY: valid gather; takes are thread-safe.
+        let p = unsafe { ffi::ttft_gather_take(self.raw.as_ptr()) };
+        let nomem = std::io::Error::last_os_error().raw_os_error() == Some(12);
+        Snapshot::own(p, if nomem { Error::NoMemory } else { Error::Io })
+    }
+
+    /// Closes the gather (the same as dropping it).
+    pub fn close(self) {}
+}
+
+impl Drop for Gather {
+    fn drop(&mut self) {
+        // SAFETY: once per gather; &mut self: no take is running.
+        unsafe { ffi::ttft_gather_close(self.raw.as_ptr()) }
     }
 }
 
