@@ -36,3 +36,20 @@ if(TTFT_BUILD_TOOLS AND TTFT_HAVE_HTTP)
                    ${CMAKE_CURRENT_BINARY_DIR}/tools_top.d)
   set_tests_properties(tools_top PROPERTIES LABELS "tools" TIMEOUT 240 SKIP_RETURN_CODE 77)
 endif()
+# ttft-top --dir end to end (tests/tools/test_top_dir.sh): processes of
+# known workloads (tests/tools/top_dir_worker.c) publish into a fresh 0700
+# directory under /dev/shm; batch JSON frames against their exact union, a
+# process that exits and one that starts between frames, an empty, a
+# missing and a group-writable directory, and the screen in tmux. Needs
+# tmux and python3: missing under CI fails.
+if(TTFT_BUILD_TOOLS AND TTFT_HAVE_HTTP)
+  add_executable(ttft-top-dir-worker ${CMAKE_CURRENT_SOURCE_DIR}/tools/top_dir_worker.c)
+  target_link_libraries(ttft-top-dir-worker PRIVATE ttft_static)
+  target_compile_options(ttft-top-dir-worker PRIVATE ${TTFT_WARNINGS})
+  target_compile_definitions(ttft-top-dir-worker PRIVATE _GNU_SOURCE)
+  add_test(NAME tools_top_dir
+           COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/tools/test_top_dir.sh
+                   ${CMAKE_BINARY_DIR}/tools/ttft-top $<TARGET_FILE:ttft-top-dir-worker>
+                   ${CMAKE_CURRENT_BINARY_DIR}/tools_top_dir.d)
+  set_tests_properties(tools_top_dir PROPERTIES LABELS "tools" TIMEOUT 240 SKIP_RETURN_CODE 77)
+endif()
