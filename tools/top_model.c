@@ -187,18 +187,39 @@ static double per_s(uint64_t n, double secs) { return secs > 0 ? (double)n / sec
 
 /* Sequences of class c begun and not ended, from the newest cumulative
  * snapshot (the gauge is registry-wide). */
-static uint64_t class_inflight(const top_model *m, const char *name) {
-  if (!m->n) return 0;
-  const ttft_snapshot *s = ring_at(m, m->n - 1);
+/* Sequences of class `name` begun and not ended in s; in a gathered one
+ * (gathered: not a registry's own), at most s's in-flight gauge. */
+static uint64_t open_in(const ttft_snapshot *s, const char *name, int gathered) {
   for (int c = 0; c < ttft_snapshot_classes(s); c++) {
     if (strcmp(ttft_snapshot_class_name(s, c), name) != 0) continue;
     uint64_t b = ttft_snapshot_class_counter(s, c, TTFT_COUNTER_BEGUN);
     uint64_t e = ttft_snapshot_class_counter(s, c, TTFT_COUNTER_COMPLETED) +
                  ttft_snapshot_class_counter(s, c, TTFT_COUNTER_CANCELLED) +
                  ttft_snapshot_class_counter(s, c, TTFT_COUNTER_ERRORS);
-    return b > e ? b - e : 0;
+    uint64_t n = b > e ? b - e : 0, g = ttft_snapshot_gauge(s, TTFT_GAUGE_INFLIGHT);
+    return gathered && n > g ? g : n;
   }
   return 0;
+}
+
+/* In flight per class, from the newest snapshot. The library keeps no
+ * per-class gauge; begun minus ended is exact for a registry, but not for
+ * a gather: a process that exited (or was killed) with sequences open
+ * keeps its counters in the directory's archive and its open sequences
+ * are never ended. So a gather is read per process (the --dir source
+ * opens it with TTFT_GATHER_BY_PROCESS): only parts with a live process
+ * count, each at most its own in-flight gauge; a gather without parts
+ * (one served over HTTP) at most the whole gauge. */
+static uint64_t class_inflight(const top_model *m, const char *name) {
+  if (!m->n) return 0;
+  const ttft_snapshot *s = ring_at(m, m->n - 1);
+  int gathered = s->registry_id == m->stamp;
+  if (!gathered || !s->nparts) return open_in(s, name, gathered);
+  uint64_t n = 0;
+  for (uint32_t i = 0; i < s->nparts; i++)
+    if (ttft_snapshot_gauge(s->part[i], TTFT_GAUGE_PROCESSES))
+      n += open_in(s->part[i], name, 1);
+  return n;
 }
 
 /* Whether class c is worth a row: every class added by the server is, the
@@ -527,12 +548,23 @@ void top_render(const top_model *m, const top_view *v, top_emit emit, void *ctx)
   char t[16] = "--:--:--";
   if (m->last_ok_unix) hms(m->last_ok_unix, t, sizeof t);
   const ttft_snapshot *w = top_model_window(m, v->window);
-  char procs[48] = "";
-  if (w && ttft_snapshot_gauge(w, TTFT_GAUGE_PROCESSES))
-    snprintf(procs, sizeof procs, "  processes %llu",
-             (unsigned long long)ttft_snapshot_gauge(w, TTFT_GAUGE_PROCESSES));
+  /* a gathered source: its live processes and those that ever exited */
+  char procs[64] = "";
+  uint64_t live_procs = 0, exited = 0;
+  int gathered = m->n && ring_at(m, m->n - 1)->registry_id == m->stamp;
+  if (gathered) {
+    const ttft_snapshot *s = ring_at(m, m->n - 1);
+    live_procs = ttft_snapshot_gauge(s, TTFT_GAUGE_PROCESSES);
+    exited = ttft_snapshot_counter(s, TTFT_COUNTER_PROCESSES_EXITED);
+    int o = snprintf(procs, sizeof procs, "  processes %llu", (unsigned long long)live_procs);
+    if (exited)
+      snprintf(procs + o, sizeof procs - (size_t)o, " (%llu exited)", (unsigned long long)exited);
+  }
   line(&l, TOP_ST_TITLE, "ttft-top  %s  at %s%s%s", v->source, t, procs, v->paused ? "  [PAUSED]" : "");
-  if (m->live) {
+  if (m->live && gathered && !live_procs && !exited) {
+    line(&l, TOP_ST_WARN, "status: live (frame %llu): no process has published here yet",
+         (unsigned long long)m->frames);
+  } else if (m->live) {
     line(&l, TOP_ST_OK, "status: live (frame %llu)", (unsigned long long)m->frames);
   } else if (m->last_ok_unix) {
     line(&l, TOP_ST_BAD, "status: %s", m->status);
@@ -630,6 +662,11 @@ static void json_window(jbuf *b, const top_model *m, const top_view *v, int win)
   jf(b, ",\"in_flight\":%llu,\"live_stalls\":%llu",
      (unsigned long long)ttft_snapshot_gauge(w, TTFT_GAUGE_INFLIGHT),
      (unsigned long long)ttft_snapshot_gauge(w, TTFT_GAUGE_LIVE_STALLS));
+  /* a gathered source's live processes now, and the exits in the window
+   * (0 and 0 for a registry's own snapshot) */
+  jf(b, ",\"processes\":%llu,\"processes_exited\":%llu",
+     (unsigned long long)ttft_snapshot_gauge(w, TTFT_GAUGE_PROCESSES),
+     (unsigned long long)ttft_snapshot_counter(w, TTFT_COUNTER_PROCESSES_EXITED));
   jf(b, ",\"engine_step\":{");
   for (int p = 1; p >= 0; p--) {
     uint64_t n = ttft_snapshot_engine_step_count(w, p);

@@ -89,7 +89,9 @@ top_source *top_source_open(const char *url, const char *dir, int timeout_ms, ch
   }
   s->timeout_ms = timeout_ms > 0 ? timeout_ms : 2000;
   if (dir) {
-    s->gather = ttft_gather_open_msg(dir, 0, msg, cap);
+    /* by process: the merged view is the same; the parts tell which
+     * processes are live (top_model.c, in flight per class) */
+    s->gather = ttft_gather_open_msg(dir, TTFT_GATHER_BY_PROCESS, msg, cap);
     if (!s->gather) {
       free(s);
       return NULL;
