@@ -62,7 +62,12 @@ def api(prom, path, args=None):
         _, _, body = http_get(url, timeout=10)
     except urllib.error.HTTPError as e:  # 400/422 carry a JSON error
         body = e.read()
-    doc = json.loads(body.decode("utf-8"))
+    try:
+        doc = json.loads(body.decode("utf-8"))
+    except ValueError:
+        # a starting Prometheus answers 503 "Service Unavailable" in plain
+        # text: not ready yet, which the callers' readiness loops retry
+        raise RuntimeError("%s %s: not a JSON answer: %r" % (path, args, body[:80]))
     if doc.get("status") != "success":
         raise RuntimeError("%s %s: %s" % (path, args, doc.get("error", doc)))
     return doc["data"]
