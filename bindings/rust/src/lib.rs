@@ -355,6 +355,14 @@ c_enum!(
     /// In a gathered snapshot: processes whose last published state was
     /// folded into the directory's archive (exits, kills, crashes) (1.3).
     PROCESSES_EXITED = 20,
+    /// Token deadlines judged by the fluidity rule, as they happen (1.3).
+    TOKEN_DEADLINES = 21,
+    /// ... of them missed (1.3).
+    TOKEN_DEADLINES_MISSED = 22,
+    /// Ended streams that completed with fluidity >= fluid_min (1.3).
+    FLUID = 23,
+    /// Ended streams judged for fluidity (1.3).
+    FLUID_JUDGED = 24,
 });
 
 c_enum!(
@@ -639,6 +647,10 @@ impl Slo {
             tpot_ns: self.tpot_ns,
             e2e_ns: self.e2e_ns,
             stall_threshold_ns: self.stall_threshold_ns,
+            // 1.3 fields at the library's defaults (not yet settable here)
+            ttft_ns_per_prompt_token: 0,
+            token_deadline_ns: 0,
+            fluid_min: 0.9,
         }
     }
 }
@@ -651,6 +663,11 @@ pub struct Request {
     pub class: Class,
     /// Prompt length in tokens; 0 = unknown (no prompt-band split).
     pub prompt_tokens: u32,
+    /// This request's own TTFT budget in ns (1.3; a router's
+    /// `x-llm-d-slo-ttft-ms` x 1e6); 0 = its class's.
+    pub ttft_slo_ns: u64,
+    /// This request's own TPOT budget in ns (1.3); 0 = its class's.
+    pub tpot_slo_ns: u64,
     /// Prefix-cache hit (`Some(true)`), miss, or unknown (`None`).
     pub prefix_hit: Option<bool>,
     /// The server's id of the request (1.2), shown with the slowest
@@ -677,6 +694,8 @@ impl Default for Request {
         Request {
             class: Class::DEFAULT,
             prompt_tokens: 0,
+            ttft_slo_ns: 0,
+            tpot_slo_ns: 0,
             prefix_hit: None,
             request_id: None,
             trace_id: None,
@@ -693,6 +712,13 @@ impl Request {
     /// Sets the class.
     pub fn class(mut self, c: Class) -> Request {
         self.class = c;
+        self
+    }
+    /// Sets this request's own TTFT and TPOT budgets in ns (1.3; 0 = the
+    /// class's): its SLO verdict and token deadlines use them.
+    pub fn slo_ns(mut self, ttft_ns: u64, tpot_ns: u64) -> Request {
+        self.ttft_slo_ns = ttft_ns;
+        self.tpot_slo_ns = tpot_ns;
         self
     }
     /// Sets the prompt length.
@@ -751,6 +777,8 @@ impl Request {
             request_id: std::ptr::null(),
             trace_id: std::ptr::null(),
             traceparent: std::ptr::null(),
+            ttft_slo_ns: self.ttft_slo_ns,
+            tpot_slo_ns: self.tpot_slo_ns,
         }
     }
 }
