@@ -1,6 +1,6 @@
 # Thin wrapper over CMake. `make demo` and `make test` are the Quick start;
 # docs/install.md has install, custom prefixes and `make deb`.
-#   make demo                  build the demo and ttft-report only, run the demo
+#   make demo                  build the demo, ttft-report and ttft-top only, run the demo
 #   make test                  build everything, run every test
 #   make install PREFIX=DIR    install (DIR may be relative: it is made absolute)
 #   make deb                   Debian packages (build-deb/*.deb: libttft1, libttft-dev, ttft-tools, python3-ttft)
@@ -19,9 +19,10 @@ DEB_BUILD ?= $(BUILD)-deb
 
 # what `make demo` runs, and nothing else: a first run does not wait for
 # the test suite, the benchmarks or the C++ checks
-DEMO_TARGETS := ttft-demo ttft-report
-# what `make install` installs (the Python package is copied, not built)
-INSTALL_TARGETS := ttft_shared ttft_static ttft-report
+DEMO_TARGETS := ttft-demo ttft-report $(if $(wildcard /usr/include/ncurses.h /usr/include/curses.h),ttft-top)
+# what `make install` installs (the Python package is copied, not built;
+# ttft-tools: ttft-report, ttft-exporter and ttft-top, those this build has)
+INSTALL_TARGETS := ttft_shared ttft_static ttft-tools
 
 .PHONY: all build demo test bench install deb clean configure
 

@@ -1570,6 +1570,192 @@ static void run_publish(const ttft_config *cfg) {
 }
 #endif
 
+/* ====================================================== gather_merge (1.3)
+ * What a gather of 64 processes x 8 classes costs, piece by piece: the
+ * decode of their 64 segments, ttft_gather_take (merged view, and
+ * TTFT_GATHER_BY_PROCESS with 64 process names), the protobuf render of
+ * each view, and take + render together (SPEC §11: <= 50 ms). The 64
+ * "processes" are 64 registries of this process with shared_dir (each has
+ * its own identity and holds its own lock: live to a gatherer), each with
+ * 8 classes of 500 requests whose latencies differ from process to
+ * process. CPU ms of the calling thread per operation (the wall-clock
+ * median beside it), median of 20 (5 with --quick). */
+#if !defined(TTFT_BENCH_IS_BASELINE)
+#define GM_PROCS 64
+#define GM_CLASSES 8
+
+static ttft_registry *gm_registry(const char *dir, int p, int streams) {
+  ttft_config c;
+  ttft_config_init(&c);
+  char pname[32];
+  snprintf(pname, sizeof pname, "worker-%02d", p);
+  c.shared_dir = dir;
+  c.process_name = pname;
+  c.publish_interval_ms = 0; /* only ttft_publish */
+  ttft_registry *r = registry_or_die(&c);
+  uint64_t t = mono_ns();
+  for (int k = 0; k < GM_CLASSES; k++) {
+    char name[32];
+    snprintf(name, sizeof name, "class_%d", k);
+    int id = k ? ttft_class_add(r, name, NULL) : 0;
+    if (id < 0) die("ttft_class_add failed");
+    ttft_request rq;
+    ttft_request_init(&rq);
+    rq.class_id = id;
+    for (int i = 0; i < streams; i++) {
+      rq.prompt_tokens = 100u + (uint32_t)((i * 37 + p * 101) % 9000);
+      ttft_seq s = ttft_begin_ex(r, &rq, t);
+      if (!s) die("ttft_begin_ex refused a sequence while filling");
+      /* TTFT 20 ms .. 1.3 s, scaled per process and class */
+      uint64_t u = t + (20000000 + g_gaps[(uint64_t)(i + p) & GAP_MASK] * 50) * (uint64_t)(8 + (p + k) % 9) / 8;
+      int toks = 2 + (i + p) % 60;
+      for (int j = 0; j < toks; j++) {
+        u += g_gaps[(uint64_t)(i + j + 7 * p) & GAP_MASK] * (uint64_t)(4 + p % 5) / 4;
+        check_rc(ttft_token_emitted(r, s, 1, u) != TTFT_OK, "ttft_token_emitted (gather_merge fill)");
+      }
+      ttft_status st = i % 50 == 7 ? TTFT_CANCELLED : i % 97 == 3 ? TTFT_ERROR : TTFT_COMPLETED;
+      check_rc(ttft_stream_end(r, s, st, u + 1000) != TTFT_OK, "ttft_stream_end (gather_merge fill)");
+      t += 1000000;
+    }
+  }
+  check_rc(ttft_publish(r) != TTFT_OK, "ttft_publish (gather_merge)");
+  return r;
+}
+
+/* the payloads (segment minus its 160-byte header) of dir's .seg files */
+static int gm_payloads(const char *dir, unsigned char **buf, size_t *len, int max) {
+  char cmd[400];
+  snprintf(cmd, sizeof cmd, "ls '%s' | grep -v archive | grep '\\.seg$'", dir);
+  FILE *ls = popen(cmd, "r");
+  if (!ls) return 0;
+  int n = 0;
+  char name[256];
+  while (n < max && fgets(name, sizeof name, ls)) {
+    name[strcspn(name, "\n")] = '\0';
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "rb");
+    if (!f) continue;
+    unsigned char *b = xalloc(1 << 22);
+    size_t got = fread(b, 1, 1 << 22, f);
+    fclose(f);
+    if (got <= 160) {
+      free(b);
+      continue;
+    }
+    buf[n] = b;
+    len[n++] = got;
+  }
+  pclose(ls);
+  return n;
+}
+
+typedef struct gm_ctx {
+  ttft_gather *g;
+  char *out;
+  size_t cap;
+  long bytes;
+} gm_ctx;
+
+static long gm_render(gm_ctx *c, const ttft_snapshot *s) {
+  long n = ttft_snapshot_format(s, TTFT_FORMAT_PROMETHEUS_PROTOBUF, c->out, c->cap);
+  if (n < 0) die("protobuf render failed (%ld)", n);
+  if ((size_t)n >= c->cap) die("protobuf render: %ld bytes do not fit", n);
+  return n;
+}
+
+/* a row of CPU ms (this thread's: what a loaded machine's preemption
+ * does not inflate) with the wall-clock median beside it */
+static row *gm_row(const char *key, const char *name, const double *v, const double *wall, int n,
+                   const char *note) {
+  row *r = row_add(key, "gather_merge", name, "ms");
+  row_set_samples(r, v, n);
+  r->wall = median_of(wall, n);
+  if (note) snprintf(r->note, sizeof r->note, "%s", note);
+  row_print(r);
+  return r;
+}
+
+static void run_gather_merge(void) {
+  section("gather_merge (1.3): 64 processes x 8 classes, decode / merge / protobuf render");
+  char dir[256];
+  const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+  snprintf(dir, sizeof dir, "%s/ttft-bench-gm-XXXXXX", base);
+  if (!mkdtemp(dir)) die("mkdtemp %s: %s", dir, strerror(errno));
+  chmod(dir, 0700);
+  int streams = opt.quick ? 50 : 500, reps = opt.quick ? 5 : 20;
+  ttft_registry *reg[GM_PROCS];
+  for (int p = 0; p < GM_PROCS; p++) reg[p] = gm_registry(dir, p, streams);
+
+  unsigned char *pay[GM_PROCS];
+  size_t plen[GM_PROCS];
+  int np = gm_payloads(dir, pay, plen, GM_PROCS);
+  size_t total = 0;
+  for (int i = 0; i < np; i++) total += plen[i];
+  double v[MAX_REPS], vw[MAX_REPS];
+  for (int r = 0; r < reps; r++) {
+    uint64_t t0 = mono_ns(), c0 = cpu_ns();
+    for (int i = 0; i < np; i++) {
+      int err = 0;
+      ttft_snapshot *s = ttft_snapshot_decode(pay[i] + 160, plen[i] - 160, &err);
+      if (!s) die("decode of a segment failed (%d)", err);
+      ttft_snapshot_free(s);
+    }
+    v[r] = (double)(cpu_ns() - c0) / 1e6;
+    vw[r] = (double)(mono_ns() - t0) / 1e6;
+  }
+  char note[160];
+  snprintf(note, sizeof note, "(%d segments, %zu bytes each on average)", np, np ? total / (size_t)np : 0);
+  gm_row("gm_decode", "ttft_snapshot_decode of the 64 segments", v, vw, reps, note);
+  for (int i = 0; i < np; i++) free(pay[i]);
+
+  gm_ctx c = {0};
+  c.cap = 64u << 20;
+  c.out = xalloc(c.cap);
+  static const struct {
+    unsigned flags;
+    const char *k_take, *n_take, *k_pb, *n_pb, *k_all, *n_all;
+  } views[2] = {
+      {0, "gm_take", "ttft_gather_take, merged view", "gm_pb", "protobuf render, merged view",
+       "gm_total", "take + protobuf render, merged view"},
+      {TTFT_GATHER_BY_PROCESS, "gm_take_proc", "ttft_gather_take, BY_PROCESS (64 names)",
+       "gm_pb_proc", "protobuf render, BY_PROCESS (64 names)", "gm_total_proc",
+       "take + protobuf render, BY_PROCESS"},
+  };
+  for (int w = 0; w < 2; w++) {
+    ttft_gather *g = ttft_gather_open(dir, views[w].flags);
+    if (!g) die("ttft_gather_open %s failed", dir);
+    double vt[MAX_REPS], vp[MAX_REPS], va[MAX_REPS], wt[MAX_REPS], wp[MAX_REPS], wa[MAX_REPS];
+    long bytes = 0;
+    for (int r = 0; r < reps; r++) {
+      uint64_t t0 = mono_ns(), c0 = cpu_ns();
+      ttft_snapshot *s = ttft_gather_take(g);
+      if (!s) die("ttft_gather_take failed: %s", strerror(errno));
+      uint64_t t1 = mono_ns(), c1 = cpu_ns();
+      bytes = gm_render(&c, s);
+      uint64_t t2 = mono_ns(), c2 = cpu_ns();
+      ttft_snapshot_free(s);
+      vt[r] = (double)(c1 - c0) / 1e6;
+      vp[r] = (double)(c2 - c1) / 1e6;
+      va[r] = (double)(c2 - c0) / 1e6;
+      wt[r] = (double)(t1 - t0) / 1e6;
+      wp[r] = (double)(t2 - t1) / 1e6;
+      wa[r] = (double)(t2 - t0) / 1e6;
+    }
+    ttft_gather_close(g);
+    gm_row(views[w].k_take, views[w].n_take, vt, wt, reps, NULL);
+    snprintf(note, sizeof note, "(%ld bytes)", bytes);
+    gm_row(views[w].k_pb, views[w].n_pb, vp, wp, reps, note);
+    gm_row(views[w].k_all, views[w].n_all, va, wa, reps, "(target <= 50 ms)");
+  }
+  free(c.out);
+  for (int p = 0; p < GM_PROCS; p++) ttft_registry_free(reg[p]);
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd) != 0) fprintf(stderr, "ttft-bench: could not remove %s\n", dir);
+}
+#endif
+
 /* ================================================================ main */
 static void usage(FILE *f) {
   fprintf(f,
@@ -1580,8 +1766,8 @@ static void usage(FILE *f) {
           "                ./bench exists, else ttft-bench.json)\n"
           "  --reps N      repetitions per row, 5 .. %d (default 7; medians are reported)\n"
           "  --only GROUPS comma-separated subset of: compare,baseline,hot,threads,clock,\n"
-          "                peer,step,engine,lifecycle,publish,snapshot,growth,\n"
-          "                memory\n"
+          "                peer,step,engine,lifecycle,publish,gather_merge,snapshot,\n"
+          "                growth,memory\n"
           "  --rounds N    compare: rounds of this library and the 1.1 baseline, run\n"
           "                alternately (default 9; --quick: 2)\n"
           "  --baseline BIN  compare: the baseline binary (default: ttft-bench-baseline,\n"
@@ -1912,6 +2098,9 @@ int main(int argc, char **argv) {
   /* ---------------------------------------------------------- publish */
 #if !defined(TTFT_BENCH_IS_BASELINE)
   if (group_on("publish")) run_publish(&cfg);
+#endif
+#if !defined(TTFT_BENCH_IS_BASELINE)
+  if (group_on("gather_merge")) run_gather_merge();
 #endif
 
   /* --------------------------------------------------------- snapshot */

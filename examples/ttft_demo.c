@@ -793,12 +793,17 @@ static void print_next(const ttft_http *srv) {
   } else {
     printf("  ttft-demo --snapshot demo.ttfs    # save the run for %s (docs/ttft-report.md)\n", report_tool);
   }
-  if (srv && opt.hold > 0)
+  if (srv && opt.hold > 0) {
     printf("  curl http://127.0.0.1:%d/metrics   # while the endpoint is held open\n", ttft_http_port(srv));
-  else if (srv)
-    printf("  ttft-demo --port %d --hold 60, then: curl http://127.0.0.1:%d/metrics   # the endpoint lives\n"
-           "    as long as the demo\n",
-           opt.port ? opt.port : 9464, opt.port ? opt.port : 9464);
+    printf("  ttft-top http://127.0.0.1:%d       # its latency live, in a terminal (docs/ttft-top.md)\n",
+           ttft_http_port(srv));
+  } else if (srv) {
+    int port = opt.port ? opt.port : 9464;
+    printf("  ttft-demo --port %d --seconds 600 --hold 60 &   # a server that keeps running, then:\n"
+           "  ttft-top http://127.0.0.1:%d   # its latency live, in a terminal (tools/ttft-top,\n"
+           "    docs/ttft-top.md); or curl http://127.0.0.1:%d/metrics\n",
+           port, port, port);
+  }
   fflush(stdout);
 }
 
@@ -885,7 +890,9 @@ int main(int argc, char **argv) {
       free(reqs);
       return 1;
     }
-    printf("serving http://127.0.0.1:%d/metrics  /report  /report.json\n", ttft_http_port(srv));
+    printf("serving http://127.0.0.1:%d/metrics  /report  /report.json  /snapshot"
+           "   (watch it live: ttft-top http://127.0.0.1:%d)\n",
+           ttft_http_port(srv), ttft_http_port(srv));
   }
   if (opt.workers > 1)
     printf("%d engine loops share one registry: engine steps are not reported, stall causes are"

@@ -73,9 +73,13 @@ static uint64_t rd64(const unsigned char *p) {
 }
 static uint32_t rd32(const unsigned char *p) { return (uint32_t)rd64(p) & 0xFFFFFFFFu; }
 
+/* segment.h's hash, from its definition: FNV-1a's step over
+ * little-endian 64-bit words, then over the tail bytes */
 static uint64_t fnv(const unsigned char *p, size_t n) {
   uint64_t h = 0xcbf29ce484222325ull;
-  for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) h = (h ^ rd64(p + i)) * 0x100000001b3ull;
+  for (; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
   return h;
 }
 

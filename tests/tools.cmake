@@ -20,3 +20,19 @@ if(TTFT_BUILD_TOOLS AND TTFT_HAVE_HTTP) # (the tools directory comes later)
                    $<TARGET_FILE:ttft-exporter> ${CMAKE_CURRENT_BINARY_DIR}/tools_exporter.d)
   set_tests_properties(tools_exporter PROPERTIES LABELS "tools" TIMEOUT 120 SKIP_RETURN_CODE 77)
 endif()
+# tools/ttft-top as a person uses it (tests/tools/test_top.sh): a server of
+# a known workload (tests/tools/top_server.c), ttft-top in tmux (keys and
+# the screen), batch JSON frames against the exact workload deltas, a
+# restart, fake endpoints (garbage, a newer snapshot version, silent, down).
+# Needs tmux (and python3 to read the JSON): missing under CI fails.
+if(TTFT_BUILD_TOOLS AND TTFT_HAVE_HTTP)
+  add_executable(ttft-top-server ${CMAKE_CURRENT_SOURCE_DIR}/tools/top_server.c)
+  target_link_libraries(ttft-top-server PRIVATE ttft_static)
+  target_compile_options(ttft-top-server PRIVATE ${TTFT_WARNINGS})
+  target_compile_definitions(ttft-top-server PRIVATE _GNU_SOURCE)
+  add_test(NAME tools_top
+           COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/tools/test_top.sh
+                   ${CMAKE_BINARY_DIR}/tools/ttft-top $<TARGET_FILE:ttft-top-server>
+                   ${CMAKE_CURRENT_BINARY_DIR}/tools_top.d)
+  set_tests_properties(tools_top PROPERTIES LABELS "tools" TIMEOUT 240 SKIP_RETURN_CODE 77)
+endif()

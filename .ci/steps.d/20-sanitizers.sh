@@ -44,11 +44,15 @@ cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DTTFT_BUILD_TOOLS=OFF >/dev/null
 cmake --build build-tsan -j "$JOBS" --target test_stress_static test_stress_shared \
   test_reuse_static test_registry_static test_step_static test_memory_static test_slowest_static \
-  test_dead_owner_static test_sums_static test_races_static test_refusals_static test_no_eintr_static test_startup_burst_static
-# plus whatever else is labelled concurrent or named after threads
+  test_dead_owner_static test_sums_static test_races_static test_refusals_static test_no_eintr_static test_startup_burst_static \
+  test_gather_static test_publish_static
+# plus whatever else is labelled concurrent or named after threads: build
+# just their programs (<program>.<test>.<kind> is built by <program>_<kind>)
 extra=$(ctest --test-dir build-tsan -N -L concurrent 2>/dev/null | sed -n 's/^ *Test *#[0-9]*: //p' || true)
 if [ -n "$extra" ]; then
-  cmake --build build-tsan -j "$JOBS"
+  targets=$(for t in $extra; do echo "${t%%.*}_${t##*.}"; done | sort -u)
+  # shellcheck disable=SC2086
+  cmake --build build-tsan -j "$JOBS" --target $targets
 fi
 # the slot-reuse tests (frozen emitter, shared-handle stress, fork) are the
 # concurrency proofs of reclaim.c: all of them, at full size, under TSan
@@ -65,6 +69,9 @@ regex="$regex|^test_refusals\\..*\\.static$|^test_no_eintr\\..*\\.static$"
 # issue 27.1: a start-up burst (11 writers, 3 on the shared shard) under
 # concurrent scrapes in every format; nothing falls, nothing coarse
 regex="$regex|^test_startup_burst\\..*\\.static$"
+# issue 28: publishers (thread, fork, SIGKILL mid-publish) and gatherers
+# (parallel folds by threads and processes, one gather shared by threads)
+regex="$regex|^test_gather\\..*\\.static$|^test_publish\\..*\\.static$"
 for t in $extra; do regex="$regex|^${t//./\\.}\$"; done
 echo "== ctest under TSan: $regex"
 TTFT_STRESS_SEQS="${TTFT_STRESS_SEQS_TSAN:-1500}" TTFT_DEAD_ROUNDS="${TTFT_DEAD_ROUNDS_TSAN:-50}" \

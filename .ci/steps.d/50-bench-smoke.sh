@@ -67,3 +67,34 @@ keys = {r["key"] for r in d["rows"]}
 assert {"floor", "tok_1t", "life_1t"} <= keys, keys
 print("ttft-bench --quick --no-membarrier: %d rows, valid JSON" % len(d["rows"]))
 PY
+
+# many processes (docs/multiprocess.md): ttft-gather-bench --quick forks
+# 1, 8 and 64 publishing processes, checks every gathered view exact
+# (exit 1 otherwise) and writes its JSON; the peer script runs once
+# (Debian's python3-prometheus-client, .ci/packages.d/prometheus.txt)
+gbin="$BUILD/bench/ttft-gather-bench"
+if [ ! -x "$gbin" ]; then
+  cmake --build "$BUILD" -j 2 --target ttft-gather-bench
+fi
+"$gbin" --quick --json "$out/gather.json" > "$out/gather.txt" || {
+  cat "$out/gather.txt"; echo "ttft-gather-bench --quick failed" >&2; exit 1; }
+python3 - "$out/gather.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["schema"] == "ttft-gather-bench/1", d.get("schema")
+assert [r["processes"] for r in d["rows"]] == [1, 8, 64], d["rows"]
+for r in d["rows"]:
+    assert r["take_protobuf_ms"] > 0 and r["protobuf_bytes"] > 0 and r["exemplars"] > 0, r
+c = d["churn"]
+# bounded: two files per live process plus the archive and the fold lock
+assert c["files_after_restarts"] == 2 * c["processes"] + 2, c
+assert c["files_after_all_exit"] == 2, c
+print("ttft-gather-bench --quick: 3 sizes, churn %d restarts, files %d -> %d, valid JSON"
+      % (c["restarts"], c["files_after_restarts"], c["files_after_all_exit"]))
+PY
+/usr/bin/python3 bench/multiproc_peer.py --quick --metrics minimal > "$out/peer.txt" || {
+  rc=$?; cat "$out/peer.txt"
+  if [ "$rc" = 77 ] && [ -z "${CI:-}" ]; then echo "multiproc_peer.py: skipped (no prometheus_client)"
+  else echo "bench/multiproc_peer.py --quick failed" >&2; exit 1; fi; }
+grep -q "^| 8 | 100 |" "$out/peer.txt" || { cat "$out/peer.txt"; echo "multiproc_peer.py: no table" >&2; exit 1; }
+echo "bench/multiproc_peer.py --quick: ran"

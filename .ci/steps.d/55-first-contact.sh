@@ -78,7 +78,8 @@ want_in() { # PACKAGE REGEX...: the package holds a path matching each
 want_in libttft1 '/libttft\.so\.1\.[0-9.]*$' '/libttft\.so\.1 -> '
 want_in libttft-dev '/usr/include/ttft\.h$' '/usr/include/ttft\.hpp$' '/libttft\.a$' '/libttft\.so -> libttft\.so\.1$' \
   '/pkgconfig/ttft\.pc$' '/cmake/ttft/ttftConfig\.cmake$' '/cmake/ttft/ttftTargets\.cmake$'
-want_in ttft-tools '^\./usr/bin/ttft-report$' '^\./usr/share/man/man1/ttft-report\.1\.gz$'
+want_in ttft-tools '^\./usr/bin/ttft-report$' '^\./usr/share/man/man1/ttft-report\.1\.gz$' \
+  '^\./usr/bin/ttft-top$' '^\./usr/share/man/man1/ttft-top\.1\.gz$'
 want_in python3-ttft '^\./usr/lib/python3/dist-packages/ttft/__init__\.py$' '/dist-packages/ttft/_install_paths\.py$'
 # nothing in two packages, nothing of the library outside libttft1
 cat "$tmp"/*.contents | grep -v '/$' | sort | uniq -d >"$tmp/dups"

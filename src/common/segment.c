@@ -17,10 +17,20 @@
 #include <sys/vfs.h>
 #endif
 
+/* FNV-1a's step over 64-bit little-endian words (8x fewer dependent
+ * multiplies than bytewise: a gatherer hashes every segment it reads on
+ * every scrape), then over the tail bytes. Not cryptographic: it catches
+ * torn and corrupted files; hostile ones are caught by the parsers. */
 uint64_t ttft__fnv64(uint64_t h, const void *p, size_t n) {
   const unsigned char *b = (const unsigned char *)p;
-  for (size_t i = 0; i < n; i++) {
-    h ^= b[i];
+  for (; n >= 8; n -= 8, b += 8) {
+    uint64_t w = 0;
+    for (int i = 7; i >= 0; i--) w = (w << 8) | b[i];
+    h ^= w;
+    h *= 0x100000001b3ull;
+  }
+  for (; n; n--, b++) {
+    h ^= *b;
     h *= 0x100000001b3ull;
   }
   return h;

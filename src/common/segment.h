@@ -70,8 +70,9 @@ typedef struct ttft__seg_hdr {
   uint64_t payload_len, payload_hash;
 } ttft__seg_hdr;
 
-/* FNV-1a, 64 bits, over n bytes, continuing from h (start with
- * TTFT__FNV64_INIT). */
+/* FNV-1a's 64-bit step over n bytes taken as little-endian 64-bit words,
+ * then the remaining bytes one by one, continuing from h (start with
+ * TTFT__FNV64_INIT). The header hash and payload hash below use it. */
 #define TTFT__FNV64_INIT 0xcbf29ce484222325ull
 TTFT_HIDDEN uint64_t ttft__fnv64(uint64_t h, const void *p, size_t n);
 

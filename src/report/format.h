@@ -133,4 +133,19 @@ static inline const ttft__slow *ttft__exemplar(const ttft__sclass *k, ttft_metri
  * builder's NUL terminator is not part of the output). */
 TTFT_HIDDEN int ttft__format_protobuf(const ttft_snapshot *s, ttft__sb *sb);
 
+/* snapshot_ops.c: ttft_snapshot_merge of n >= 1 snapshots at once (what
+ * ttft_snapshot_merge(a, b) is for n = 2): classes matched by name, in the
+ * order their names are first seen (v[0]'s keep their ids); counters,
+ * stall causes and every histogram summed, each histogram built once; gauges
+ * summed, saturating; slowest lists the k slowest of all sources (k the
+ * largest slowest_k); labels and band edges from v[0] (band data only from
+ * sources with the same edges); intervals joined; registry_id 0. Equal to
+ * the chain merge(merge(v[0], v[1]), v[2])... of two-way merges, except
+ * that with differing slowest_k the chain may drop entries a larger k of
+ * a later source would keep. NULL with *err (when err is not NULL):
+ * TTFT_EINVAL for NULL v, n == 0 or a NULL v[k]; TTFT_ERANGE when the
+ * union passes 4096 classes or a count would pass 2^64 - 1; TTFT_ENOMEM.
+ * Thread-safe. */
+TTFT_HIDDEN ttft_snapshot *ttft__snapshot_merge_n(const ttft_snapshot *const *v, size_t n, int *err);
+
 #endif /* TTFT_FORMAT_H */

@@ -56,6 +56,7 @@
  * small ring of what this gatherer already counted.
  */
 #include "report/gather.h"
+#include "report/format.h" /* ttft__snapshot_merge_n */
 
 #include <dirent.h>
 #include <errno.h>
@@ -702,19 +703,15 @@ static int take_locked(ttft_gather *g, scan *sc, ttft__archive *a) {
   return TTFT_OK;
 }
 
-/* merge items into *acc (consumed). TTFT_OK or an error. */
-static int merge_into(ttft_snapshot **acc, ttft_snapshot *x, int own) {
-  if (!*acc) {
-    *acc = own ? x : ttft__snapshot_copy(x);
-    return *acc ? TTFT_OK : TTFT_ENOMEM;
-  }
-  int err = 0;
-  ttft_snapshot *m = ttft_snapshot_merge(*acc, x, &err);
-  if (own) ttft_snapshot_free(x);
-  if (!m) return err;
-  ttft_snapshot_free(*acc);
-  *acc = m;
-  return TTFT_OK;
+/* *out = the merge of v[0..n) (n >= 1), in one pass
+ * (ttft__snapshot_merge_n). One snapshot is taken as it is when the
+ * caller owns it (own), else copied: what a chain of two-way merges
+ * starting from it gives. TTFT_OK or an error. */
+static int merge_all(ttft_snapshot **out, const ttft_snapshot *const *v, size_t n, int own) {
+  int err = TTFT_OK;
+  if (n == 1) *out = own ? (ttft_snapshot *)v[0] : ttft__snapshot_copy(v[0]);
+  else *out = ttft__snapshot_merge_n(v, n, &err);
+  return *out ? TTFT_OK : (err != TTFT_OK ? err : TTFT_ENOMEM);
 }
 
 typedef struct item {
@@ -786,9 +783,13 @@ static ttft_snapshot *build_view(ttft_gather *g, scan *sc, ttft__archive *a, int
   char (*pname)[TTFT__NAME_MAX] = NULL;
   uint32_t np = 0;
   uint64_t pexited[MAX_PARTS], plive[MAX_PARTS];
-  if (g->flags & TTFT_GATHER_BY_PROCESS) {
+  /* the sources of one merge, in the order the items are sorted */
+  const ttft_snapshot **src = n ? ttft__alloc(&g->alloc, n * sizeof *src) : NULL;
+  if (n && !src) rc = TTFT_ENOMEM;
+  if ((g->flags & TTFT_GATHER_BY_PROCESS) && rc == TTFT_OK) {
     pname = ttft__alloc(&g->alloc, MAX_PARTS * sizeof *pname);
-    if (!pname) rc = TTFT_ENOMEM;
+    uint32_t *pof = ttft__alloc(&g->alloc, (n ? n : 1) * sizeof *pof); /* part of item i */
+    if (!pname || !pof) rc = TTFT_ENOMEM;
     for (uint32_t i = 0; i < n && rc == TTFT_OK; i++) {
       const char *nm = it[i].name;
       uint32_t j = np;
@@ -803,19 +804,29 @@ static ttft_snapshot *build_view(ttft_gather *g, scan *sc, ttft__archive *a, int
       }
       pexited[j] += it[i].exited;
       plive[j] += it[i].live;
-      rc = merge_into(&parts[j], it[i].snap, it[i].own);
-      it[i].own = 0;
+      pof[i] = j;
     }
+    /* each part: its items merged at once (those of "other" are not all
+     * adjacent, the others are) */
     for (uint32_t j = 0; j < np && rc == TTFT_OK; j++) {
-      set_gather_numbers(parts[j], plive[j], 0, pexited[j]);
-      rc = merge_into(&view, parts[j], 0);
+      uint32_t m = 0, last = 0;
+      for (uint32_t i = 0; i < n; i++)
+        if (pof[i] == j) {
+          src[m++] = it[i].snap;
+          last = i;
+        }
+      rc = merge_all(&parts[j], src, m, m == 1 && it[last].own);
+      if (rc == TTFT_OK && m == 1) it[last].own = 0; /* the part took it */
     }
-  } else {
-    for (uint32_t i = 0; i < n && rc == TTFT_OK; i++) {
-      rc = merge_into(&view, it[i].snap, it[i].own);
-      it[i].own = 0;
-    }
+    for (uint32_t j = 0; j < np && rc == TTFT_OK; j++) set_gather_numbers(parts[j], plive[j], 0, pexited[j]);
+    if (rc == TTFT_OK && np) rc = merge_all(&view, (const ttft_snapshot *const *)parts, np, 0);
+    ttft__free(&g->alloc, pof);
+  } else if (rc == TTFT_OK && n) {
+    for (uint32_t i = 0; i < n; i++) src[i] = it[i].snap;
+    rc = merge_all(&view, src, n, it[0].own && n == 1);
+    if (rc == TTFT_OK && n == 1) it[0].own = 0;
   }
+  ttft__free(&g->alloc, (void *)src);
   for (uint32_t i = 0; i < n; i++)
     if (it[i].own) ttft_snapshot_free(it[i].snap);
   ttft__free(&g->alloc, it);

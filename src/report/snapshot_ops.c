@@ -1,6 +1,7 @@
 /* snapshot_ops.c — snapshots combined: merge (a fleet, or two windows) and
  * delta (the interval between two snapshots of one registry). Both build a
  * new snapshot from plain counts; neither touches a registry. */
+#include <stddef.h>
 #include <string.h>
 
 #include "report/format.h"
@@ -71,107 +72,222 @@ static void class_meta(ttft__sclass *dst, const ttft__sclass *src) {
 
 static uint64_t sat_add(uint64_t x, uint64_t y) { return y > UINT64_MAX - x ? UINT64_MAX : x + y; }
 
-/* Class i of s's slowest lists: the k slowest of the union of ca's and
- * cb's (either may be NULL), k = s->slowest_k. */
-static int slow_merge(ttft_snapshot *s, uint32_t i, const ttft__sclass *ca, const ttft__sclass *cb) {
-  for (int by = 0; by < TTFT_SLOWEST_COUNT_; by++) {
-    uint32_t na = ca ? ca->nslow[by] : 0, nb = cb ? cb->nslow[by] : 0;
-    if (!na && !nb) continue;
-    ttft__slow *v = ttft__alloc(&s->alloc, (size_t)(na + nb) * sizeof *v);
-    if (!v) return TTFT_ENOMEM;
-    if (na) memcpy(v, ca->slow[by], na * sizeof *v);
-    if (nb) memcpy(v + na, cb->slow[by], nb * sizeof *v);
-    int rc = ttft__slow_set(s, i, by, v, ttft__slow_sort(v, na + nb, s->slowest_k));
-    ttft__free(&s->alloc, v);
+/* ------------------------------------------------------------ merge, n-way
+ * One pass over n sources: the union of classes by name (a hash of the
+ * names, first seen first), then every histogram of the result built once
+ * from all its sources in one accumulator. A chain of two-way merges
+ * instead rebuilds every histogram of the growing result at each step:
+ * n times the work for n sources. */
+
+/* one (source, class) pair that feeds a class of the result */
+typedef struct contrib {
+  const ttft__sclass *c;
+} contrib;
+
+typedef struct merge_plan {
+  uint32_t nu;        /* classes of the result                             */
+  uint32_t *first;    /* nu + 1 offsets into by: result class i is fed by
+                         by[first[i] .. first[i + 1]), in source order      */
+  contrib *by;
+  const ttft__sclass **meta; /* nu: the first source class of each name   */
+} merge_plan;
+
+static uint32_t name_hash(const char *p) {
+  uint32_t h = 2166136261u; /* FNV-1a, 32 bits */
+  for (; *p; p++) h = (h ^ (unsigned char)*p) * 16777619u;
+  return h;
+}
+
+/* The union of the classes of v[0..n): v[0]'s in v[0]'s order (class ids
+ * kept), then each later source's new names in its order: the order a
+ * chain of two-way merges gives. Names within one snapshot are unique
+ * (registries and the decoder refuse duplicates). TTFT_ERANGE past
+ * TTFT__MAX_CLASSES, TTFT_ENOMEM. */
+static int plan_classes(const ttft_allocator *al, const ttft_snapshot *const *v, size_t n,
+                        merge_plan *pl) {
+  size_t total = 0;
+  for (size_t k = 0; k < n; k++) total += v[k]->nclasses;
+  /* the union has at most min(total, MAX + 1) names before we refuse */
+  size_t cap = 16;
+  while (cap < 2 * (total < TTFT__MAX_CLASSES + 1 ? total : TTFT__MAX_CLASSES + 1)) cap *= 2;
+  int32_t *tab = ttft__alloc(al, cap * sizeof *tab);
+  uint32_t *slot = ttft__alloc(al, (total ? total : 1) * sizeof *slot);
+  pl->meta = ttft__alloc(al, (total < TTFT__MAX_CLASSES ? total : TTFT__MAX_CLASSES) * sizeof *pl->meta);
+  int rc = (tab && slot && pl->meta) ? TTFT_OK : TTFT_ENOMEM;
+  if (rc == TTFT_OK) memset(tab, 0xff, cap * sizeof *tab); /* -1: empty */
+  uint32_t nu = 0;
+  size_t e = 0;
+  for (size_t k = 0; k < n && rc == TTFT_OK; k++)
+    for (uint32_t j = 0; j < v[k]->nclasses && rc == TTFT_OK; j++, e++) {
+      const ttft__sclass *c = &v[k]->cls[j];
+      size_t b = name_hash(c->name) & (cap - 1);
+      while (tab[b] >= 0 && strcmp(pl->meta[tab[b]]->name, c->name) != 0) b = (b + 1) & (cap - 1);
+      if (tab[b] >= 0 && k > 0) {
+        slot[e] = (uint32_t)tab[b];
+        continue;
+      }
+      /* a new name, or one of v[0]'s classes (each keeps its id) */
+      if (nu == TTFT__MAX_CLASSES) {
+        rc = TTFT_ERANGE; /* more classes than an encoding can carry */
+        break;
+      }
+      if (tab[b] < 0) tab[b] = (int32_t)nu;
+      pl->meta[nu] = c;
+      slot[e] = nu++;
+    }
+  if (rc == TTFT_OK) {
+    pl->nu = nu;
+    pl->first = ttft__alloc(al, (nu + 1) * sizeof *pl->first);
+    pl->by = ttft__alloc(al, (total ? total : 1) * sizeof *pl->by);
+    if (!pl->first || !pl->by) rc = TTFT_ENOMEM;
+  }
+  if (rc == TTFT_OK) { /* counting sort of the pairs by result class */
+    memset(pl->first, 0, (nu + 1) * sizeof *pl->first);
+    for (size_t i = 0; i < total; i++) pl->first[slot[i] + 1]++;
+    for (uint32_t i = 0; i < nu; i++) pl->first[i + 1] += pl->first[i];
+    uint32_t *fill = (uint32_t *)tab; /* reused: cap >= 2 * nu >= nu + 1 */
+    memcpy(fill, pl->first, (nu + 1) * sizeof *fill);
+    e = 0;
+    for (size_t k = 0; k < n; k++)
+      for (uint32_t j = 0; j < v[k]->nclasses; j++, e++) pl->by[fill[slot[e]]++].c = &v[k]->cls[j];
+  }
+  ttft__free(al, slot);
+  ttft__free(al, tab);
+  return rc;
+}
+
+static void plan_free(const ttft_allocator *al, merge_plan *pl) {
+  ttft__free(al, pl->first);
+  ttft__free(al, pl->by);
+  ttft__free(al, (void *)pl->meta);
+  memset(pl, 0, sizeof *pl);
+}
+
+/* Class i of s from its sources: counters and stall causes summed
+ * (TTFT_ERANGE when a count would wrap), every histogram built once, the
+ * slowest lists the k slowest of all of them (k = s->slowest_k). */
+static int merge_class(ttft_snapshot *s, ttft__hacc *acc, uint32_t i, const contrib *by, uint32_t nby,
+                       ttft__slow **buf, uint32_t *bufcap) {
+  ttft__sclass *dst = &s->cls[i];
+  for (uint32_t q = 0; q < nby; q++) {
+    int rc = counters_add(dst->ctr, by[q].c->ctr);
+    if (rc == TTFT_OK) rc = causes_add(dst, by[q].c);
+    if (rc != TTFT_OK) return rc;
+  }
+  for (unsigned m = 0; m < TTFT_METRIC_COUNT_; m++) {
+    for (uint32_t q = 0; q < nby; q++) ttft__hacc_add(acc, by[q].c->h[m]);
+    int rc = ttft__snapshot_hist(s, acc, &dst->h[m]);
+    if (rc != TTFT_OK) return rc;
+  }
+  for (unsigned st = 0; st < TTFT_STATUS_COUNT_; st++)
+    for (unsigned w = 0; w < TTFT__STATUS_VIEWS; w++) {
+      for (uint32_t q = 0; q < nby; q++) ttft__hacc_add(acc, by[q].c->sv[st][w]);
+      int rc = ttft__snapshot_hist(s, acc, &dst->sv[st][w]);
+      if (rc != TTFT_OK) return rc;
+    }
+  for (int b = 0; b < TTFT_SLOWEST_COUNT_; b++) {
+    uint32_t total = 0;
+    for (uint32_t q = 0; q < nby; q++) total += by[q].c->nslow[b];
+    if (!total) continue;
+    if (total > *bufcap) {
+      ttft__free(&s->alloc, *buf);
+      *bufcap = 0;
+      *buf = ttft__alloc(&s->alloc, (size_t)total * sizeof **buf);
+      if (!*buf) return TTFT_ENOMEM;
+      *bufcap = total;
+    }
+    uint32_t o = 0;
+    for (uint32_t q = 0; q < nby; q++) {
+      if (by[q].c->nslow[b]) memcpy(*buf + o, by[q].c->slow[b], by[q].c->nslow[b] * sizeof **buf);
+      o += by[q].c->nslow[b];
+    }
+    int rc = ttft__slow_set(s, i, b, *buf, ttft__slow_sort(*buf, total, s->slowest_k));
     if (rc != TTFT_OK) return rc;
   }
   return TTFT_OK;
 }
 
-/* The classes of s from a (same ids) and b (matched by name, the new ones
- * after a's); from_b[i] is b's class for s's class i, or -1. */
-static int merge_data(ttft_snapshot *s, ttft__hacc *acc, const ttft_snapshot *a,
-                      const ttft_snapshot *b, int32_t *from_b) {
-  for (uint32_t i = 0; i < s->nclasses; i++) from_b[i] = -1;
-  uint32_t next = a->nclasses;
-  for (uint32_t j = 0; j < b->nclasses; j++) {
-    int i = class_index(a, b->cls[j].name);
-    if (i < 0) {
-      i = (int)next++;
-      class_meta(&s->cls[i], &b->cls[j]);
-    }
-    from_b[i] = (int32_t)j;
-  }
-  for (uint32_t i = 0; i < a->nclasses; i++) class_meta(&s->cls[i], &a->cls[i]);
-  for (uint32_t i = 0; i < s->nclasses; i++) {
-    const ttft__sclass *ca = i < a->nclasses ? &a->cls[i] : NULL;
-    const ttft__sclass *cb = from_b[i] >= 0 ? &b->cls[from_b[i]] : NULL;
-    int rc = TTFT_OK;
-    if (ca) rc = counters_add(s->cls[i].ctr, ca->ctr);
-    if (cb && rc == TTFT_OK) rc = counters_add(s->cls[i].ctr, cb->ctr);
-    if (ca && rc == TTFT_OK) rc = causes_add(&s->cls[i], ca);
-    if (cb && rc == TTFT_OK) rc = causes_add(&s->cls[i], cb);
-    if (rc == TTFT_OK) rc = class_hists_add(s, acc, &s->cls[i], ca, cb);
-    if (rc == TTFT_OK) rc = slow_merge(s, i, ca, cb);
-    if (rc != TTFT_OK) return rc;
-  }
-  for (unsigned i = 0; i < TTFT_PREFIX_BAND_COUNT_; i++) {
-    ttft__hacc_add(acc, a->split_cache[i]);
-    ttft__hacc_add(acc, b->split_cache[i]);
-    int rc = ttft__snapshot_hist(s, acc, &s->split_cache[i]);
-    if (rc != TTFT_OK) return rc;
-    ttft__hacc_add(acc, a->split_prefill[i]);
-    ttft__hacc_add(acc, b->split_prefill[i]);
-    rc = ttft__snapshot_hist(s, acc, &s->split_prefill[i]);
-    if (rc != TTFT_OK) return rc;
-  }
-  for (unsigned i = 0; i < 2; i++) {
-    ttft__hacc_add(acc, a->step[i]);
-    ttft__hacc_add(acc, b->step[i]);
-    int rc = ttft__snapshot_hist(s, acc, &s->step[i]);
-    if (rc != TTFT_OK) return rc;
-  }
-  /* bands only add up when they mean the same prompt lengths; otherwise
-   * a's edges and a's band data stand alone (docs/encoding.md) */
-  int bands_match = same_band_edges(a, b);
-  for (unsigned i = 0; i < TTFT_MAX_BANDS; i++) {
-    ttft__hacc_add(acc, a->split_band[i]);
-    if (bands_match) ttft__hacc_add(acc, b->split_band[i]);
-    int rc = ttft__snapshot_hist(s, acc, &s->split_band[i]);
-    if (rc != TTFT_OK) return rc;
-  }
-  return ttft__snapshot_finish(s, acc);
+/* the registry-wide histogram at byte offset off of a snapshot, from
+ * every source that `use`s (NULL: all) */
+static int merge_wide(ttft_snapshot *s, ttft__hacc *acc, const ttft_snapshot *const *v, size_t n,
+                      size_t off, const unsigned char *use) {
+  for (size_t k = 0; k < n; k++)
+    if (!use || use[k]) ttft__hacc_add(acc, *(ttft__shist *const *)((const char *)v[k] + off));
+  return ttft__snapshot_hist(s, acc, (ttft__shist **)((char *)s + off));
 }
 
-ttft_snapshot *ttft_snapshot_merge(const ttft_snapshot *a, const ttft_snapshot *b, int *err) {
-  if (!a || !b) return fail(err, TTFT_EINVAL);
-  /* the union of classes: a's in a's order, then b's new ones in b's order */
-  uint32_t n = a->nclasses;
-  for (uint32_t j = 0; j < b->nclasses; j++)
-    if (class_index(a, b->cls[j].name) < 0) n++;
-  /* more classes than an encoding can carry: the result could not travel */
-  if (n > TTFT__MAX_CLASSES) return fail(err, TTFT_ERANGE);
+static int merge_data_n(ttft_snapshot *s, ttft__hacc *acc, const ttft_snapshot *const *v, size_t n,
+                        const merge_plan *pl) {
+  for (uint32_t i = 0; i < pl->nu; i++) class_meta(&s->cls[i], pl->meta[i]);
+  ttft__slow *buf = NULL;
+  uint32_t bufcap = 0;
+  int rc = TTFT_OK;
+  for (uint32_t i = 0; i < pl->nu && rc == TTFT_OK; i++)
+    rc = merge_class(s, acc, i, pl->by + pl->first[i], pl->first[i + 1] - pl->first[i], &buf, &bufcap);
+  ttft__free(&s->alloc, buf);
+  for (unsigned i = 0; i < TTFT_PREFIX_BAND_COUNT_ && rc == TTFT_OK; i++) {
+    rc = merge_wide(s, acc, v, n, offsetof(ttft_snapshot, split_cache[i]), NULL);
+    if (rc == TTFT_OK) rc = merge_wide(s, acc, v, n, offsetof(ttft_snapshot, split_prefill[i]), NULL);
+  }
+  for (unsigned i = 0; i < 2 && rc == TTFT_OK; i++)
+    rc = merge_wide(s, acc, v, n, offsetof(ttft_snapshot, step[i]), NULL);
+  if (rc != TTFT_OK) return rc;
+  /* bands only add up when they mean the same prompt lengths; otherwise
+   * v[0]'s edges and the band data of the sources with those edges stand
+   * alone (docs/encoding.md) */
+  unsigned char *use = ttft__alloc(&s->alloc, n);
+  if (!use) return TTFT_ENOMEM;
+  for (size_t k = 0; k < n; k++) use[k] = (unsigned char)(k == 0 || same_band_edges(v[0], v[k]));
+  for (unsigned i = 0; i < TTFT_MAX_BANDS && rc == TTFT_OK; i++)
+    rc = merge_wide(s, acc, v, n, offsetof(ttft_snapshot, split_band[i]), use);
+  ttft__free(&s->alloc, use);
+  return rc == TTFT_OK ? ttft__snapshot_finish(s, acc) : rc;
+}
 
-  ttft_snapshot *s = ttft__snapshot_new(n);
-  if (!s) return fail(err, TTFT_ENOMEM);
-  ttft__snapshot_copy_meta(s, a);
+ttft_snapshot *ttft__snapshot_merge_n(const ttft_snapshot *const *v, size_t n, int *err) {
+  if (!v || n == 0) return fail(err, TTFT_EINVAL);
+  for (size_t k = 0; k < n; k++)
+    if (!v[k]) return fail(err, TTFT_EINVAL);
+  ttft_allocator al;
+  ttft__allocator_current(&al);
+  merge_plan pl = {0};
+  int rc = plan_classes(&al, v, n, &pl);
+  if (rc != TTFT_OK) {
+    plan_free(&al, &pl);
+    return fail(err, rc);
+  }
+  ttft_snapshot *s = ttft__snapshot_new(pl.nu);
+  if (!s) {
+    plan_free(&al, &pl);
+    return fail(err, TTFT_ENOMEM);
+  }
+  ttft__snapshot_copy_meta(s, v[0]);
   s->registry_id = 0; /* no longer one registry's history: delta refuses it */
-  s->t_start_ns = a->t_start_ns < b->t_start_ns ? a->t_start_ns : b->t_start_ns;
-  s->t_end_ns = a->t_end_ns > b->t_end_ns ? a->t_end_ns : b->t_end_ns;
-  s->slowest_k = a->slowest_k > b->slowest_k ? a->slowest_k : b->slowest_k;
-  for (unsigned g = 0; g < TTFT_GAUGE_COUNT_; g++) s->gauge[g] = sat_add(a->gauge[g], b->gauge[g]);
-
+  s->t_start_ns = v[0]->t_start_ns;
+  s->t_end_ns = v[0]->t_end_ns;
+  memcpy(s->gauge, v[0]->gauge, sizeof s->gauge);
+  for (size_t k = 1; k < n; k++) {
+    if (v[k]->t_start_ns < s->t_start_ns) s->t_start_ns = v[k]->t_start_ns;
+    if (v[k]->t_end_ns > s->t_end_ns) s->t_end_ns = v[k]->t_end_ns;
+    if (v[k]->slowest_k > s->slowest_k) s->slowest_k = v[k]->slowest_k;
+    for (unsigned g = 0; g < TTFT_GAUGE_COUNT_; g++) s->gauge[g] = sat_add(s->gauge[g], v[k]->gauge[g]);
+  }
   ttft__hacc *acc = ttft__hacc_new(&s->alloc);
-  int32_t *from_b = ttft__alloc(&s->alloc, n * sizeof *from_b);
-  int rc = (acc && from_b) ? merge_data(s, acc, a, b, from_b) : TTFT_ENOMEM;
-  ttft__free(&s->alloc, from_b);
+  rc = acc ? merge_data_n(s, acc, v, n, &pl) : TTFT_ENOMEM;
   ttft__hacc_free(&s->alloc, acc);
+  plan_free(&al, &pl);
   if (rc != TTFT_OK) {
     ttft_snapshot_free(s);
     return fail(err, rc);
   }
   if (err) *err = TTFT_OK;
   return s;
+}
+
+ttft_snapshot *ttft_snapshot_merge(const ttft_snapshot *a, const ttft_snapshot *b, int *err) {
+  if (!a || !b) return fail(err, TTFT_EINVAL);
+  const ttft_snapshot *v[2] = {a, b};
+  return ttft__snapshot_merge_n(v, 2, err);
 }
 
 /* *slot = newer - older, bucket by bucket. TTFT_EINVAL when a count would
