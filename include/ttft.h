@@ -234,7 +234,23 @@ typedef enum ttft_counter {
                                      whose last published state was folded
                                      into the directory's archive (exits,
                                      kills, crashes); class 0             */
-  TTFT_COUNTER_COUNT_ = 21
+  TTFT_COUNTER_TOKEN_DEADLINES = 21, /* (1.3) token deadlines judged so far
+                                     (the fluidity rule, docs/metrics.md
+                                     "Fluidity"; streams with a token
+                                     deadline only), counted as they
+                                     happen: at each emission, and the
+                                     ones a cancel finds already passed */
+  TTFT_COUNTER_TOKEN_DEADLINES_MISSED = 22, /* (1.3) ... of them missed.
+                                     1 - MISSED / DEADLINES = the live
+                                     fluidity of the class's tokens      */
+  TTFT_COUNTER_FLUID = 23,        /* (1.3) ended streams that were fluid:
+                                     COMPLETED with fluidity >= fluid_min */
+  TTFT_COUNTER_FLUID_JUDGED = 24, /* (1.3) ended streams judged for
+                                     fluidity: those with a token deadline
+                                     that ended COMPLETED or ERROR, or
+                                     CANCELLED after a missed deadline.
+                                     Fluid attainment = FLUID / FLUID_JUDGED */
+  TTFT_COUNTER_COUNT_ = 25
 } ttft_counter;
 
 typedef enum ttft_format {
@@ -760,6 +776,15 @@ typedef struct ttft_seq_info {
   uint32_t preemptions;
   int last_stall_cause;   /* (1.2) ttft_stall_cause of the latest stall;
                              -1 while stalls == 0                          */
+  /* ---- since 1.3 */
+  double fluidity;        /* 1 - missed / deadlines so far (1 with none);
+                             docs/metrics.md "Fluidity"                    */
+  uint64_t deadlines;     /* token deadlines judged so far                 */
+  uint64_t deadlines_missed; /* ... of them missed                          */
+  uint64_t ttft_slo_ns;   /* its first-token deadline as known now (its own
+                             target, else the class's with the per-token
+                             term for the prompt known so far); 0 none    */
+  uint64_t tpot_slo_ns;   /* its TPOT budget (own, else the class's)       */
 } ttft_seq_info;
 
 /* Fill *out with live sequence s. out->struct_size must be set (a smaller
@@ -1003,9 +1028,32 @@ struct ttft_slo {
   uint64_t tpot_ns;            /* TPOT budget (met when no TPOT exists)    */
   uint64_t e2e_ns;             /* end-to-end budget                        */
   uint64_t stall_threshold_ns; /* stall budget; 0 = the registry default   */
+  /* ---- since 1.3 (an older caller's smaller struct leaves them at the
+   * ttft_slo_init defaults) */
+  uint64_t ttft_ns_per_prompt_token; /* length-aware first-token deadline:
+                                  ttft_ns + ttft_ns_per_prompt_token *
+                                  prompt_tokens (the prompt length known at
+                                  the first token: ttft_request or
+                                  ttft_annotate; unknown = ttft_ns alone).
+                                  The TTFT dimension is budgeted when that
+                                  deadline is not 0. A request's own
+                                  ttft_slo_ns replaces the whole deadline
+                                  (the per-token term does not apply).
+                                  0 = a fixed budget                      */
+  uint64_t token_deadline_ns;  /* D of the fluidity rule (docs/metrics.md
+                                  "Fluidity"): every token after the first
+                                  is due D after the one before it, slack
+                                  carried forward. 0 = the request's TPOT
+                                  budget (its ttft_request.tpot_slo_ns,
+                                  else tpot_ns); a stream whose D is 0 has
+                                  no token deadlines and is not judged for
+                                  fluidity                                 */
+  double fluid_min;            /* a stream is fluid when it ends COMPLETED
+                                  with fluidity >= fluid_min; 0 .. 1,
+                                  default 0.9 (Etalon's)                   */
 };
 
-/* Zero budgets, struct_size = the library's sizeof(ttft_slo). NULL is a
+/* Zero budgets, fluid_min 0.9, struct_size = the library's sizeof(ttft_slo). NULL is a
  * no-op. ttft_slo_init_sized writes only the first size bytes (see
  * ttft_config_init_sized). */
 TTFT_API void ttft_slo_init(ttft_slo *slo);
@@ -1013,7 +1061,8 @@ TTFT_API void ttft_slo_init_sized(ttft_slo *slo, size_t size);
 
 /* Add a class (e.g. "chat", "batch") with its SLO budgets (slo NULL = no
  * budgets). name: 1..63 bytes of [A-Za-z0-9_.:-]. Returns the class id
- * (>= 1) on success, TTFT_EINVAL (NULL r/name, bad name, bad struct_size),
+ * (>= 1) on success, TTFT_EINVAL (NULL r/name, bad name, bad struct_size,
+ * fluid_min outside 0 .. 1),
  * TTFT_EEXIST (name taken; "default" is class 0), TTFT_EFULL (max_classes
  * reached) or TTFT_ENOMEM. Thread-safe, also against hooks; allocates.
  * Since 1.3 the class is exported at zero from this call on (every
@@ -1068,6 +1117,16 @@ typedef struct ttft_request {
                              still measured — and counted in
                              TTFT_COUNTER_TRACE_ID_INVALID, as an
                              invalid trace_id is.                         */
+  uint64_t ttft_slo_ns;   /* this request's own first-token deadline, ns
+                             after begin (a router's x-llm-d-slo-ttft-ms
+                             header); 0 = the class's (ttft_slo.ttft_ns
+                             and its per-token term). Judges this request
+                             only: SLO_MET / SLO_JUDGED; the class's
+                             budget gauges stay the class's             */
+  uint64_t tpot_slo_ns;   /* this request's own TPOT budget, ns
+                             (x-llm-d-slo-tpot-ms); 0 = the class's. Also
+                             its token deadline D when the class sets no
+                             token_deadline_ns                           */
 } ttft_request;
 
 /* The trace-id of a W3C trace-context traceparent header value as a server

@@ -284,13 +284,11 @@ class Class {
   int id_;
 };
 
-/* SLO budgets of a class; an unset budget is 0 (none). */
+/* SLO budgets of a class; an unset budget is 0 (none), fluid_min 0.9 (the
+ * ttft_slo_init defaults). */
 class Slo {
  public:
-  Slo() noexcept {
-    std::memset(&s_, 0, sizeof s_);
-    s_.struct_size = sizeof s_;
-  }
+  Slo() noexcept : s_(detail::init_struct(ttft_slo_init)) {}
   explicit Slo(const ttft_slo &s) noexcept : s_(s) {}
   template <class R, class P> Slo &ttft(std::chrono::duration<R, P> d) {
     s_.ttft_ns = detail::duration_ns(d, "ttft::Slo::ttft");
@@ -311,7 +309,29 @@ class Slo {
   std::chrono::nanoseconds ttft() const noexcept { return ns(s_.ttft_ns); }
   std::chrono::nanoseconds tpot() const noexcept { return ns(s_.tpot_ns); }
   std::chrono::nanoseconds e2e() const noexcept { return ns(s_.e2e_ns); }
+  /* Since 1.3 (SPEC 10.2, docs/metrics.md): the length-aware first-token
+   * deadline ttft + ttft_per_prompt_token x the prompt tokens known at the
+   * first token; the token deadline D of the fluidity rule (0 = the
+   * request's TPOT budget); the fluidity a COMPLETED stream needs to be
+   * fluid (0 .. 1; add_class throws TTFT_EINVAL outside). */
+  template <class R, class P> Slo &ttft_per_prompt_token(std::chrono::duration<R, P> d) {
+    s_.ttft_ns_per_prompt_token = detail::duration_ns(d, "ttft::Slo::ttft_per_prompt_token");
+    return *this;
+  }
+  template <class R, class P> Slo &token_deadline(std::chrono::duration<R, P> d) {
+    s_.token_deadline_ns = detail::duration_ns(d, "ttft::Slo::token_deadline");
+    return *this;
+  }
+  Slo &fluid_min(double f) noexcept {
+    s_.fluid_min = f;
+    return *this;
+  }
   std::chrono::nanoseconds stall_threshold() const noexcept { return ns(s_.stall_threshold_ns); }
+  std::chrono::nanoseconds ttft_per_prompt_token() const noexcept {
+    return ns(s_.ttft_ns_per_prompt_token);
+  }
+  std::chrono::nanoseconds token_deadline() const noexcept { return ns(s_.token_deadline_ns); }
+  double fluid_min() const noexcept { return s_.fluid_min; }
   const ttft_slo &c_slo() const noexcept { return s_; }
 
  private:
@@ -356,6 +376,19 @@ class Request {
   }
   Request &prefix_unknown() noexcept {
     r_.prefix_hit = -1;
+    return *this;
+  }
+  /* Since 1.3: this request's own first-token deadline and TPOT budget
+   * (e.g. from a router's x-llm-d-slo-ttft-ms / x-llm-d-slo-tpot-ms
+   * headers); 0 = the class's. The verdict and the slowest lists use them,
+   * the class's budget gauges stay the class's. A negative or overflowing
+   * duration throws ttft::Error(TTFT_EINVAL), as Slo's setters do. */
+  template <class R, class P> Request &ttft_slo(std::chrono::duration<R, P> d) {
+    r_.ttft_slo_ns = detail::duration_ns(d, "ttft::Request::ttft_slo");
+    return *this;
+  }
+  template <class R, class P> Request &tpot_slo(std::chrono::duration<R, P> d) {
+    r_.tpot_slo_ns = detail::duration_ns(d, "ttft::Request::tpot_slo");
     return *this;
   }
   /* Since 1.2: the server's request id and the W3C trace id (32 lowercase

@@ -424,7 +424,7 @@ TEST(damage_header_fields) {
     struct {
       size_t at;
       unsigned char v;
-    } hdr[] = {{0, 'X'}, {3, 's'}, {4, 0}, {4, 4}, {5, 0x08}, {5, 0x80}, {6, 1}, {7, 1}, {8, 0}, {11, 1}};
+    } hdr[] = {{0, 'X'}, {3, 's'}, {4, 0}, {4, 5}, {5, 0x08}, {5, 0x80}, {6, 1}, {7, 1}, {8, 0}, {11, 1}};
     for (size_t k = 0; k < sizeof hdr / sizeof hdr[0]; k++) {
       memcpy(c, x.w.b, n);
       c[hdr[k].at] = hdr[k].v;
@@ -475,10 +475,13 @@ enum {
   V_SCHEMA, V_STATUS_MANY, V_VIEW_BAD, V_VIEW_OVERFLOW,
   /* version 3 only */
   V_PREFIX_MANY, V_PREFILL_MANY, V_CAUSES_MANY, V_CAUSE_OVERFLOW, V_STEPS_MANY, V_STEP_BAD,
+  /* version 4 only */
+  V_SLO_EXTRA_MANY, V_FLUID_MIN_HIGH, V_FLUID_MIN_NAN, V_FLUID_MIN_NEG,
   V_COUNT
 };
 #define V_FIRST_V2_ONLY V_SCHEMA
 #define V_FIRST_V3_ONLY V_PREFIX_MANY
+#define V_FIRST_V4_ONLY V_SLO_EXTRA_MANY
 
 static int g_hb_version; /* the version hb_build is writing */
 
@@ -557,12 +560,22 @@ static void hb_view(hb *h, int v, int cls, int st, int view) {
 /* the stall causes a version 3 body lists: what this library writes
  * (1.3: 6), or 5 as 1.2 wrote them */
 static int hb_causes = TTFT_STALL_CAUSE_COUNT;
+/* version 4: class "chat" sets the 1.3 SLO fields (1 ms per prompt token,
+ * a 40 ms token deadline, fluid_min 0.8); 0: every class at the
+ * ttft_slo_init defaults, what a version 3 body decodes to */
+static int hb_slo_set = 1;
+
+static uint64_t f64_bits(double f) {
+  uint64_t b;
+  memcpy(&b, &f, sizeof b);
+  return b;
+}
 
 static size_t hb_build(hb *h, int v, int version) {
   h->n = 0;
   g_hb_version = version;
   hb_mem(h, "TTFS", 4);
-  hb_byte(h, v == V_VERSION ? 4 : (unsigned)version);
+  hb_byte(h, v == V_VERSION ? 5 : (unsigned)version);
   /* v1 knows bit 0 only; v2 bits 0-2 (summaries, native, idle classes) */
   hb_byte(h, v == V_FLAG ? (version == 1 ? 0x03 : 0x09) : version == 1 ? 0x01 : 0x03);
   hb_byte(h, v == V_RESERVED ? 1 : 0);
@@ -645,6 +658,17 @@ static size_t hb_build(hb *h, int v, int version) {
     hb_var(h, c ? 50000000 : 0);  /* slo tpot */
     hb_var(h, 0);                 /* slo e2e */
     hb_var(h, c ? 250000000 : 500000000);
+    if (version >= 4) { /* the 1.3 SLO fields */
+      int set = c && hb_slo_set;
+      hb_var(h, v == V_SLO_EXTRA_MANY ? 65 : 3);
+      hb_var(h, set ? 1000000 : 0);  /* ttft_ns_per_prompt_token */
+      hb_var(h, set ? 40000000 : 0); /* token_deadline_ns */
+      double f = set ? 0.8 : 0.9;
+      if (c && v == V_FLUID_MIN_HIGH) f = 1.5;
+      if (c && v == V_FLUID_MIN_NEG) f = -0.25;
+      hb_var(h, c && v == V_FLUID_MIN_NAN ? UINT64_C(0x7FF8000000000001) : f64_bits(f));
+      for (int i = 3; v == V_SLO_EXTRA_MANY && i < 65; i++) hb_var(h, 0);
+    }
     hb_var(h, (uint64_t)nctr);
     for (int k = 0; k < nctr; k++)
       hb_var(h, v == V_CTR_OVERFLOW && k == 5 ? UINT64_MAX - c : c * 100 + (uint64_t)k);
@@ -817,7 +841,7 @@ TEST(hand_built_v2) {
     EXPECT_EQ_U64(0, ttft_snapshot_stall_seconds_by_cause(s, 1, TTFT_STALL_UNKNOWN));
     EXPECT_EQ_U64(0, ttft_snapshot_engine_step_count(s, 1));
     long n2 = ttft_snapshot_encode(s, re, sizeof re);
-    EXPECT_TRUE(n2 > 16 && re[4] == 3); /* re-encoded as version 3 */
+    EXPECT_TRUE(n2 > 16 && re[4] == 4); /* re-encoded as version 4 */
     ttft_snapshot *s3 = n2 > 0 ? ttft_snapshot_decode(re, (size_t)n2, &err) : NULL;
     EXPECT_NOT_NULL(s3);
     if (s3) {
@@ -831,10 +855,27 @@ TEST(hand_built_v2) {
   ttft_snapshot_free(s);
 }
 
+/* The 1.3 SLO fields of the hand-built classes: "chat" as version 4
+ * spells them when set, else (and "default" always) ttft_slo_init's. */
+static void expect_slo_13(const ttft_snapshot *s, int set) {
+  for (int c = 0; c < 2; c++) {
+    ttft_slo slo;
+    memset(&slo, 0xAB, sizeof slo);
+    slo.struct_size = sizeof slo;
+    EXPECT_ERR(TTFT_OK, ttft_snapshot_class_slo(s, c, &slo));
+    int on = set && c == 1;
+    EXPECT_EQ_U64(on ? 1000000 : 0, slo.ttft_ns_per_prompt_token);
+    EXPECT_EQ_U64(on ? 40000000 : 0, slo.token_deadline_ns);
+    EXPECT_TRUE(slo.fluid_min == (on ? 0.8 : 0.9));
+    EXPECT_EQ_U64(c ? 300000000 : 0, slo.ttft_ns);
+  }
+}
+
 /* version 3 (1.2): 128-bit sums, stalls by cause and engine steps;
- * decodes to the values it spells and re-encodes to the same bytes */
+ * decodes to the values it spells, the 1.3 SLO fields at their defaults,
+ * and re-encodes as version 4 */
 TEST(hand_built_v3) {
-  static hb h;
+  static hb h, h4;
   static unsigned char re[8192];
   size_t n = hb_build(&h, V_OK, 3);
   int err = 1;
@@ -888,9 +929,15 @@ TEST(hand_built_v3) {
     EXPECT_ERR(TTFT_OK, ttft_snapshot_slowest(s, 0, TTFT_SLOWEST_TTFT, 0, &o));
     EXPECT_STREQ("", o.request_id);
     EXPECT_STREQ("", o.trace_id);
+    /* written before 1.3: the 1.3 SLO fields at the ttft_slo_init
+     * defaults, and it re-encodes as version 4 with exactly those */
+    expect_slo_13(s, 0);
     long n2 = ttft_snapshot_encode(s, re, sizeof re);
-    EXPECT_EQ_INT((long)n, n2);
-    EXPECT_TRUE(n2 == (long)n && memcmp(re, h.b, n) == 0);
+    hb_slo_set = 0;
+    size_t n4 = hb_build(&h4, V_OK, 4);
+    hb_slo_set = 1;
+    EXPECT_EQ_INT((long)n4, n2);
+    EXPECT_TRUE(n2 == (long)n4 && memcmp(re, h4.b, n4) == 0);
   }
   ttft_snapshot_free(s);
   /* as 1.2 wrote it, with 5 causes (no slow_step): the same values; this
@@ -904,7 +951,38 @@ TEST(hand_built_v3) {
   if (s) {
     expect_hand_built(s);
     EXPECT_EQ_U64(0, ttft_snapshot_stalls_by_cause(s, TTFT_CLASS_ALL, TTFT_STALL_SLOW_STEP));
-    EXPECT_EQ_INT((long)n + 2 * 2, ttft_snapshot_encode(s, re, sizeof re));
+    hb_slo_set = 0;
+    size_t n4 = hb_build(&h4, V_OK, 4);
+    hb_slo_set = 1;
+    long n2 = ttft_snapshot_encode(s, re, sizeof re);
+    EXPECT_TRUE(n2 == (long)n4 && memcmp(re, h4.b, n4) == 0);
+  }
+  ttft_snapshot_free(s);
+}
+
+/* version 4 (1.3): the class SLO's ttft_ns_per_prompt_token,
+ * token_deadline_ns and fluid_min; decodes to the values it spells (the
+ * class query and the exposition) and re-encodes to the same bytes */
+TEST(hand_built_v4) {
+  static hb h;
+  static unsigned char re[8192];
+  size_t n = hb_build(&h, V_OK, 4);
+  int err = 1;
+  ttft_snapshot *s = ttft_snapshot_decode(h.b, n, &err);
+  EXPECT_ERR(TTFT_OK, err);
+  EXPECT_NOT_NULL(s);
+  if (s) {
+    expect_hand_built(s);
+    expect_slo_13(s, 1);
+    EXPECT_EQ_U64(1, ttft_snapshot_slowest_count(s, 0, TTFT_SLOWEST_TTFT));
+    long n2 = ttft_snapshot_encode(s, re, sizeof re);
+    EXPECT_EQ_INT((long)n, n2);
+    EXPECT_TRUE(n2 == (long)n && memcmp(re, h.b, n) == 0);
+    /* a merge keeps a class's SLO (the gatherer merges decoded segments) */
+    ttft_snapshot *m = ttft_snapshot_merge(s, s, &err);
+    EXPECT_NOT_NULL(m);
+    if (m) expect_slo_13(m, 1);
+    ttft_snapshot_free(m);
   }
   ttft_snapshot_free(s);
 }
@@ -923,7 +1001,7 @@ TEST(hand_built_v1) {
     expect_hand_built(s1);
     EXPECT_EQ_U64(0, ttft_snapshot_status_count(s1, TTFT_CLASS_ALL, TTFT_COMPLETED, TTFT_METRIC_E2E));
     long n2 = ttft_snapshot_encode(s1, re, sizeof re);
-    EXPECT_TRUE(n2 > 16 && re[4] == 3);
+    EXPECT_TRUE(n2 > 16 && re[4] == 4);
     EXPECT_EQ_U64(0x03, re[5]); /* summaries as written; native histograms: the default */
     ttft_snapshot *s2 = n2 > 0 ? ttft_snapshot_decode(re, (size_t)n2, &err) : NULL;
     EXPECT_NOT_NULL(s2);
@@ -940,7 +1018,8 @@ static const char *const variant_names[V_COUNT] = {
   "trailing", "prom long", "labels many", "nnz huge", "class char", "gauges many",
   "time overflow", "count overflow", "prom order", "truncated hist", "counter overflow",
   "schema", "status lists", "view max", "view count overflow", "prefix bands many",
-  "prefill bands many", "cause lists", "cause count overflow", "step lists", "step max"};
+  "prefill bands many", "cause lists", "cause count overflow", "step lists", "step max",
+  "slo extra lists", "fluid_min above 1", "fluid_min NaN", "fluid_min negative"};
 
 /* each way of breaking one field of the version's encoding is rejected */
 static void expect_variants_rejected(int version) {
@@ -948,6 +1027,7 @@ static void expect_variants_rejected(int version) {
   for (int v = 1; v < V_COUNT; v++) {
     if (version == 1 && v >= V_FIRST_V2_ONLY) continue;
     if (version < 3 && v >= V_FIRST_V3_ONLY) continue;
+    if (version < 4 && v >= V_FIRST_V4_ONLY) continue;
     size_t n = hb_build(&h, v, version);
     int err = 0;
     ttft_snapshot *s = ttft_snapshot_decode(h.b, n, &err);
@@ -962,6 +1042,7 @@ static void expect_variants_rejected(int version) {
 TEST(hand_built_v1_broken_rejected) { expect_variants_rejected(1); }
 TEST(hand_built_v2_broken_rejected) { expect_variants_rejected(2); }
 TEST(hand_built_v3_broken_rejected) { expect_variants_rejected(3); }
+TEST(hand_built_v4_broken_rejected) { expect_variants_rejected(4); }
 
 /* -------------------------------------------------------------- base64
  * A small recorded workload and its base64 text (need characters). */

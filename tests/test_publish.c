@@ -230,6 +230,43 @@ TEST(appears_at_new_and_parses) {
   ttft_registry_free(r);
 }
 
+/* A segment is an encoded snapshot: the class SLO's 1.3 fields (the
+ * length-aware first-token deadline, token deadline, fluid_min) survive
+ * publishing and a gather, so the gathered view judges as the process did */
+TEST(class_slo_13_fields_gathered) {
+  ttft_registry *r = reg_new(0, "api-slo");
+  EXPECT_NOT_NULL(r);
+  if (!r) return;
+  ttft_slo slo;
+  ttft_slo_init(&slo);
+  slo.ttft_ns = 100000000;
+  slo.ttft_ns_per_prompt_token = 1000000;
+  slo.token_deadline_ns = 20000000;
+  slo.fluid_min = 0.75;
+  EXPECT_EQ_INT(1, ttft_class_add(r, "long", &slo));
+  EXPECT_ERR(TTFT_OK, ttft_publish(r));
+  ttft_gather *g = ttft_gather_open(g_dir, 0);
+  EXPECT_NOT_NULL(g);
+  ttft_snapshot *s = g ? ttft_gather_take(g) : NULL;
+  EXPECT_NOT_NULL(s);
+  if (s) {
+    EXPECT_STREQ("long", ttft_snapshot_class_name(s, 1));
+    ttft_slo got;
+    memset(&got, 0, sizeof got);
+    got.struct_size = sizeof got;
+    EXPECT_ERR(TTFT_OK, ttft_snapshot_class_slo(s, 1, &got));
+    EXPECT_EQ_U64(100000000, got.ttft_ns);
+    EXPECT_EQ_U64(1000000, got.ttft_ns_per_prompt_token);
+    EXPECT_EQ_U64(20000000, got.token_deadline_ns);
+    EXPECT_EQ_DBL(0.75, got.fluid_min);
+    EXPECT_ERR(TTFT_OK, ttft_snapshot_class_slo(s, 0, &got));
+    EXPECT_EQ_DBL(0.9, got.fluid_min); /* the default class: the default */
+  }
+  ttft_snapshot_free(s);
+  ttft_gather_close(g);
+  ttft_registry_free(r);
+}
+
 TEST(named_process) {
   ttft_registry *r = reg_new(0, "api-0");
   seg g;

@@ -61,6 +61,9 @@ func cgoLayout() map[string]uintptr {
 	off("ttft_slo", "tpot_ns", unsafe.Offsetof(s.tpot_ns))
 	off("ttft_slo", "e2e_ns", unsafe.Offsetof(s.e2e_ns))
 	off("ttft_slo", "stall_threshold_ns", unsafe.Offsetof(s.stall_threshold_ns))
+	off("ttft_slo", "ttft_ns_per_prompt_token", unsafe.Offsetof(s.ttft_ns_per_prompt_token))
+	off("ttft_slo", "token_deadline_ns", unsafe.Offsetof(s.token_deadline_ns))
+	off("ttft_slo", "fluid_min", unsafe.Offsetof(s.fluid_min))
 
 	var q C.ttft_request
 	sz("ttft_request", unsafe.Sizeof(q), unsafe.Alignof(q))
@@ -71,6 +74,8 @@ func cgoLayout() map[string]uintptr {
 	off("ttft_request", "request_id", unsafe.Offsetof(q.request_id))
 	off("ttft_request", "trace_id", unsafe.Offsetof(q.trace_id))
 	off("ttft_request", "traceparent", unsafe.Offsetof(q.traceparent))
+	off("ttft_request", "ttft_slo_ns", unsafe.Offsetof(q.ttft_slo_ns))
+	off("ttft_request", "tpot_slo_ns", unsafe.Offsetof(q.tpot_slo_ns))
 
 	var i C.ttft_seq_info
 	sz("ttft_seq_info", unsafe.Sizeof(i), unsafe.Alignof(i))
@@ -87,6 +92,11 @@ func cgoLayout() map[string]uintptr {
 	off("ttft_seq_info", "stalls", unsafe.Offsetof(i.stalls))
 	off("ttft_seq_info", "preemptions", unsafe.Offsetof(i.preemptions))
 	off("ttft_seq_info", "last_stall_cause", unsafe.Offsetof(i.last_stall_cause))
+	off("ttft_seq_info", "fluidity", unsafe.Offsetof(i.fluidity))
+	off("ttft_seq_info", "deadlines", unsafe.Offsetof(i.deadlines))
+	off("ttft_seq_info", "deadlines_missed", unsafe.Offsetof(i.deadlines_missed))
+	off("ttft_seq_info", "ttft_slo_ns", unsafe.Offsetof(i.ttft_slo_ns))
+	off("ttft_seq_info", "tpot_slo_ns", unsafe.Offsetof(i.tpot_slo_ns))
 
 	var st C.ttft_step_info
 	sz("ttft_step_info", unsafe.Sizeof(st), unsafe.Alignof(st))

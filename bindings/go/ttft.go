@@ -185,6 +185,21 @@ const (
 	// CounterProcessesExited: in a gathered snapshot, processes whose last
 	// published state was folded into the directory's archive (1.3).
 	CounterProcessesExited Counter = 20
+	// CounterTokenDeadlines counts the token deadlines judged so far by the
+	// fluidity rule (1.3, SPEC 10.2; docs/metrics.md "Fluidity"), as they
+	// happen: 1 - CounterTokenDeadlinesMissed/CounterTokenDeadlines is the
+	// live fluidity of the class's tokens.
+	CounterTokenDeadlines Counter = 21
+	// CounterTokenDeadlinesMissed counts those of them missed (1.3).
+	CounterTokenDeadlinesMissed Counter = 22
+	// CounterFluid counts the ended streams that were fluid: COMPLETED with
+	// fluidity >= the class's FluidMin (1.3).
+	CounterFluid Counter = 23
+	// CounterFluidJudged counts the ended streams judged for fluidity: those
+	// with a token deadline that ended COMPLETED or with an error, or were
+	// cancelled or abandoned after missing a deadline (1.3). Fluid
+	// attainment = CounterFluid / CounterFluidJudged.
+	CounterFluidJudged Counter = 24
 )
 
 // Name is the library's lower-case name ("begun", ...), "" if unknown to it.
@@ -444,15 +459,39 @@ type SLO struct {
 	TPOT           time.Duration // time per output token (met when there is none)
 	E2E            time.Duration // end to end
 	StallThreshold time.Duration // stall budget; 0 = the registry's
+	// TTFTPerPromptToken makes the first-token deadline length-aware (1.3):
+	// TTFT + TTFTPerPromptToken x the prompt tokens known at the first
+	// token (Request.PromptTokens or Stream.Annotate; unknown = TTFT
+	// alone). A request's own Request.TTFTSLO replaces the whole deadline.
+	// 0 = a fixed budget.
+	TTFTPerPromptToken time.Duration
+	// TokenDeadline is D of the fluidity rule (1.3; docs/metrics.md
+	// "Fluidity"): each token after the first is due D after the one
+	// before it, slack carried forward. 0 = the request's TPOT budget
+	// (Request.TPOTSLO, else TPOT); a stream whose D is 0 has no token
+	// deadlines and is not judged for fluidity.
+	TokenDeadline time.Duration
+	// FluidMin is the fluidity a stream that ended Completed needs to be
+	// fluid (1.3), in (0, 1]; 0 = the library's default, 0.9 (Etalon's).
+	// AddClass refuses a value outside 0..1 (ErrInvalid).
+	FluidMin float64
 }
+
+// defaultFluidMin is ttft_slo_init's fluid_min, what SLO.FluidMin 0 means.
+const defaultFluidMin = 0.9
 
 func (s SLO) c() C.ttft_slo {
 	var o C.ttft_slo
-	o.struct_size = C.size_t(unsafe.Sizeof(o))
+	C.ttft_slo_init(&o) // struct_size and the library's defaults (fluid_min)
 	o.ttft_ns = C.uint64_t(s.TTFT)
 	o.tpot_ns = C.uint64_t(s.TPOT)
 	o.e2e_ns = C.uint64_t(s.E2E)
 	o.stall_threshold_ns = C.uint64_t(s.StallThreshold)
+	o.ttft_ns_per_prompt_token = C.uint64_t(s.TTFTPerPromptToken)
+	o.token_deadline_ns = C.uint64_t(s.TokenDeadline)
+	if s.FluidMin != 0 {
+		o.fluid_min = C.double(s.FluidMin)
+	}
 	return o
 }
 
@@ -800,6 +839,16 @@ type Request struct {
 	// TraceID is "" (TraceID wins). An invalid header is ignored (the
 	// request is still measured) and counted in CounterTraceIDInvalid.
 	Traceparent string
+	// TTFTSLO is this request's own first-token deadline (1.3; 0 = the
+	// class's, with its per-prompt-token term), e.g. from a router's
+	// x-llm-d-slo-ttft-ms header. Its verdict (CounterSLOMet,
+	// CounterSLOJudged) and the slowest lists use it; the class's budget
+	// gauges stay the class's.
+	TTFTSLO time.Duration
+	// TPOTSLO is this request's own TPOT budget (1.3; 0 = the class's), e.g.
+	// from x-llm-d-slo-tpot-ms; also its token deadline when the class
+	// sets no SLO.TokenDeadline.
+	TPOTSLO time.Duration
 }
 
 // begin runs ttft_begin_checked: the stream, or why the begin was refused
@@ -899,6 +948,8 @@ func (r *Registry) beginReq(req Request, t C.uint64_t) (*Stream, error) {
 	c.class_id = C.int(req.Class)
 	c.prompt_tokens = C.uint32_t(req.PromptTokens)
 	c.prefix_hit = req.PrefixHit.c()
+	c.ttft_slo_ns = C.uint64_t(req.TTFTSLO)
+	c.tpot_slo_ns = C.uint64_t(req.TPOTSLO)
 	// The ids are copied by ttft_begin_ex: C strings freed when it returns
 	// (C memory: a struct handed to C must not hold Go pointers). No value
 	// of an id fails a begin: it is what a client sent.
@@ -1079,6 +1130,16 @@ type SeqInfo struct {
 	// LastStallCause is the cause of its latest stall (1.2), NoStallCause
 	// while it has none: e.g. to log it with the request.
 	LastStallCause StallCause
+	// Fluidity is 1 - DeadlinesMissed/Deadlines so far, 1 with none (1.3;
+	// docs/metrics.md "Fluidity").
+	Fluidity        float64
+	Deadlines       uint64 // token deadlines judged so far (1.3)
+	DeadlinesMissed uint64 // ... of them missed (1.3)
+	// TTFTSLONs is its first-token deadline as known now (1.3): its own
+	// Request.TTFTSLO, else the class's with the per-token term for the
+	// prompt known so far; 0 = none.
+	TTFTSLONs uint64
+	TPOTSLONs uint64 // its TPOT budget, own else the class's; 0 = none (1.3)
 }
 
 // SeqStats describes the live stream h; ErrStale once it ended.
@@ -1094,7 +1155,9 @@ func (r *Registry) SeqStats(h Handle) (SeqInfo, error) {
 	}
 	return SeqInfo{Class(i.class_id), uint32(i.emissions), uint64(i.tokens), uint64(i.t_begin_ns),
 		uint64(i.t_last_ns), uint64(i.ttft_ns), uint64(i.itl_p50_ns), uint64(i.itl_p95_ns),
-		uint64(i.itl_max_ns), uint32(i.stalls), uint32(i.preemptions), lastCause(i)}, nil
+		uint64(i.itl_max_ns), uint32(i.stalls), uint32(i.preemptions), lastCause(i),
+		float64(i.fluidity), uint64(i.deadlines), uint64(i.deadlines_missed),
+		uint64(i.ttft_slo_ns), uint64(i.tpot_slo_ns)}, nil
 }
 
 func lastCause(i C.ttft_seq_info) StallCause {
@@ -1650,7 +1713,8 @@ func (v ClassView) SLO() (SLO, error) {
 		return SLO{}, err
 	}
 	return SLO{time.Duration(o.ttft_ns), time.Duration(o.tpot_ns), time.Duration(o.e2e_ns),
-		time.Duration(o.stall_threshold_ns)}, nil
+		time.Duration(o.stall_threshold_ns), time.Duration(o.ttft_ns_per_prompt_token),
+		time.Duration(o.token_deadline_ns), float64(o.fluid_min)}, nil
 }
 
 // Count of m in the class.

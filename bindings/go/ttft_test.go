@@ -254,8 +254,8 @@ func TestClassesSLOsAndAttainment(t *testing.T) {
 	_, _, err = s.Class(9).SumWide(MetricTTFT)
 	isErr(t, "wide unknown", ErrInvalid, err)
 	eq(t, "chat completed tpot", 3, v.Status(Completed).Count(MetricTPOT))
-	eq(t, "slo", SLO{10 * time.Millisecond, 4 * time.Millisecond, 0, 500 * time.Millisecond},
-		must[SLO](t)(v.SLO()))
+	eq(t, "slo", SLO{TTFT: 10 * time.Millisecond, TPOT: 4 * time.Millisecond,
+		StallThreshold: 500 * time.Millisecond, FluidMin: defaultFluidMin}, must[SLO](t)(v.SLO()))
 	eq(t, "batch mean", 9e8, s.Class(batch).Mean(MetricE2E))
 	_, has = s.Class(ClassDefault).Attainment()
 	eq(t, "default has none", false, has)
@@ -280,7 +280,7 @@ func TestStallsPhasesAnnotateBands(t *testing.T) {
 	i := must[SeqInfo](t)(s.Stats())
 	eq(t, "info", SeqInfo{Class: 0, Emissions: 3, Tokens: 3, TBeginNs: t0, TLastNs: t0 + 45*ms,
 		TTFTNs: 10 * ms, ITLP50Ns: i.ITLP50Ns, ITLP95Ns: i.ITLP95Ns, ITLMaxNs: 30 * ms, Stalls: 1, Preemptions: 1,
-		LastStallCause: StallUnknown}, i) // no engine steps: the cause is unknown
+		LastStallCause: StallUnknown, Fluidity: 1}, i) // no engine steps: the cause is unknown; no deadlines
 	eq(t, "stalled at +50", 0, must[int](t)(r.StalledAt(t0+50*ms)))
 	eq(t, "stalled at +70", 1, must[int](t)(r.StalledAt(t0+70*ms)))
 	ok(t, s.EndAt(Completed, t0+50*ms))
@@ -539,6 +539,9 @@ func TestConstantsMatchTheHeader(t *testing.T) {
 		"TTFT_COUNTER_NO_TPOT": int64(CounterNoTPOT), "TTFT_COUNTER_STALE": int64(CounterStale),
 		"TTFT_COUNTER_SLO_JUDGED": int64(CounterSLOJudged), "TTFT_COUNTER_TRACE_ID_INVALID": int64(CounterTraceIDInvalid),
 		"TTFT_COUNTER_BARRIER_FALLBACKS": int64(CounterBarrierFallbacks), "TTFT_PHASE_RESUMED": int64(PhaseResumed),
+		"TTFT_COUNTER_TOKEN_DEADLINES":        int64(CounterTokenDeadlines),
+		"TTFT_COUNTER_TOKEN_DEADLINES_MISSED": int64(CounterTokenDeadlinesMissed),
+		"TTFT_COUNTER_FLUID":                  int64(CounterFluid), "TTFT_COUNTER_FLUID_JUDGED": int64(CounterFluidJudged),
 		"TTFT_SPLIT_PREFILL_BY_PREFIX": int64(SplitPrefillByPrefix),
 		"TTFT_PREFIX_MISS":             int64(PrefixBandMiss), "TTFT_PREFIX_HIT": int64(PrefixBandHit),
 		"TTFT_PREFIX_PARTIAL": int64(PrefixBandPartial),

@@ -38,7 +38,12 @@ class Scenario(unittest.TestCase):
                       stalls=1, stalled_seqs=1, abandoned=1, slo_met=2, clock_clamped=0,
                       preemptions=0, no_tpot=2, stale=0, slo_judged=3, trace_id_invalid=0,
                       barrier_fallbacks=0, clock_refused=0, publish_failed=0,
-                      segments_skipped=0, processes_exited=0)
+                      segments_skipped=0, processes_exited=0,
+                      # 1.3 fluidity, D = 50 ms: stream 1 meets 1 + 2 (the
+                      # 2-token emission), stream 4's 300 ms gap misses
+                      # floor((300 - 50) / 50) + 1 = 6; 1 fluid, 1 + 4 judged
+                      token_deadlines=9, token_deadlines_missed=6, fluid=1,
+                      fluid_judged=2)
         self.assertEqual(self.snap.counters(), expect)
 
     def test_ttft(self):

@@ -351,7 +351,8 @@ class SeqStats:
 
     __slots__ = ("class_id", "emissions", "tokens", "t_begin_ns", "t_last_ns",
                  "ttft_ns", "itl_p50_ns", "itl_p95_ns", "itl_max_ns", "stalls",
-                 "preemptions", "last_stall_cause")
+                 "preemptions", "last_stall_cause", "fluidity", "deadlines",
+                 "deadlines_missed", "ttft_slo_ns", "tpot_slo_ns")
 
     def __init__(self, info):
         for name in self.__slots__:
@@ -899,7 +900,8 @@ class Registry:
     # --- classes
     def add_class(self, name, ttft_slo=None, tpot_slo=None, e2e_slo=None,
                   stall_threshold=None, *, ttft_slo_ms=None, tpot_slo_ms=None,
-                  e2e_slo_ms=None, stall_threshold_ms=None):
+                  e2e_slo_ms=None, stall_threshold_ms=None, ttft_ns_per_prompt_token=0,
+                  token_deadline_ms=None, fluid_min=0.9):
         """Add a request class with SLO budgets (None = no budget;
         stall_threshold None = the registry's). Returns a Class.
 
@@ -910,7 +912,13 @@ class Registry:
         makes sense as milliseconds is refused (ValueError): 60 or more
         for ttft_slo, tpot_slo and stall_threshold, 600 or more for
         e2e_slo (ttft_slo=500 would be a budget of 8 minutes). Pass a
-        timedelta for a budget that long."""
+        timedelta for a budget that long.
+
+        1.3: ttft_ns_per_prompt_token (int ns) makes the first-token
+        deadline length-aware (ttft_slo + it x prompt tokens);
+        token_deadline_ms is the fluidity rule's D (None = the TPOT
+        budget); fluid_min (0..1) the fluidity a completed stream needs to
+        count as fluid."""
         nb = _str_arg(name, "class name")
         if not _CLASS_NAME.match(name):
             raise ValueError("class name must be 1..63 characters of [A-Za-z0-9_.:-], got %r"
@@ -925,6 +933,14 @@ class Registry:
             ns = _budget_arg(value, ms, what)
             if ns is not None:
                 setattr(slo, field, ns)
+        slo.ttft_ns_per_prompt_token = _int_arg(ttft_ns_per_prompt_token,
+                                                "ttft_ns_per_prompt_token", 0, _U64)
+        dl = _budget_arg(None, token_deadline_ms, "token_deadline")
+        if dl is not None:
+            slo.token_deadline_ns = dl
+        if not isinstance(fluid_min, (int, float)) or not 0.0 <= fluid_min <= 1.0:
+            raise ValueError("fluid_min must be a number in 0..1, got %r" % (fluid_min,))
+        slo.fluid_min = float(fluid_min)
         o = self._o
         rc = _L.ttft_class_add(_registry_ptr(o), nb, ctypes.byref(slo))
         if rc < 0:
@@ -954,9 +970,11 @@ class Registry:
 
     # --- hooks
     def _prepare(self, cls, prompt_tokens, prefix_hit, request_id=None, trace_id=None,
-                 traceparent=None):
+                 traceparent=None, ttft_slo_ns=None, tpot_slo_ns=None):
         """A ttft_request for these arguments, or None for the defaults."""
         cid = self._class_id(cls)
+        own_ttft = _int_arg(ttft_slo_ns, "ttft_slo_ns", 0, _U64) if ttft_slo_ns is not None else 0
+        own_tpot = _int_arg(tpot_slo_ns, "tpot_slo_ns", 0, _U64) if tpot_slo_ns is not None else 0
         if prompt_tokens is not None:
             prompt_tokens = _int_arg(prompt_tokens, "prompt_tokens", 0, _U32)
         if prefix_hit is not None and not isinstance(prefix_hit, bool):
@@ -968,7 +986,8 @@ class Registry:
             tid = _traceparent_trace_id(traceparent)
         else:
             tid = _id_arg(trace_id, "trace_id")
-        if cid == 0 and not prompt_tokens and prefix_hit is None and rid is None and tid is None:
+        if (cid == 0 and not prompt_tokens and prefix_hit is None and rid is None and tid is None
+                and not own_ttft and not own_tpot):
             return None
         req = _lib.Request()
         _L.ttft_request_init_sized(ctypes.byref(req), ctypes.sizeof(req))
@@ -977,6 +996,8 @@ class Registry:
         req.prefix_hit = -1 if prefix_hit is None else int(prefix_hit)
         req.request_id = rid  # the struct keeps the bytes alive (ctypes _objects)
         req.trace_id = tid
+        req.ttft_slo_ns = own_ttft
+        req.tpot_slo_ns = own_tpot
         return req
 
     def _resolve_cls(self, cls):
@@ -1006,7 +1027,8 @@ class Registry:
         return Stream(o, seq, cls, self._key)
 
     def begin(self, t_ns=None, cls=None, prompt_tokens=None, prefix_hit=None, *,
-              request_id=None, trace_id=None, traceparent=None):
+              request_id=None, trace_id=None, traceparent=None, ttft_slo_ns=None,
+              tpot_slo_ns=None):
         """Start a stream at t_ns (None = now): the clock start of TTFT and
         E2E. cls: a Class from add_class, its name, or None (default).
         prompt_tokens: prompt length (band split); prefix_hit: True/False/None
@@ -1021,11 +1043,14 @@ class Registry:
         No value of either raises (TypeError for a type other than str,
         bytes, bytearray or None): they are what a client sent. Both are shown
         with the slowest requests (Snapshot.slowest) and trace_id as the
-        exemplar of its bucket. Returns a Stream (`dropped` when no slot was
+        exemplar of its bucket. ttft_slo_ns / tpot_slo_ns (1.3): this
+        request's own TTFT / TPOT budgets in ns (a router's
+        x-llm-d-slo-ttft-ms x 1e6), judged instead of its class's; None or
+        0 = the class's. Returns a Stream (`dropped` when no slot was
         free)."""
         t = _t_arg(t_ns)
         req = self._prepare(cls, prompt_tokens, prefix_hit, request_id, trace_id,
-                            traceparent)
+                            traceparent, ttft_slo_ns, tpot_slo_ns)
         return self._begin_prepared(t, req, self._resolve_cls(cls))
 
     def attach(self, handle):

@@ -26,7 +26,9 @@ COUNTERS = ("begun", "completed", "cancelled", "errors", "dropped", "tokens",
             "preemptions", "no_tpot", "stale", "slo_judged", "trace_id_invalid",
             "barrier_fallbacks", "clock_refused",
             # 1.3: many processes (the last two are a gathered snapshot's)
-            "publish_failed", "segments_skipped", "processes_exited")
+            "publish_failed", "segments_skipped", "processes_exited",
+            # 1.3 (issue 29): token deadlines and fluid streams
+            "token_deadlines", "token_deadlines_missed", "fluid", "fluid_judged")
 STATUSES = ("completed", "cancelled", "error")
 FORMATS = ("text", "json", "prometheus", "openmetrics", "prometheus_protobuf")
 GAUGES = ("inflight", "live_stalls", "memory", "coarse",
@@ -139,7 +141,11 @@ class Slo(ctypes.Structure):
                 ("ttft_ns", ctypes.c_uint64),
                 ("tpot_ns", ctypes.c_uint64),
                 ("e2e_ns", ctypes.c_uint64),
-                ("stall_threshold_ns", ctypes.c_uint64)]
+                ("stall_threshold_ns", ctypes.c_uint64),
+                # since 1.3
+                ("ttft_ns_per_prompt_token", ctypes.c_uint64),
+                ("token_deadline_ns", ctypes.c_uint64),
+                ("fluid_min", ctypes.c_double)]
 
 
 class Request(ctypes.Structure):
@@ -152,7 +158,9 @@ class Request(ctypes.Structure):
                 ("request_id", ctypes.c_char_p),
                 ("trace_id", ctypes.c_char_p),
                 # since 1.3 (NULL: none)
-                ("traceparent", ctypes.c_char_p)]
+                ("traceparent", ctypes.c_char_p),
+                ("ttft_slo_ns", ctypes.c_uint64),
+                ("tpot_slo_ns", ctypes.c_uint64)]
 
 
 class SlowRequest(ctypes.Structure):
@@ -195,7 +203,12 @@ class SeqInfo(ctypes.Structure):
                 ("itl_max_ns", ctypes.c_uint64),
                 ("stalls", ctypes.c_uint32),
                 ("preemptions", ctypes.c_uint32),
-                ("last_stall_cause", ctypes.c_int)]  # 1.2
+                ("last_stall_cause", ctypes.c_int),  # 1.2
+                ("fluidity", ctypes.c_double),  # 1.3
+                ("deadlines", ctypes.c_uint64),
+                ("deadlines_missed", ctypes.c_uint64),
+                ("ttft_slo_ns", ctypes.c_uint64),
+                ("tpot_slo_ns", ctypes.c_uint64)]
 
 
 # ------------------------------------------------------------ prototypes

@@ -49,7 +49,7 @@ static const char *const counter_names[] = {
     "begun", "completed", "cancelled", "errors", "dropped", "tokens", "stalls",
     "stalled_seqs", "abandoned", "slo_met", "clock_clamped", "preemptions", "no_tpot", "stale", "slo_judged",
     "trace_id_invalid", "barrier_fallbacks", "clock_refused", "publish_failed", "segments_skipped",
-    "processes_exited"};
+    "processes_exited", "token_deadlines", "token_deadlines_missed", "fluid", "fluid_judged"};
 static const char *const status_names[] = {"completed", "cancelled", "error"};
 static const char *const format_names[] = {"text", "json", "prometheus",
                                                              "openmetrics", "prometheus_protobuf"};

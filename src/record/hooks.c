@@ -415,10 +415,13 @@ __attribute__((noinline, cold)) static void ids_store(ttft_registry *r, ttft__sh
   if (r->reqid) TTFT__ST(&r->reqid[idx].tag, (uint64_t)gen << 32 | ids);
 }
 
+/* A prompt length as a slot keeps it: TTFT__PROMPT_OWN is taken */
+static inline uint32_t prompt_len(uint32_t n) { return n < TTFT__PROMPT_OWN ? n : TTFT__PROMPT_OWN - 1; }
+
 /* *why: TTFT_EFULL or TTFT_ECLOCK when it returns 0 */
 static ttft_seq begin_common(ttft_registry *r, uint32_t cls, uint32_t prompt_tokens,
                              int prefix_hit, uint64_t t, const char *rid, const char *tid,
-                             int *why) {
+                             uint64_t own_ttft, uint64_t own_tpot, int *why) {
   ttft__shard *sh = ttft__shard_for_call(r);
   ttft__crec *cr = crec_of(sh, cls);
   /* a private shard's plain counter updates are bracketed too, so that a
@@ -462,6 +465,17 @@ static ttft_seq begin_common(ttft_registry *r, uint32_t cls, uint32_t prompt_tok
   uint64_t stall_ns = r->classes[cls].slo.stall_threshold_ns;
   TTFT__ST(&sl->stall_ns, stall_ns < TTFT_CLOCK_AHEAD_NS ? stall_ns : TTFT_CLOCK_AHEAD_NS);
   TTFT__ST(&sl->t_preempt, 0);
+  /* the request's budgets (its own, else the class's) and its token
+   * deadline D: the class's token_deadline_ns, else its TPOT budget */
+  const ttft_slo *cs = &r->classes[cls].slo;
+  uint64_t tpot = own_tpot ? own_tpot : cs->tpot_ns;
+  TTFT__ST(&sl->ttft_slo, own_ttft ? own_ttft : cs->ttft_ns);
+  TTFT__ST(&sl->tpot_slo, tpot);
+  TTFT__ST(&sl->prompt, own_ttft ? TTFT__PROMPT_OWN : prompt_len(prompt_tokens));
+  TTFT__ST(&sl->dl, cs->token_deadline_ns ? cs->token_deadline_ns : tpot);
+  TTFT__ST(&sl->slack, 0);
+  TTFT__ST(&sl->dl_missed, 0);
+  TTFT__ST(&sl->dl_extra, 0);
   TTFT__ST(&sl->flags, 0);
   TTFT__ST(&sl->stalls, 0);
   TTFT__ST(&sl->preemptions, 0);
@@ -490,7 +504,7 @@ static ttft_seq begin_common(ttft_registry *r, uint32_t cls, uint32_t prompt_tok
 ttft_seq ttft_begin(ttft_registry *r, uint64_t t_ns) {
   if (!r) return 0;
   int why;
-  return begin_common(r, 0, 0, -1, t_ns, NULL, NULL, &why);
+  return begin_common(r, 0, 0, -1, t_ns, NULL, NULL, 0, 0, &why);
 }
 
 /* A trace id for begin: trace_id as given, else the traceparent's (an
@@ -517,7 +531,7 @@ int ttft_begin_checked(ttft_registry *r, const ttft_request *req, uint64_t t_ns,
   if (TTFT_UNLIKELY(!tid && q.traceparent)) tid = traceparent_id(q.traceparent, tp);
   int why = TTFT_OK;
   *out = begin_common(r, (uint32_t)q.class_id, q.prompt_tokens, q.prefix_hit, t_ns, q.request_id,
-                      tid, &why);
+                      tid, q.ttft_slo_ns, q.tpot_slo_ns, &why);
   return *out ? TTFT_OK : why;
 }
 
@@ -596,6 +610,48 @@ TTFT__INLINE void record_gap(ttft_registry *r, int shared, ttft__crec *cr, ttft_
     hist_rec_n(r, shared, &cr->h[TTFT_METRIC_ITL_PER_TOKEN], gap / n, n);
   }
   seq_gap(sl, i, gap);
+}
+
+/* The token deadlines a gap of g misses when the stream has `slack` and
+ * deadline d (> 0), g > slack + d: m = floor((g - slack - d) / d) + 1 */
+static inline uint64_t deadlines_missed(uint64_t g, uint64_t slack, uint64_t d) {
+  return (g - slack - d) / d + 1;
+}
+
+/* The fluidity rule for one emission after the first (docs/metrics.md
+ * "Fluidity", SPEC 10.2): gap g carrying n tokens, with the slot's
+ * deadline D and slack. Counts the deadlines as they happen; the slot
+ * keeps its missed ones and the deadlines beyond one per emission. */
+TTFT__INLINE void fluid_gap(int shared, ttft__crec *cr, ttft__slot *sl, uint64_t g, uint32_t n) {
+  uint64_t d = TTFT__LD(&sl->dl);
+  if (!d) return;
+  uint64_t slack = TTFT__LD(&sl->slack), total = 1, missed = 0;
+  if (slack <= UINT64_MAX - d && g <= slack + d) {
+    slack = slack + d - g;
+    if (slack > TTFT__SUM_PART) slack = TTFT__SUM_PART;
+  } else {
+    missed = deadlines_missed(g, slack, d);
+    total = missed;
+    slack = 0;
+  }
+  if (n > 1) {
+    uint64_t more;
+    /* each of the other n - 1 tokens: one deadline, met, slack + D */
+    total += n - 1;
+    /* capped (2^62 ns: 146 years of buffered tokens), so slack + D never
+     * wraps on the fast path */
+    if (__builtin_mul_overflow((uint64_t)(n - 1), d, &more) || more > TTFT__SUM_PART - slack)
+      slack = TTFT__SUM_PART;
+    else
+      slack += more;
+  }
+  TTFT__ST(&sl->slack, slack);
+  if (total > 1) TTFT__ST(&sl->dl_extra, TTFT__LD(&sl->dl_extra) + total - 1);
+  ctr_add(shared, &cr->ctr[TTFT_COUNTER_TOKEN_DEADLINES], total);
+  if (TTFT_UNLIKELY(missed)) {
+    TTFT__ST(&sl->dl_missed, TTFT__LD(&sl->dl_missed) + missed);
+    ctr_add(shared, &cr->ctr[TTFT_COUNTER_TOKEN_DEADLINES_MISSED], missed);
+  }
 }
 
 /* What every accepted emission stores last. */
@@ -754,6 +810,7 @@ __attribute__((noinline)) static int emit_in_call(ttft_registry *r, ttft__shard 
     if (TTFT_UNLIKELY(gap > TTFT__LD(&sl->stall_ns)) && gap > ttft__slot_stall_ns(r, sl))
       stall_seen(r, sh, cr, sl, t_last, t, em);
     record_gap(r, shared, cr, sl, gap, n_tokens);
+    fluid_gap(shared, cr, sl, gap, n_tokens);
   } else {
     first_emission(r, sh, cr, sl, t);
   }
@@ -789,6 +846,13 @@ TTFT__INLINE int emit_fast_sl(ttft__shard *sh, ttft__slot *sl, uint64_t want, ui
   /* the wide sum's common case (registry.h): no crossing of 2^63 */
   uint64_t sum0 = TTFT__LD(&h->sum), sum = sum0 + gap;
   if (TTFT_UNLIKELY((int64_t)((sum ^ sum0) | gap) < 0)) return 0;
+  /* the fluidity rule's common case: a token deadline met (one compare
+   * and add); a miss takes the general path (fluid_gap) */
+  uint64_t dl = TTFT__LD(&sl->dl), room = 0;
+  if (dl) {
+    room = TTFT__LD(&sl->slack) + dl;
+    if (TTFT_UNLIKELY(gap > room)) return 0;
+  }
   _Atomic uint64_t *b = &ch->b[i & (TTFT__CHUNK_BUCKETS - 1)];
   TTFT__ST(b, TTFT__LD(b) + 1);
   /* release: see ttft__hist_sum_add */
@@ -796,6 +860,11 @@ TTFT__INLINE int emit_fast_sl(ttft__shard *sh, ttft__slot *sl, uint64_t want, ui
   if (~gap > TTFT__LD(&h->min)) TTFT__ST(&h->min, ~gap);
   if (gap > TTFT__LD(&h->max)) TTFT__ST(&h->max, gap);
   seq_gap(sl, i, gap);
+  if (dl) {
+    TTFT__ST(&sl->slack, room - gap);
+    _Atomic uint64_t *c = &cr->ctr[TTFT_COUNTER_TOKEN_DEADLINES];
+    TTFT__ST(c, TTFT__LD(c) + 1);
+  }
   emission_done(0, cr, sl, t, em, 1);
   return 1;
 }
@@ -999,7 +1068,12 @@ static int annotate(ttft_registry *r, ttft_seq s, uint32_t prompt_tokens, int32_
   } else if (TTFT__LD(&sl->emissions) != 0) {
     rc = TTFT_ERANGE; /* the splits were recorded with the first token */
   } else {
-    if (prompt_tokens) TTFT__ST(&sl->band, band_of(r, prompt_tokens));
+    if (prompt_tokens) {
+      TTFT__ST(&sl->band, band_of(r, prompt_tokens));
+      /* the length the first-token deadline is judged with, unless the
+       * request set its own */
+      if (TTFT__LD(&sl->prompt) != TTFT__PROMPT_OWN) TTFT__ST(&sl->prompt, prompt_len(prompt_tokens));
+    }
     if (prefix >= 0) TTFT__ST(&sl->prefix, prefix);
   }
   call_leave(r, sh, shared, e);
@@ -1220,6 +1294,32 @@ void ttft__slow_abandoned(ttft_registry *r, ttft__shard *sh) {
   }
 }
 
+/* The fluidity verdict of a stream with a token deadline, at its end
+ * (SPEC 10.2): a CANCELLED stream first counts the deadlines that passed
+ * with no token since its last emission (wait: end - last emission), as
+ * the rule counts a gap's, so a reader who left a frozen stream judges
+ * it. Judged: COMPLETED, ERROR, and CANCELLED after a miss; fluid:
+ * COMPLETED with fluidity >= fluid_min. */
+static void fluid_end(int shared, ttft__crec *cr, ttft__slot *sl, ttft_status status, uint32_t em,
+                      uint64_t wait, double fluid_min) {
+  uint64_t d = TTFT__LD(&sl->dl), missed = TTFT__LD(&sl->dl_missed);
+  uint64_t total = em >= 2 ? (uint64_t)(em - 1) + TTFT__LD(&sl->dl_extra) : 0;
+  if (status == TTFT_CANCELLED && em) {
+    uint64_t slack = TTFT__LD(&sl->slack);
+    if (slack <= UINT64_MAX - d && wait > slack + d) {
+      uint64_t m = deadlines_missed(wait, slack, d);
+      missed += m;
+      total += m;
+      ctr_add(shared, &cr->ctr[TTFT_COUNTER_TOKEN_DEADLINES], m);
+      ctr_add(shared, &cr->ctr[TTFT_COUNTER_TOKEN_DEADLINES_MISSED], m);
+    }
+  }
+  if (status == TTFT_CANCELLED && !missed) return; /* the client left; not judged */
+  ctr_add(shared, &cr->ctr[TTFT_COUNTER_FLUID_JUDGED], 1);
+  if (status == TTFT_COMPLETED && ttft__fluidity(total, missed) >= fluid_min)
+    ctr_add(shared, &cr->ctr[TTFT_COUNTER_FLUID], 1);
+}
+
 int ttft_stream_end(ttft_registry *r, ttft_seq s, ttft_status status, uint64_t t_ns) {
   if (!r || (unsigned)status >= TTFT_STATUS_COUNT_) return TTFT_EINVAL;
   uint32_t idx = (uint32_t)s - 1;
@@ -1276,12 +1376,17 @@ int ttft_stream_end(ttft_registry *r, ttft_seq s, ttft_status status, uint64_t t
    * and the stream is not judged. */
   const ttft_slo *slo = &r->classes[cls].slo;
   uint64_t ttft = em ? sub0(t_first, t_begin) : e2e;
-  int within = (!slo->ttft_ns || ttft <= slo->ttft_ns) &&
-               (!slo->tpot_ns || !(em && n >= 2) || tpot <= slo->tpot_ns) &&
+  /* the request's own budgets, else its class's (with the per-token term
+   * for the prompt length known at the first token: annotate is refused
+   * after it) */
+  uint64_t ttft_b = ttft__slot_ttft_slo(r, sl), tpot_b = TTFT__LD(&sl->tpot_slo);
+  int within = (!ttft_b || ttft <= ttft_b) &&
+               (!tpot_b || !(em && n >= 2) || tpot <= tpot_b) &&
                (!slo->e2e_ns || e2e <= slo->e2e_ns);
   int good = status == TTFT_COMPLETED && within;
   if (status != TTFT_CANCELLED || !within) ctr_add(sh->shared, &cr->ctr[TTFT_COUNTER_SLO_JUDGED], 1);
   if (good) ctr_add(sh->shared, &cr->ctr[TTFT_COUNTER_SLO_MET], 1);
+  if (TTFT__LD(&sl->dl)) fluid_end(sh->shared, cr, sl, status, em, t - t_last, slo->fluid_min);
   /* the views by terminal status (what client benchmarks count); E2E,
    * TPOT and OUTPUT_TOKENS over every status are their sums (registry.h) */
   ttft__hist *sv = &cr->h[TTFT__LH_STATUS + status * TTFT__STATUS_VIEWS];

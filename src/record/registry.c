@@ -45,6 +45,7 @@ void ttft_slo_init(ttft_slo *slo) {
   if (!slo) return;
   memset(slo, 0, sizeof *slo);
   slo->struct_size = sizeof *slo;
+  slo->fluid_min = 0.9;
 }
 
 void ttft_request_init(ttft_request *req) {
@@ -656,6 +657,7 @@ int ttft_class_add(ttft_registry *r, const char *name, const ttft_slo *slo) {
     memcpy(&s, slo, slo->struct_size);
     s.struct_size = sizeof s;
   }
+  if (!(s.fluid_min >= 0.0 && s.fluid_min <= 1.0)) return TTFT_EINVAL; /* NaN too */
   if (!s.stall_threshold_ns) s.stall_threshold_ns = r->stall_ns;
   int z = 0;
   /* acquire/release pair around the class table: class_add is a setup path,
@@ -922,6 +924,13 @@ int ttft_seq_stats(const ttft_registry *r, ttft_seq s, ttft_seq_info *out) {
   v.stalls = TTFT__LD(&sl->stalls);
   v.preemptions = TTFT__LD(&sl->preemptions);
   v.last_stall_cause = v.stalls ? (int)((TTFT__LD(&sl->flags) & SF_CAUSE_MASK) >> SF_CAUSE_SHIFT) : -1;
+  if (TTFT__LD(&sl->dl) && v.emissions >= 2) {
+    v.deadlines = (uint64_t)(v.emissions - 1) + TTFT__LD(&sl->dl_extra);
+    v.deadlines_missed = TTFT__LD(&sl->dl_missed);
+  }
+  v.fluidity = ttft__fluidity(v.deadlines, v.deadlines_missed);
+  v.ttft_slo_ns = ttft__slot_ttft_slo(r, sl);
+  v.tpot_slo_ns = TTFT__LD(&sl->tpot_slo);
   /* acquire fence: the field loads above complete before the re-check
    * below, and one that read a field of the slot's next sequence pairs
    * with begin's release fence (begin_common), so the re-check sees that

@@ -271,8 +271,13 @@ typedef struct ttft__slot {
   _Atomic uint64_t tokens;
   _Atomic uint64_t max_gap;
   _Atomic uint64_t stall_ns;      /* class stall budget, cached at begin  */
-  _Atomic uint64_t t_preempt;     /* the first PREEMPTED mark since the last
-                                     emission (valid when flags say so)   */
+  /* the fluidity rule (docs/metrics.md "Fluidity"), on the token path
+   * beside stall_ns: D (0 = no token deadlines) and the slack carried
+   * forward. The deadlines judged are (emissions - 1) + dl_extra: one per
+   * emission after the first in the common case, the rest (several
+   * missed in one gap, the other tokens of a multi-token emission) in
+   * dl_extra, so the common case adds nothing here but the slack */
+  _Atomic uint64_t dl, slack;
   _Atomic uint32_t emissions;
   _Atomic uint32_t gh_clean;      /* emissions when gh[] was last cleared  */
   _Atomic uint32_t flags;
@@ -289,8 +294,19 @@ typedef struct ttft__slot {
    * with the slot, the reclaim generation it read after its ending CAS
    * (reclaim.c): a round whose generation is at least this may free it */
   _Atomic uint64_t rstamp;
+  _Atomic uint64_t t_preempt;     /* the first PREEMPTED mark since the last
+                                     emission (valid when flags say so)   */
+  /* the request's budgets, resolved at begin (its own, else its class's):
+   * the first-token deadline's fixed part and the TPOT budget; see
+   * ttft__slot_ttft_slo for the per-token part */
+  _Atomic uint64_t ttft_slo, tpot_slo;
+  _Atomic uint64_t dl_missed, dl_extra; /* token deadlines missed; extra  */
+  _Atomic uint32_t prompt;        /* prompt tokens (0 unknown), or
+                                     TTFT__PROMPT_OWN: the request set its
+                                     own first-token deadline             */
   _Atomic uint64_t gh[TTFT__SG_WORDS];
 } ttft__slot;
+#define TTFT__PROMPT_OWN UINT32_MAX
 
 /* A slot's ids word (ttft__reqid.tag's low half): bit 0 a trace id was
  * given; bits 8..15 the request id's length; bits 16..23 the
@@ -303,7 +319,7 @@ typedef struct ttft__slot {
 #define TTFT__IDS_CAUSE(ids) (((ids) >> TTFT__IDS_CAUSE_SHIFT) & 0xFFu)
 
 /* A slot's ids, beside the slot (r->reqid[index]; allocated when
- * slowest_k > 0), so the slot keeps its 960 bytes and a begin without ids
+ * slowest_k > 0), so the slot keeps its 1 KiB and a begin without ids
  * writes nothing here: tag = generation << 32 | ids word, and the word
  * belongs to the slot's current sequence only while the generation is its
  * own (anything else reads as 0: no ids, cause unknown). Written by a
@@ -611,6 +627,23 @@ static inline uint64_t ttft__slot_stall_ns(const ttft_registry *r, const ttft__s
   uint64_t ns = TTFT__LD(&sl->stall_ns);
   if (TTFT_LIKELY(ns < TTFT_CLOCK_AHEAD_NS)) return ns;
   return r->classes[TTFT__LD(&sl->cls)].slo.stall_threshold_ns;
+}
+
+/* The first-token deadline of slot sl's sequence as known now: its own
+ * target, else its class's ttft_ns plus the per-token term for the prompt
+ * length known (docs/metrics.md "Length-aware"); 0 = none. Saturates. */
+static inline uint64_t ttft__slot_ttft_slo(const ttft_registry *r, const ttft__slot *sl) {
+  uint64_t base = TTFT__LD(&sl->ttft_slo);
+  uint32_t p = TTFT__LD(&sl->prompt);
+  if (p == TTFT__PROMPT_OWN || !p) return base;
+  uint64_t per = r->classes[TTFT__LD(&sl->cls)].slo.ttft_ns_per_prompt_token, add;
+  if (__builtin_mul_overflow(per, (uint64_t)p, &add) || add > UINT64_MAX - base) return UINT64_MAX;
+  return base + add;
+}
+
+/* The fluidity of a stream with `total` deadlines, `missed` of them missed */
+static inline double ttft__fluidity(uint64_t total, uint64_t missed) {
+  return total ? 1.0 - (double)missed / (double)total : 1.0;
 }
 
 /* CLOCK_MONOTONIC in ns, inlined into the hooks (ttft_now_ns is exported,

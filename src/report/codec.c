@@ -14,8 +14,8 @@
 #include "report/format.h"
 
 #define CODEC_MAGIC "TTFS"
-#define CODEC_VERSION 3u        /* written (libttft 1.2); 1 (1.0) and 2 (1.1)
-                                   are still read                          */
+#define CODEC_VERSION 4u        /* written (libttft 1.3); 1 (1.0), 2 (1.1) and
+                                   3 (1.2) are still read                  */
 #define CODEC_HEADER 12u        /* magic, version, flags, reserved, length */
 #define CODEC_TRAILER 4u        /* CRC-32C */
 #define CODEC_FLAG_SUMMARIES 1u /* prom_summaries                           */
@@ -24,6 +24,8 @@
 #define CODEC_FLAGS_V1 CODEC_FLAG_SUMMARIES
 #define CODEC_FLAGS_V2 (CODEC_FLAG_SUMMARIES | CODEC_FLAG_NATIVE | CODEC_FLAG_IDLE)
 #define CODEC_FLAGS_V3 CODEC_FLAGS_V2
+#define CODEC_FLAGS_V4 CODEC_FLAGS_V3
+#define CODEC_SLO_EXTRA 3u      /* version 4: the 1.3 ttft_slo fields       */
 #define CODEC_MAX_CLASSES TTFT__MAX_CLASSES
 #define CODEC_MAX_LIST 64u      /* gauges, counters, metrics per list */
 #define CODEC_MAX_RANKINGS 8u   /* slowest lists per class (version 3)   */
@@ -280,6 +282,13 @@ static void encode_body(const ttft_snapshot *s, wr *w) {
     put_var(w, k->slo.tpot_ns);
     put_var(w, k->slo.e2e_ns);
     put_var(w, k->slo.stall_threshold_ns);
+    /* version 4: the 1.3 SLO fields, fluid_min as its binary64 bits */
+    uint64_t fbits;
+    memcpy(&fbits, &k->slo.fluid_min, sizeof fbits);
+    put_var(w, CODEC_SLO_EXTRA);
+    put_var(w, k->slo.ttft_ns_per_prompt_token);
+    put_var(w, k->slo.token_deadline_ns);
+    put_var(w, fbits);
     put_var(w, TTFT_COUNTER_COUNT_);
     for (unsigned i = 0; i < TTFT_COUNTER_COUNT_; i++) put_var(w, k->ctr[i]);
     put_var(w, TTFT_METRIC_COUNT_);
@@ -339,7 +348,7 @@ typedef struct rd {
   const unsigned char *p;
   size_t pos, end;
   int bad;
-  unsigned version; /* 1, 2 or 3: what the body holds */
+  unsigned version; /* 1 .. 4: what the body holds */
   int nomem;        /* pass 2: a histogram could not be stored */
   ttft_snapshot *s; /* pass 2: the snapshot being filled, else NULL */
   ttft__hacc *acc;  /* pass 2: builds each histogram */
@@ -609,6 +618,20 @@ static uint32_t decode_body(rd *r, ttft_snapshot *s) {
     if (!r->bad && (c == 0) != (strcmp(name, "default") == 0)) r->bad = 1;
     uint64_t slo[4];
     for (unsigned i = 0; i < 4; i++) slo[i] = get_var(r);
+    /* version 4: the 1.3 fields (per-prompt-token term, token deadline,
+     * fluid_min's binary64 bits); fewer leave the ttft_slo_init defaults,
+     * more are validated as varints and skipped */
+    uint64_t extra[CODEC_SLO_EXTRA] = {0, 0, 0};
+    double fluid_min = 0.9;
+    uint32_t nx = r->version >= 4 ? (uint32_t)get_bounded(r, CODEC_MAX_LIST) : 0;
+    for (uint32_t i = 0; i < nx && !r->bad; i++) {
+      uint64_t v = get_var(r);
+      if (i < CODEC_SLO_EXTRA) extra[i] = v;
+    }
+    if (nx > 2) {
+      memcpy(&fluid_min, &extra[2], sizeof fluid_min);
+      if (!(fluid_min >= 0.0 && fluid_min <= 1.0)) r->bad = 1; /* NaN too: as ttft_class_add */
+    }
     if (k) {
       memcpy(k->name, name, sizeof name);
       ttft_slo_init(&k->slo);
@@ -616,6 +639,9 @@ static uint32_t decode_body(rd *r, ttft_snapshot *s) {
       k->slo.tpot_ns = slo[1];
       k->slo.e2e_ns = slo[2];
       k->slo.stall_threshold_ns = slo[3];
+      k->slo.ttft_ns_per_prompt_token = extra[0];
+      k->slo.token_deadline_ns = extra[1];
+      k->slo.fluid_min = fluid_min;
     }
     n = (uint32_t)get_bounded(r, CODEC_MAX_LIST);
     uint64_t ended = 0;
@@ -709,7 +735,8 @@ ttft_snapshot *ttft_snapshot_decode(const void *buf, size_t len, int *err) {
   const unsigned char *p = buf;
   if (len < CODEC_HEADER + CODEC_TRAILER || memcmp(p, CODEC_MAGIC, 4) != 0 ||
       p[4] < 1 || p[4] > CODEC_VERSION ||
-      (p[5] & ~(p[4] == 1 ? CODEC_FLAGS_V1 : p[4] == 2 ? CODEC_FLAGS_V2 : CODEC_FLAGS_V3)) ||
+      (p[5] & ~(p[4] == 1 ? CODEC_FLAGS_V1 : p[4] == 2 ? CODEC_FLAGS_V2
+                : p[4] == 3 ? CODEC_FLAGS_V3 : CODEC_FLAGS_V4)) ||
       p[6] || p[7] || le32_get(p + 8) != len ||
       crc32c(p, len - CODEC_TRAILER) != le32_get(p + len - CODEC_TRAILER))
     return fail(err, TTFT_ECORRUPT);

@@ -91,6 +91,19 @@ const ttft__prom_ctr_def ttft__prom_ctrs[] = {
     {TTFT_COUNTER_SLO_JUDGED, "requests_slo_judged",
      "Ended streams the SLO judges: completed and errors, and cancelled ones that had already "
      "missed a budget (not those a client cancelled in time). Attainment = slo_met / slo_judged."},
+    {TTFT_COUNTER_TOKEN_DEADLINES, "token_deadlines",
+     "Token deadlines judged by the fluidity rule (Etalon's fluidity-index; docs/metrics.md): one "
+     "per token after the first of streams with a token deadline, counted as they happen. Live "
+     "fluidity = 1 - token_deadlines_missed / token_deadlines."},
+    {TTFT_COUNTER_TOKEN_DEADLINES_MISSED, "token_deadlines_missed",
+     "Token deadlines missed: tokens later than their deadline with the slack their stream had "
+     "built up by running ahead (a gap of several deadlines misses several)."},
+    {TTFT_COUNTER_FLUID, "requests_fluid",
+     "Ended streams that completed with fluidity >= the class's fluid_min (default 0.9)."},
+    {TTFT_COUNTER_FLUID_JUDGED, "requests_fluid_judged",
+     "Ended streams judged for fluidity: those with a token deadline that completed or failed, "
+     "and cancelled ones that had already missed a deadline. Fluid attainment = requests_fluid / "
+     "requests_fluid_judged."},
     {TTFT_COUNTER_NO_TPOT, "requests_without_tpot",
      "Ended streams with fewer than two tokens, which have no TPOT."},
     {TTFT_COUNTER_PREEMPTIONS, "preemptions", "Times a sequence was preempted by the scheduler."},

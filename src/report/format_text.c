@@ -331,6 +331,58 @@ static void attainment_cells(ttft__sb *sb, const ttft__sclass *c) {
   ttft__sb_puts(sb, "\n");
 }
 
+/* One class's fluidity row: deadlines missed/judged with the token
+ * fluidity, and fluid/judged streams with their attainment. */
+static void fluidity_cells(ttft__sb *sb, const ttft__sclass *c) {
+  char cell[48];
+  uint64_t dl = c->ctr[TTFT_COUNTER_TOKEN_DEADLINES], miss = c->ctr[TTFT_COUNTER_TOKEN_DEADLINES_MISSED];
+  uint64_t fl = c->ctr[TTFT_COUNTER_FLUID], fj = c->ctr[TTFT_COUNTER_FLUID_JUDGED];
+  snprintf(cell, sizeof cell, "%llu/%llu", (unsigned long long)miss, (unsigned long long)dl);
+  put_right(sb, cell, 17);
+  if (dl && miss <= dl) snprintf(cell, sizeof cell, "%.1f%%", 100.0 * (1.0 - (double)miss / (double)dl));
+  else strcpy(cell, "-");
+  put_right(sb, cell, CELL_W);
+  snprintf(cell, sizeof cell, "%llu/%llu", (unsigned long long)fl, (unsigned long long)fj);
+  put_right(sb, cell, 15);
+  if (fj && fl <= fj) snprintf(cell, sizeof cell, "%.1f%%", 100.0 * (double)fl / (double)fj);
+  else strcpy(cell, "-");
+  put_right(sb, cell, CELL_W);
+  ttft__sb_puts(sb, "\n");
+}
+
+/* Fluidity (docs/metrics.md "Fluidity"): shown when some class judged a
+ * token deadline or a stream for it. */
+static void section_fluidity(ttft__sb *sb, const ttft_snapshot *s) {
+  if (!s->all.ctr[TTFT_COUNTER_TOKEN_DEADLINES] && !s->all.ctr[TTFT_COUNTER_FLUID_JUDGED]) return;
+  put_left(sb, "fluidity", NAME_W);
+  put_right(sb, "D", CELL_W);
+  put_right(sb, "missed/deadlines", 17);
+  put_right(sb, "fluidity", CELL_W);
+  put_right(sb, "fluid/judged", 15);
+  put_right(sb, "%", CELL_W);
+  ttft__sb_puts(sb, "\n");
+  uint32_t shown = 0;
+  for (uint32_t i = 0; i < s->nclasses; i++) {
+    const ttft__sclass *c = &s->cls[i];
+    if (!ttft__class_exported(s, i) ||
+        (!c->ctr[TTFT_COUNTER_TOKEN_DEADLINES] && !c->ctr[TTFT_COUNTER_FLUID_JUDGED]))
+      continue;
+    put_left(sb, c->name, NAME_W);
+    budget_cell(sb, c->slo.token_deadline_ns ? c->slo.token_deadline_ns : c->slo.tpot_ns, CELL_W);
+    fluidity_cells(sb, c);
+    shown++;
+  }
+  if (shown != 1) {
+    put_left(sb, "all classes", NAME_W + CELL_W);
+    fluidity_cells(sb, &s->all);
+  }
+  legend(sb, "each token after the first is due D after the one before, plus the slack its stream built");
+  legend(sb, "  up by running ahead (D = the class's token deadline, else the request's TPOT budget; - =");
+  legend(sb, "  per request); fluidity = 1 - missed/deadlines; fluid = completed with fluidity >= fluid_min;");
+  legend(sb, "  judged = completed + errors + streams cancelled after a missed deadline");
+  ttft__sb_puts(sb, "\n");
+}
+
 static uint32_t classes_shown(const ttft_snapshot *s) {
   uint32_t shown = 0;
   for (uint32_t i = 0; i < s->nclasses; i++) shown += ttft__class_exported(s, i) != 0;
@@ -604,6 +656,7 @@ int ttft__format_text(const ttft_snapshot *s, ttft__sb *sb) {
   section_status(sb, s);
   section_counts(sb, s);
   section_slo(sb, s);
+  section_fluidity(sb, s);
   section_splits(sb, s);
   section_steps(sb, s);
   section_slowest(sb, s);

@@ -63,6 +63,9 @@ int main(void) {
   OFF(ttft_slo, tpot_ns);
   OFF(ttft_slo, e2e_ns);
   OFF(ttft_slo, stall_threshold_ns);
+  OFF(ttft_slo, ttft_ns_per_prompt_token);
+  OFF(ttft_slo, token_deadline_ns);
+  OFF(ttft_slo, fluid_min);
 
   SIZE(ttft_request);
   OFF(ttft_request, struct_size);
@@ -72,6 +75,8 @@ int main(void) {
   OFF(ttft_request, request_id);
   OFF(ttft_request, trace_id);
   OFF(ttft_request, traceparent);
+  OFF(ttft_request, ttft_slo_ns);
+  OFF(ttft_request, tpot_slo_ns);
 
   SIZE(ttft_seq_info);
   OFF(ttft_seq_info, struct_size);
@@ -87,6 +92,11 @@ int main(void) {
   OFF(ttft_seq_info, stalls);
   OFF(ttft_seq_info, preemptions);
   OFF(ttft_seq_info, last_stall_cause);
+  OFF(ttft_seq_info, fluidity);
+  OFF(ttft_seq_info, deadlines);
+  OFF(ttft_seq_info, deadlines_missed);
+  OFF(ttft_seq_info, ttft_slo_ns);
+  OFF(ttft_seq_info, tpot_slo_ns);
 
   SIZE(ttft_step_info);
   OFF(ttft_step_info, struct_size);

@@ -1089,6 +1089,63 @@ void test_traceparent_and_clock() {
   }
 }
 
+// 1.3 (issue 29, SPEC 10.2): a request's own budgets, the class's
+// length-aware first-token deadline, token deadline and fluid_min, with
+// the values tests/test_fluidity.c computes by hand.
+void test_slo_fluidity() {
+  EXPECT_TRUE(ttft::Slo().fluid_min() == 0.9);  // ttft_slo_init's default
+  ttft::Registry reg(ttft::Config().max_inflight(4));
+  const ttft::Class chat = reg.add_class("chat", ttft::Slo().tpot(50ms));
+  {  // D = 50 ms: gaps 40, 40 (slack 10, 20), 200 misses 3, 40 meets
+    ttft::Stream s = reg.begin(ttft::Request().cls(chat), T0);
+    std::uint64_t t = T0 + 100000000;
+    EXPECT_EQ(s.token(1, t), TTFT_OK);
+    for (std::uint64_t g : {40u, 40u, 200u, 40u}) EXPECT_EQ(s.token(1, t += g * 1000000), TTFT_OK);
+    const auto info = s.stats();
+    EXPECT_TRUE(info.has_value());
+    if (info) {
+      EXPECT_EQ(info->deadlines, std::uint64_t{6});
+      EXPECT_EQ(info->deadlines_missed, std::uint64_t{3});
+      EXPECT_TRUE(info->fluidity == 0.5);
+      EXPECT_EQ(info->tpot_slo_ns, std::uint64_t{50000000});
+    }
+    EXPECT_EQ(s.end(TTFT_COMPLETED, t), TTFT_OK);
+  }
+  const ttft::Class lng = reg.add_class(
+      "long", ttft::Slo().ttft(100ms).ttft_per_prompt_token(1ms).token_deadline(20ms).fluid_min(0.8));
+  // 499 prompt tokens: deadline 599 ms; TTFT 600 ms misses it, the same
+  // request with its own 700 ms target meets it.
+  for (auto own : {0ms, 700ms}) {
+    ttft::Stream s = reg.begin(ttft::Request().cls(lng).prompt_tokens(499).ttft_slo(own), T0);
+    const auto info = s.stats();
+    EXPECT_EQ(info ? info->ttft_slo_ns : 0, own == 0ms ? std::uint64_t{599000000} : std::uint64_t{700000000});
+    EXPECT_EQ(s.token(1, T0 + 600000000), TTFT_OK);
+    EXPECT_EQ(s.end(TTFT_COMPLETED, T0 + 600000000), TTFT_OK);
+  }
+  {  // its own TPOT budget is its token deadline in a class with none
+    ttft::Stream s = reg.begin(ttft::Request().tpot_slo(50ms), T0);
+    const auto info = s.stats();
+    EXPECT_EQ(info ? info->tpot_slo_ns : 0, std::uint64_t{50000000});
+    EXPECT_EQ(s.end(TTFT_CANCELLED, T0 + 1), TTFT_OK);
+  }
+  EXPECT_THROWS_CODE(ttft::Request().ttft_slo(-1ms), TTFT_EINVAL);
+  EXPECT_THROWS_CODE(reg.add_class("bad", ttft::Slo().fluid_min(1.5)), TTFT_EINVAL);
+  ttft::Snapshot snap = reg.snapshot();
+  EXPECT_EQ(snap.counter(TTFT_COUNTER_TOKEN_DEADLINES, chat), std::uint64_t{6});
+  EXPECT_EQ(snap.counter(TTFT_COUNTER_TOKEN_DEADLINES_MISSED, chat), std::uint64_t{3});
+  EXPECT_EQ(snap.counter(TTFT_COUNTER_FLUID, chat), std::uint64_t{0});
+  EXPECT_EQ(snap.counter(TTFT_COUNTER_FLUID_JUDGED, chat), std::uint64_t{1});
+  EXPECT_EQ(snap.counter(TTFT_COUNTER_SLO_MET, lng), std::uint64_t{1});
+  EXPECT_EQ(snap.counter(TTFT_COUNTER_SLO_JUDGED, lng), std::uint64_t{2});
+  const auto slo = snap.class_slo(lng);
+  EXPECT_TRUE(slo.has_value());
+  if (slo) {
+    EXPECT_TRUE(slo->ttft_per_prompt_token() == 1ms);
+    EXPECT_TRUE(slo->token_deadline() == 20ms);
+    EXPECT_TRUE(slo->fluid_min() == 0.8);
+  }
+}
+
 #ifdef TTFT_TEST_HTTP
 void test_http() {
   ttft::Registry reg = small_registry();
@@ -1226,6 +1283,7 @@ int main() {
   test_slowest();
   test_client_ids();
   test_traceparent_and_clock();
+  test_slo_fluidity();
 #ifdef TTFT_TEST_HTTP
   test_http();
 #endif

@@ -90,8 +90,8 @@ fn struct_layout_matches_the_header() {
             publish_interval_ms,
         }
     );
-    layout!(got, ttft_slo { struct_size, ttft_ns, tpot_ns, e2e_ns, stall_threshold_ns });
-    layout!(got, ttft_request { struct_size, class_id, prompt_tokens, prefix_hit, request_id, trace_id, traceparent });
+    layout!(got, ttft_slo { struct_size, ttft_ns, tpot_ns, e2e_ns, stall_threshold_ns, ttft_ns_per_prompt_token, token_deadline_ns, fluid_min });
+    layout!(got, ttft_request { struct_size, class_id, prompt_tokens, prefix_hit, request_id, trace_id, traceparent, ttft_slo_ns, tpot_slo_ns });
     layout!(
         got,
         ttft_seq_info {
@@ -108,6 +108,11 @@ fn struct_layout_matches_the_header() {
             stalls,
             preemptions,
             last_stall_cause,
+            fluidity,
+            deadlines,
+            deadlines_missed,
+            ttft_slo_ns,
+            tpot_slo_ns,
         }
     );
     layout!(got, ttft_step_info { struct_size, prefill_tokens, decode_seqs, preempted_seqs, kind });
@@ -249,6 +254,10 @@ fn constants_match_the_header() {
         ("TTFT_COUNTER_PUBLISH_FAILED", Counter::PUBLISH_FAILED.0.into()),
         ("TTFT_COUNTER_SEGMENTS_SKIPPED", Counter::SEGMENTS_SKIPPED.0.into()),
         ("TTFT_COUNTER_PROCESSES_EXITED", Counter::PROCESSES_EXITED.0.into()),
+        ("TTFT_COUNTER_TOKEN_DEADLINES", Counter::TOKEN_DEADLINES.0.into()),
+        ("TTFT_COUNTER_TOKEN_DEADLINES_MISSED", Counter::TOKEN_DEADLINES_MISSED.0.into()),
+        ("TTFT_COUNTER_FLUID", Counter::FLUID.0.into()),
+        ("TTFT_COUNTER_FLUID_JUDGED", Counter::FLUID_JUDGED.0.into()),
         ("TTFT_COMPLETED", Status::COMPLETED.0.into()),
         ("TTFT_CANCELLED", Status::CANCELLED.0.into()),
         ("TTFT_ERROR", Status::ERROR.0.into()),

@@ -84,6 +84,10 @@ pub struct ttft_slo {
     pub tpot_ns: u64,
     pub e2e_ns: u64,
     pub stall_threshold_ns: u64,
+    // since 1.3
+    pub ttft_ns_per_prompt_token: u64,
+    pub token_deadline_ns: u64,
+    pub fluid_min: f64,
 }
 
 #[repr(C)]
@@ -98,6 +102,8 @@ pub struct ttft_request {
     pub trace_id: *const c_char,
     // since 1.3 (NULL: none)
     pub traceparent: *const c_char,
+    pub ttft_slo_ns: u64,
+    pub tpot_slo_ns: u64,
 }
 
 #[repr(C)]
@@ -117,6 +123,13 @@ pub struct ttft_seq_info {
     pub preemptions: u32,
     /// 1.2: the `ttft_stall_cause` of the latest stall, -1 while `stalls` is 0
     pub last_stall_cause: c_int,
+    /// 1.3: fluidity so far, token deadlines judged and missed, and the
+    /// request's budgets
+    pub fluidity: f64,
+    pub deadlines: u64,
+    pub deadlines_missed: u64,
+    pub ttft_slo_ns: u64,
+    pub tpot_slo_ns: u64,
 }
 
 /// `ttft_step_info` (1.2): one engine iteration, for stall causes and the

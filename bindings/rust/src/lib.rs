@@ -355,6 +355,14 @@ c_enum!(
     /// In a gathered snapshot: processes whose last published state was
     /// folded into the directory's archive (exits, kills, crashes) (1.3).
     PROCESSES_EXITED = 20,
+    /// Token deadlines judged by the fluidity rule, as they happen (1.3).
+    TOKEN_DEADLINES = 21,
+    /// ... of them missed (1.3).
+    TOKEN_DEADLINES_MISSED = 22,
+    /// Ended streams that completed with fluidity >= fluid_min (1.3).
+    FLUID = 23,
+    /// Ended streams judged for fluidity (1.3).
+    FLUID_JUDGED = 24,
 });
 
 c_enum!(
@@ -595,7 +603,10 @@ fn ns(d: Duration) -> u64 {
 // ------------------------------------------------------------- SLO, request
 
 /// SLO budgets of a class, in nanoseconds; 0 = no budget for that dimension.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// `Slo::new()` / `Slo::default()` are `ttft_slo_init`'s defaults: no
+/// budgets, `fluid_min` 0.9. (`PartialEq`, not `Eq`, since 1.3: `fluid_min`
+/// is a float.)
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Slo {
     /// TTFT budget.
     pub ttft_ns: u64,
@@ -605,12 +616,55 @@ pub struct Slo {
     pub e2e_ns: u64,
     /// Stall budget of the class's gaps; 0 = the registry's stall threshold.
     pub stall_threshold_ns: u64,
+    /// Length-aware first-token deadline (1.3): `ttft_ns +
+    /// ttft_ns_per_prompt_token` x the prompt tokens known at the first
+    /// token (the request's or `annotate`'s; unknown = `ttft_ns` alone). A
+    /// request's own TTFT target replaces the whole deadline. 0 = a fixed
+    /// budget.
+    pub ttft_ns_per_prompt_token: u64,
+    /// D of the fluidity rule (1.3; docs/metrics.md "Fluidity"): each token
+    /// after the first is due D after the one before it, slack carried
+    /// forward. 0 = the request's TPOT budget (its own, else `tpot_ns`); a
+    /// stream whose D is 0 is not judged for fluidity.
+    pub token_deadline_ns: u64,
+    /// The fluidity a stream that ended COMPLETED needs to be fluid (1.3),
+    /// 0 ..= 1 (`add_class` refuses anything else); default 0.9.
+    pub fluid_min: f64,
+}
+
+impl Default for Slo {
+    fn default() -> Slo {
+        Slo {
+            ttft_ns: 0,
+            tpot_ns: 0,
+            e2e_ns: 0,
+            stall_threshold_ns: 0,
+            ttft_ns_per_prompt_token: 0,
+            token_deadline_ns: 0,
+            fluid_min: 0.9,
+        }
+    }
 }
 
 impl Slo {
-    /// No budgets.
+    /// No budgets, `fluid_min` 0.9.
     pub fn new() -> Slo {
         Slo::default()
+    }
+    /// Sets the per-prompt-token term of the first-token deadline (1.3).
+    pub fn ttft_per_prompt_token(mut self, d: Duration) -> Slo {
+        self.ttft_ns_per_prompt_token = ns(d);
+        self
+    }
+    /// Sets the token deadline D of the fluidity rule (1.3).
+    pub fn token_deadline(mut self, d: Duration) -> Slo {
+        self.token_deadline_ns = ns(d);
+        self
+    }
+    /// Sets the fluidity a completed stream needs to be fluid (1.3).
+    pub fn fluid_min(mut self, f: f64) -> Slo {
+        self.fluid_min = f;
+        self
     }
     /// Sets the TTFT budget.
     pub fn ttft(mut self, d: Duration) -> Slo {
@@ -639,6 +693,9 @@ impl Slo {
             tpot_ns: self.tpot_ns,
             e2e_ns: self.e2e_ns,
             stall_threshold_ns: self.stall_threshold_ns,
+            ttft_ns_per_prompt_token: self.ttft_ns_per_prompt_token,
+            token_deadline_ns: self.token_deadline_ns,
+            fluid_min: self.fluid_min,
         }
     }
 }
@@ -651,6 +708,11 @@ pub struct Request {
     pub class: Class,
     /// Prompt length in tokens; 0 = unknown (no prompt-band split).
     pub prompt_tokens: u32,
+    /// This request's own TTFT budget in ns (1.3; a router's
+    /// `x-llm-d-slo-ttft-ms` x 1e6); 0 = its class's.
+    pub ttft_slo_ns: u64,
+    /// This request's own TPOT budget in ns (1.3); 0 = its class's.
+    pub tpot_slo_ns: u64,
     /// Prefix-cache hit (`Some(true)`), miss, or unknown (`None`).
     pub prefix_hit: Option<bool>,
     /// The server's id of the request (1.2), shown with the slowest
@@ -677,6 +739,8 @@ impl Default for Request {
         Request {
             class: Class::DEFAULT,
             prompt_tokens: 0,
+            ttft_slo_ns: 0,
+            tpot_slo_ns: 0,
             prefix_hit: None,
             request_id: None,
             trace_id: None,
@@ -693,6 +757,13 @@ impl Request {
     /// Sets the class.
     pub fn class(mut self, c: Class) -> Request {
         self.class = c;
+        self
+    }
+    /// Sets this request's own TTFT and TPOT budgets in ns (1.3; 0 = the
+    /// class's): its SLO verdict and token deadlines use them.
+    pub fn slo_ns(mut self, ttft_ns: u64, tpot_ns: u64) -> Request {
+        self.ttft_slo_ns = ttft_ns;
+        self.tpot_slo_ns = tpot_ns;
         self
     }
     /// Sets the prompt length.
@@ -751,6 +822,8 @@ impl Request {
             request_id: std::ptr::null(),
             trace_id: std::ptr::null(),
             traceparent: std::ptr::null(),
+            ttft_slo_ns: self.ttft_slo_ns,
+            tpot_slo_ns: self.tpot_slo_ns,
         }
     }
 }
@@ -1477,6 +1550,10 @@ impl Registry {
             preemptions: info.preemptions,
             last_stall_cause: (info.stalls > 0 && info.last_stall_cause >= 0)
                 .then_some(StallCause(info.last_stall_cause)),
+            deadlines: info.deadlines,
+            deadlines_missed: info.deadlines_missed,
+            ttft_slo_ns: info.ttft_slo_ns,
+            tpot_slo_ns: info.tpot_slo_ns,
         })
     }
 
@@ -1578,6 +1655,29 @@ pub struct SeqInfo {
     /// The cause of its latest stall (1.2), `None` while it has none: e.g.
     /// to log it with the request.
     pub last_stall_cause: Option<StallCause>,
+    /// Token deadlines judged so far by the fluidity rule (1.3).
+    pub deadlines: u64,
+    /// ... of them missed (1.3).
+    pub deadlines_missed: u64,
+    /// Its first-token deadline as known now, ns (1.3): its own target, else
+    /// the class's with the per-token term for the prompt known so far; 0 =
+    /// none.
+    pub ttft_slo_ns: u64,
+    /// Its TPOT budget, ns (1.3): its own, else the class's; 0 = none.
+    pub tpot_slo_ns: u64,
+}
+
+impl SeqInfo {
+    /// Its fluidity so far (1.3; docs/metrics.md "Fluidity"): 1 -
+    /// `deadlines_missed / deadlines`, 1 with no deadline (what
+    /// `ttft_seq_info.fluidity` says, computed from the two counts).
+    pub fn fluidity(&self) -> f64 {
+        if self.deadlines == 0 {
+            1.0
+        } else {
+            1.0 - self.deadlines_missed as f64 / self.deadlines as f64
+        }
+    }
 }
 
 // ------------------------------------------------------------- streams
@@ -2126,7 +2226,15 @@ impl<'s> ClassView<'s> {
         let mut s = ffi::ttft_slo { struct_size: std::mem::size_of::<ffi::ttft_slo>(), ..Default::default() };
         // SAFETY: valid snapshot; s is complete and sized.
         check(unsafe { ffi::ttft_snapshot_class_slo(self.snap.p(), self.class.0, &mut s) })?;
-        Ok(Slo { ttft_ns: s.ttft_ns, tpot_ns: s.tpot_ns, e2e_ns: s.e2e_ns, stall_threshold_ns: s.stall_threshold_ns })
+        Ok(Slo {
+            ttft_ns: s.ttft_ns,
+            tpot_ns: s.tpot_ns,
+            e2e_ns: s.e2e_ns,
+            stall_threshold_ns: s.stall_threshold_ns,
+            ttft_ns_per_prompt_token: s.ttft_ns_per_prompt_token,
+            token_deadline_ns: s.token_deadline_ns,
+            fluid_min: s.fluid_min,
+        })
     }
     /// Observations of `m` in the class.
     pub fn count(&self, m: Metric) -> u64 {

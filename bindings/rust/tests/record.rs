@@ -205,7 +205,7 @@ fn classes_slos_and_attainment() {
     assert_eq!(v.status(Status::COMPLETED).count(Metric::TPOT), 3);
     assert_eq!(
         v.slo().unwrap(),
-        Slo { ttft_ns: 10 * MS, tpot_ns: 4 * MS, e2e_ns: 0, stall_threshold_ns: 500 * MS } // the registry default, resolved
+        Slo { ttft_ns: 10 * MS, tpot_ns: 4 * MS, e2e_ns: 0, stall_threshold_ns: 500 * MS, ..Slo::default() } // the registry default, resolved
     );
     assert_eq!(s.class(batch).attainment(), Some(1.0));
     assert_eq!(s.class(batch).mean(Metric::E2E), 9e8);
