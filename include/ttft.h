@@ -1047,7 +1047,8 @@ struct ttft_slo {
                                   budget (its ttft_request.tpot_slo_ns,
                                   else tpot_ns); a stream whose D is 0 has
                                   no token deadlines and is not judged for
-                                  fluidity                                 */
+                                  fluidity. A D above 2^62 ns (146 years)
+                                  is taken as 2^62, as is the slack      */
   double fluid_min;            /* a stream is fluid when it ends COMPLETED
                                   with fluidity >= fluid_min; 0 .. 1,
                                   default 0.9 (Etalon's)                   */

@@ -472,7 +472,10 @@ static ttft_seq begin_common(ttft_registry *r, uint32_t cls, uint32_t prompt_tok
   TTFT__ST(&sl->ttft_slo, own_ttft ? own_ttft : cs->ttft_ns);
   TTFT__ST(&sl->tpot_slo, tpot);
   TTFT__ST(&sl->prompt, own_ttft ? TTFT__PROMPT_OWN : prompt_len(prompt_tokens));
-  TTFT__ST(&sl->dl, cs->token_deadline_ns ? cs->token_deadline_ns : tpot);
+  /* D at most 2^62 ns (146 years: no deadline at all, in effect), so that
+   * slack + D, both capped there, never wraps on the fast path */
+  uint64_t dl = cs->token_deadline_ns ? cs->token_deadline_ns : tpot;
+  TTFT__ST(&sl->dl, dl < TTFT__SUM_PART ? dl : TTFT__SUM_PART);
   TTFT__ST(&sl->slack, 0);
   TTFT__ST(&sl->dl_missed, 0);
   TTFT__ST(&sl->dl_extra, 0);
@@ -850,8 +853,10 @@ TTFT__INLINE int emit_fast_sl(ttft__shard *sh, ttft__slot *sl, uint64_t want, ui
    * and add); a miss takes the general path (fluid_gap) */
   uint64_t dl = TTFT__LD(&sl->dl), room = 0;
   if (dl) {
+    /* slack and D are at most 2^62: no wrap. A miss, or a slack that
+     * would pass its cap, takes the general path */
     room = TTFT__LD(&sl->slack) + dl;
-    if (TTFT_UNLIKELY(gap > room)) return 0;
+    if (TTFT_UNLIKELY(gap > room || room - gap > TTFT__SUM_PART)) return 0;
   }
   _Atomic uint64_t *b = &ch->b[i & (TTFT__CHUNK_BUCKETS - 1)];
   TTFT__ST(b, TTFT__LD(b) + 1);
