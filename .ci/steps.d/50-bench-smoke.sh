@@ -35,7 +35,7 @@ for r in d["rows"]:
 # at a tiny size; a missing baseline (no git history) is a failure in CI
 cmp = d["compare"]
 assert cmp is not None and cmp["rounds"] >= 1, cmp
-cases = ["tok_ts", "tok_now", "step_1", "step_64", "step_256", "tok_2t"]
+cases = ["tok_ts", "tok_now", "step_1", "step_64", "step_256", "tok_2t", "tok_slo", "step_64_slo"]
 need_cmp = ["cur_" + k for k in cases]
 if cmp["baseline_binary"]:
     assert cmp["skipped"] is None and cmp["baseline_version"], cmp
@@ -47,7 +47,7 @@ assert not missing, "compare rows missing: %s" % missing
 for k in need_cmp:
     assert rows[k]["reps"] == cmp["rounds"] and rows[k]["median"] > 0, rows[k]
 names = [t["name"] for t in d["targets"]]
-assert sum("current / " in n for n in names) == (5 if cmp["baseline_binary"] else 0), names
+assert sum("current / " in n for n in names) == (7 if cmp["baseline_binary"] else 0), names
 assert len(d["targets"]) >= 12, len(d["targets"])
 for t in d["targets"]:
     assert isinstance(t["met"], bool), t
