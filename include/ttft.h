@@ -1048,7 +1048,10 @@ struct ttft_slo {
                                   else tpot_ns); a stream whose D is 0 has
                                   no token deadlines and is not judged for
                                   fluidity. A D above 2^62 ns (146 years)
-                                  is taken as 2^62, as is the slack      */
+                                  is taken as 2^62, as is the slack. The
+                                  deadline counters are 64-bit: a D of a
+                                  few ns against gaps of centuries could
+                                  pass 2^64 (no real stream can)         */
   double fluid_min;            /* a stream is fluid when it ends COMPLETED
                                   with fluidity >= fluid_min; 0 .. 1,
                                   default 0.9 (Etalon's)                   */

@@ -1027,6 +1027,10 @@ static void snap_merge(const ttft_snapshot *s, unsigned pick) {
 static void snap_delta(const ttft_snapshot *s, const ttft_snapshot *prev, unsigned pick) {
   int err = 0;
   ttft_snapshot *dl = ttft_snapshot_delta(s, prev, &err);
+  /* token deadlines with D = 1 ns and gaps of centuries can count past
+   * 2^64 and wrap (a limit docs/metrics.md states); delta refuses what
+   * went backwards */
+  if (!dl && has_counter_from_2_63(prev)) return;
   FUZZ_CHECK(dl != NULL, "delta: %d", err);
   for (int k = 0; k < NCTR; k++)
     FUZZ_CHECK(ttft_snapshot_counter(dl, (ttft_counter)k) ==
