@@ -36,63 +36,47 @@ uint64_t ttft__fnv64(uint64_t h, const void *p, size_t n) {
   return h;
 }
 
-static void put64(unsigned char *p, uint64_t v) {
-  for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
-}
-static void put32(unsigned char *p, uint32_t v) {
-  for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
-}
-static uint64_t get64(const unsigned char *p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
-  return v;
-}
-static uint32_t get32(const unsigned char *p) {
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; i--) v = (v << 8) | p[i];
-  return v;
-}
 
 void ttft__seg_hdr_put(const ttft__seg_hdr *h, unsigned char *out) {
   memset(out, 0, TTFT__SEG_HDR_BYTES);
   memcpy(out, TTFT__SEG_MAGIC, 8);
-  put32(out + 8, TTFT__SEG_VERSION);
-  put32(out + 12, TTFT__SEG_HDR_BYTES);
-  put64(out + 16, h->id.pid);
-  put64(out + 24, h->id.start_ticks);
-  put64(out + 32, h->id.nonce);
-  put64(out + 40, h->seq);
-  put64(out + 48, h->unix_ns);
-  put32(out + 56, h->uid);
-  put32(out + 60, h->flags);
+  ttft__le32_put(out + 8, TTFT__SEG_VERSION);
+  ttft__le32_put(out + 12, TTFT__SEG_HDR_BYTES);
+  ttft__le64_put(out + 16, h->id.pid);
+  ttft__le64_put(out + 24, h->id.start_ticks);
+  ttft__le64_put(out + 32, h->id.nonce);
+  ttft__le64_put(out + 40, h->seq);
+  ttft__le64_put(out + 48, h->unix_ns);
+  ttft__le32_put(out + 56, h->uid);
+  ttft__le32_put(out + 60, h->flags);
   size_t nl = strnlen(h->name, TTFT__SEG_NAME_MAX - 1);
   memcpy(out + 64, h->name, nl);
-  put64(out + 128, h->payload_len);
-  put64(out + 136, h->payload_hash);
-  put64(out + 152, ttft__fnv64(TTFT__FNV64_INIT, out, 152));
+  ttft__le64_put(out + 128, h->payload_len);
+  ttft__le64_put(out + 136, h->payload_hash);
+  ttft__le64_put(out + 152, ttft__fnv64(TTFT__FNV64_INIT, out, 152));
 }
 
 int ttft__seg_parse(const void *buf, size_t n, ttft__seg_hdr *h, const unsigned char **payload) {
   const unsigned char *p = (const unsigned char *)buf;
   if (!p || !h || n < TTFT__SEG_HDR_BYTES) return TTFT_ECORRUPT;
   if (memcmp(p, TTFT__SEG_MAGIC, 8) != 0) return TTFT_ECORRUPT;
-  if (ttft__fnv64(TTFT__FNV64_INIT, p, 152) != get64(p + 152)) return TTFT_ECORRUPT;
-  uint32_t ver = get32(p + 8), hb = get32(p + 12);
+  if (ttft__fnv64(TTFT__FNV64_INIT, p, 152) != ttft__le64_get(p + 152)) return TTFT_ECORRUPT;
+  uint32_t ver = ttft__le32_get(p + 8), hb = ttft__le32_get(p + 12);
   if (ver > TTFT__SEG_VERSION) return TTFT_ENOTSUP;
   if (ver == 0 || hb != TTFT__SEG_HDR_BYTES) return TTFT_ECORRUPT;
   memset(h, 0, sizeof *h);
-  h->id.pid = get64(p + 16);
-  h->id.start_ticks = get64(p + 24);
-  h->id.nonce = get64(p + 32);
-  h->seq = get64(p + 40);
-  h->unix_ns = get64(p + 48);
-  h->uid = get32(p + 56);
-  h->flags = get32(p + 60);
+  h->id.pid = ttft__le64_get(p + 16);
+  h->id.start_ticks = ttft__le64_get(p + 24);
+  h->id.nonce = ttft__le64_get(p + 32);
+  h->seq = ttft__le64_get(p + 40);
+  h->unix_ns = ttft__le64_get(p + 48);
+  h->uid = ttft__le32_get(p + 56);
+  h->flags = ttft__le32_get(p + 60);
   memcpy(h->name, p + 64, TTFT__SEG_NAME_MAX - 1);
   h->name[TTFT__SEG_NAME_MAX - 1] = '\0';
   if (p[64 + TTFT__SEG_NAME_MAX - 1] != 0 || !ttft__process_name_ok(h->name)) return TTFT_ECORRUPT;
-  h->payload_len = get64(p + 128);
-  h->payload_hash = get64(p + 136);
+  h->payload_len = ttft__le64_get(p + 128);
+  h->payload_hash = ttft__le64_get(p + 136);
   if (h->id.nonce == 0 || h->id.pid == 0 || h->id.pid > INT32_MAX) return TTFT_ECORRUPT;
   if (h->payload_len > TTFT__SEG_MAX_PAYLOAD || h->payload_len != n - TTFT__SEG_HDR_BYTES)
     return TTFT_ECORRUPT;

@@ -70,6 +70,24 @@ typedef struct ttft__seg_hdr {
   uint64_t payload_len, payload_hash;
 } ttft__seg_hdr;
 
+/* Little-endian fields of the segment and archive formats. */
+static inline void ttft__le64_put(unsigned char *p, uint64_t v) {
+  for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+static inline void ttft__le32_put(unsigned char *p, uint32_t v) {
+  for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+static inline uint64_t ttft__le64_get(const unsigned char *p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
+  return v;
+}
+static inline uint32_t ttft__le32_get(const unsigned char *p) {
+  uint32_t v = 0;
+  for (int i = 3; i >= 0; i--) v = (v << 8) | p[i];
+  return v;
+}
+
 /* FNV-1a's 64-bit step over n bytes taken as little-endian 64-bit words,
  * then the remaining bytes one by one, continuing from h (start with
  * TTFT__FNV64_INIT). The header hash and payload hash below use it. */

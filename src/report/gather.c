@@ -81,22 +81,6 @@
 #define PART_OTHER "other"    /* live names beyond MAX_PARTS                */
 
 /* ---------------------------------------------------------------- bytes */
-static void put64(unsigned char *p, uint64_t v) {
-  for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
-}
-static void put32(unsigned char *p, uint32_t v) {
-  for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
-}
-static uint64_t get64(const unsigned char *p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
-  return v;
-}
-static uint32_t get32(const unsigned char *p) {
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; i--) v = (v << 8) | p[i];
-  return v;
-}
 
 /* ------------------------------------------------------------- snapshots */
 void ttft__snapshot_zero_live_gauges(ttft_snapshot *s) {
@@ -215,19 +199,19 @@ int ttft__archive_parse(const void *buf, size_t n, ttft__archive *a) {
   ttft__archive_init(a);
   if (!p || n < 40 || n > TTFT__ARC_MAX_BYTES) return TTFT_ECORRUPT;
   if (memcmp(p, TTFT__ARC_MAGIC, 8) != 0) return TTFT_ECORRUPT;
-  if (ttft__fnv64(TTFT__FNV64_INIT, p, n - 8) != get64(p + n - 8)) return TTFT_ECORRUPT;
-  uint32_t ver = get32(p + 8);
+  if (ttft__fnv64(TTFT__FNV64_INIT, p, n - 8) != ttft__le64_get(p + n - 8)) return TTFT_ECORRUPT;
+  uint32_t ver = ttft__le32_get(p + 8);
   if (ver > TTFT__ARC_VERSION) return TTFT_ENOTSUP;
   if (ver == 0) return TTFT_ECORRUPT;
-  uint32_t nn = get32(p + 12), nf = get32(p + 24);
-  uint64_t total = get64(p + 16);
-  if (nn > TTFT__ARC_MAX_NAMES || nf > TTFT__ARC_MAX_FOLDED || get32(p + 28) != 0)
+  uint32_t nn = ttft__le32_get(p + 12), nf = ttft__le32_get(p + 24);
+  uint64_t total = ttft__le64_get(p + 16);
+  if (nn > TTFT__ARC_MAX_NAMES || nf > TTFT__ARC_MAX_FOLDED || ttft__le32_get(p + 28) != 0)
     return TTFT_ECORRUPT;
   size_t end = n - 8, off = 32;
   if ((size_t)nf * 16u > end - off) return TTFT_ECORRUPT;
   int rc = TTFT_OK;
   for (uint32_t i = 0; i < nf && rc == TTFT_OK; i++, off += 16) {
-    uint64_t pid = get64(p + off), nonce = get64(p + off + 8);
+    uint64_t pid = ttft__le64_get(p + off), nonce = ttft__le64_get(p + off + 8);
     if (pid == 0 || pid > INT32_MAX || nonce == 0) rc = TTFT_ECORRUPT;
     else rc = folded_add(a, pid, nonce);
   }
@@ -248,8 +232,8 @@ int ttft__archive_parse(const void *buf, size_t n, ttft__archive *a) {
     size_t nl = strlen(e->name);
     for (size_t k = nl; k < TTFT__SEG_NAME_MAX; k++)
       if (p[off + k]) rc = TTFT_ECORRUPT;
-    e->exited = get64(p + off + TTFT__SEG_NAME_MAX);
-    uint64_t len = get64(p + off + TTFT__SEG_NAME_MAX + 8);
+    e->exited = ttft__le64_get(p + off + TTFT__SEG_NAME_MAX);
+    uint64_t len = ttft__le64_get(p + off + TTFT__SEG_NAME_MAX + 8);
     off += TTFT__SEG_NAME_MAX + 16u;
     if (rc != TTFT_OK || e->exited == 0 || e->exited > UINT64_MAX - sum || len > end - off) {
       rc = TTFT_ECORRUPT;
@@ -290,20 +274,20 @@ long ttft__archive_encode(const ttft__archive *a, unsigned char **out) {
   unsigned char *b = ttft__alloc(&al, len);
   if (!b) return TTFT_ENOMEM;
   memcpy(b, TTFT__ARC_MAGIC, 8);
-  put32(b + 8, TTFT__ARC_VERSION);
-  put32(b + 12, a->n);
-  put64(b + 16, a->exited);
-  put32(b + 24, a->nfolded);
-  put32(b + 28, 0);
+  ttft__le32_put(b + 8, TTFT__ARC_VERSION);
+  ttft__le32_put(b + 12, a->n);
+  ttft__le64_put(b + 16, a->exited);
+  ttft__le32_put(b + 24, a->nfolded);
+  ttft__le32_put(b + 28, 0);
   size_t off = 32;
   for (uint32_t i = 0; i < a->nfolded; i++, off += 16) {
-    put64(b + off, a->folded[i].pid);
-    put64(b + off + 8, a->folded[i].nonce);
+    ttft__le64_put(b + off, a->folded[i].pid);
+    ttft__le64_put(b + off + 8, a->folded[i].nonce);
   }
   for (uint32_t i = 0; i < a->n; i++) {
     memcpy(b + off, a->e[i].name, strnlen(a->e[i].name, TTFT__SEG_NAME_MAX - 1)); /* zeroed pad */
-    put64(b + off + TTFT__SEG_NAME_MAX, a->e[i].exited);
-    put64(b + off + TTFT__SEG_NAME_MAX + 8, (uint64_t)el[i]);
+    ttft__le64_put(b + off + TTFT__SEG_NAME_MAX, a->e[i].exited);
+    ttft__le64_put(b + off + TTFT__SEG_NAME_MAX + 8, (uint64_t)el[i]);
     off += TTFT__SEG_NAME_MAX + 16u;
     if (ttft_snapshot_encode(a->e[i].snap, b + off, (size_t)el[i]) != el[i]) {
       ttft__free(&al, b);
@@ -311,7 +295,7 @@ long ttft__archive_encode(const ttft__archive *a, unsigned char **out) {
     }
     off += (size_t)el[i];
   }
-  put64(b + off, ttft__fnv64(TTFT__FNV64_INIT, b, off));
+  ttft__le64_put(b + off, ttft__fnv64(TTFT__FNV64_INIT, b, off));
   *out = b;
   return (long)len;
 }
