@@ -526,6 +526,7 @@ typedef struct par {
  * publishes again, so every take sees exactly what was published so far:
  * between the count published before the take began and the count after. */
 static _Atomic uint64_t g_published;
+static _Atomic uint64_t g_publishing; /* publishes begun */
 
 static void *par_main(void *arg) {
   par *p = arg;
@@ -535,9 +536,11 @@ static void *par_main(void *arg) {
     return NULL;
   }
   while (!atomic_load(p->stop)) {
+    /* lo: publishes complete before the take; hi: publishes begun by its
+     * end (a publish is visible before the writer counts it done) */
     uint64_t lo = atomic_load(&g_published);
     ttft_snapshot *s = ttft_gather_take(g);
-    uint64_t hi = atomic_load(&g_published);
+    uint64_t hi = atomic_load(&g_publishing);
     if (!s) {
       p->bad++;
       continue;
@@ -557,6 +560,7 @@ static void *par_main(void *arg) {
 static void run_parallel(int nthreads, int nforked) {
   dir_new();
   atomic_store(&g_published, 0);
+  atomic_store(&g_publishing, 0);
   _Atomic int stop = 0;
   ttft_gather *shared = ttft_gather_open(g_dir, 0);
   /* processes gathering too (forked before any thread starts): they check
@@ -593,6 +597,7 @@ static void run_parallel(int nthreads, int nforked) {
   for (int i = 0; i < PAR_PROCS; i++) {
     fake f;
     fake_start(&f, 7000 + (uint64_t)(i % 5), "w");
+    atomic_fetch_add(&g_publishing, 1);
     fake_publish(&f, one);
     atomic_fetch_add(&g_published, 1);
     if (i % 3) usleep(200);
