@@ -261,7 +261,14 @@ typedef enum ttft_format {
   TTFT_FORMAT_PROMETHEUS_PROTOBUF = 4, /* length-delimited io.prometheus.client.
                                           MetricFamily messages (binary) with
                                           native histograms, docs/prometheus.md */
-  TTFT_FORMAT_COUNT_ = 5
+  TTFT_FORMAT_OTLP_PROTOBUF = 5, /* (1.3) an OTLP ExportMetricsServiceRequest
+                                    (binary protobuf, as POSTed to
+                                    /v1/metrics), cumulative temporality,
+                                    exponential histograms; the resource from
+                                    OTEL_SERVICE_NAME and
+                                    OTEL_RESOURCE_ATTRIBUTES;
+                                    docs/opentelemetry.md */
+  TTFT_FORMAT_COUNT_ = 6
 } ttft_format;
 
 /* ---------------------------------------------------------------- registry */
@@ -1338,6 +1345,49 @@ TTFT_API int ttft_http_port(const ttft_http *srv);
  * frees the child's copy: closes the child's descriptors, never touches the
  * parent's server, never joins. NULL is a no-op. Once per server. */
 TTFT_API void ttft_http_stop(ttft_http *srv);
+
+/* ------------------------------------------------ OpenTelemetry push (1.3)
+ * A background pusher that POSTs the registry as OTLP/HTTP protobuf
+ * (TTFT_FORMAT_OTLP_PROTOBUF) to a collector every interval. Plain HTTP only
+ * (a libc-only library has no TLS: send to a local collector, agent or
+ * sidecar; https:// is refused). docs/opentelemetry.md. */
+
+typedef enum ttft_otlp_temporality {
+  TTFT_OTLP_CUMULATIVE = 0, /* every push carries the totals since the
+                               registry was created (the default)         */
+  TTFT_OTLP_DELTA = 1,      /* every push carries what changed since the
+                               last push the collector accepted           */
+  TTFT_OTLP_LOWMEMORY = 2   /* the OTel SDK's "lowmemory": delta for
+                               synchronous counters and histograms, which
+                               every libttft counter and histogram is      */
+} ttft_otlp_temporality;
+
+typedef struct ttft_otlp ttft_otlp; /* opaque */
+
+typedef struct ttft_otlp_config {
+  size_t struct_size;       /* sizeof(ttft_otlp_config): set by _init     */
+  const char *endpoint;     /* "http://host:port" (the path /v1/metrics is
+                               appended) or, when metrics_endpoint is set,
+                               ignored; NULL: OTEL_EXPORTER_OTLP_ENDPOINT,
+                               else "http://localhost:4318"                */
+  const char *metrics_endpoint; /* the whole URL, used as is (NULL:
+                               OTEL_EXPORTER_OTLP_METRICS_ENDPOINT)        */
+  const char *headers;      /* "k1=v1,k2=v2", values percent-decoded (NULL:
+                               OTEL_EXPORTER_OTLP_METRICS_HEADERS, else
+                               OTEL_EXPORTER_OTLP_HEADERS)                 */
+  const char *service_name; /* NULL: OTEL_SERVICE_NAME, else
+                               "unknown_service"                           */
+  const char *resource_attributes; /* "k1=v1,k2=v2" (NULL:
+                               OTEL_RESOURCE_ATTRIBUTES)                   */
+  uint32_t interval_ms;     /* between pushes; 0: OTEL_METRIC_EXPORT_INTERVAL,
+                               else 60000                                  */
+  uint32_t timeout_ms;      /* one push, connect to answer, retries
+                               included; 0: OTEL_EXPORTER_OTLP_METRICS_TIMEOUT,
+                               else OTEL_EXPORTER_OTLP_TIMEOUT, else 10000  */
+  int temporality;          /* a ttft_otlp_temporality; set by _init from
+                               OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE
+                               (default cumulative)                        */
+} ttft_otlp_config;
 
 #ifdef __cplusplus
 } /* extern "C" */

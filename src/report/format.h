@@ -98,6 +98,20 @@ TTFT_HIDDEN int ttft__format_text(const ttft_snapshot *s, ttft__sb *sb);
 TTFT_HIDDEN int ttft__format_json(const ttft_snapshot *s, ttft__sb *sb);
 TTFT_HIDDEN int ttft__format_prometheus(const ttft_snapshot *s, ttft__sb *sb, int openmetrics);
 
+/* OTLP (docs/opentelemetry.md): s as an ExportMetricsServiceRequest.
+ * The pusher (otlp.c) passes its options; ttft_snapshot_format passes
+ * NULL: cumulative, resource from the environment, times from s. */
+typedef struct ttft__otlp_opts {
+  const char *service_name;        /* NULL: OTEL_SERVICE_NAME, else "unknown_service" */
+  const char *resource_attributes; /* "k=v,..."; NULL: OTEL_RESOURCE_ATTRIBUTES     */
+  int delta;             /* 1: s is a ttft_snapshot_delta, written with
+                            AGGREGATION_TEMPORALITY_DELTA; 0: cumulative      */
+  uint64_t start_unix_ns; /* every point's start_time_unix_nano; 0: the
+                            registry's creation (cumulative) as wall clock  */
+  uint64_t time_unix_ns;  /* every point's time_unix_nano; 0: s's time      */
+} ttft__otlp_opts;
+TTFT_HIDDEN int ttft__format_otlp(const ttft_snapshot *s, const ttft__otlp_opts *o, ttft__sb *sb);
+
 /* Where a classic bucket counts value v: the largest value of v's
  * internal bucket. The classic bucket with bounds (lo, hi] counts v when
  * lo < ttft__classic_key(v) <= hi — the rule of the cumulative counts
