@@ -52,7 +52,8 @@ static const char *const counter_names[] = {
     "processes_exited", "token_deadlines", "token_deadlines_missed", "fluid", "fluid_judged"};
 static const char *const status_names[] = {"completed", "cancelled", "error"};
 static const char *const format_names[] = {"text", "json", "prometheus",
-                                                             "openmetrics", "prometheus_protobuf"};
+                                                             "openmetrics", "prometheus_protobuf",
+                                                             "otlp_protobuf"};
 
 /* one name per enum value: a new metric, counter, status or format
  * without a name does not compile */
