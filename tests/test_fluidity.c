@@ -475,4 +475,124 @@ TEST(every_format_names_the_counters) {
   ttft_registry_free(r);
 }
 
+
+/* ------------------------------------------ the rule's state, every mode
+ * The token path keeps the slack as an anchor (the next token's deadline
+ * less D per token) and meets a deadline with a multiply and a compare;
+ * past its bounds (D >= 2^47 ns, a clock or slack >= 2^61 ns) it keeps the
+ * slack itself, and the general path re-anchors on every emission it
+ * takes (registry.h, ttft__slot dl). Streams long enough to cross the
+ * counter halving (every 32768 emissions), at clocks and deadlines on
+ * both sides of those bounds, mixing met deadlines, misses, multi-token
+ * emissions and long runs ahead, must count exactly what the rule,
+ * applied here step by step in 128-bit arithmetic, counts. */
+typedef struct ref_rule {
+  unsigned __int128 slack;
+  uint64_t total, missed;
+} ref_rule;
+
+static void ref_gap(ref_rule *f, uint64_t d, uint64_t g, uint32_t n) {
+  const unsigned __int128 cap = (unsigned __int128)1 << 62;
+  if ((unsigned __int128)g <= f->slack + d) {
+    f->total++;
+    f->slack = f->slack + d - g;
+  } else {
+    uint64_t m = (uint64_t)((g - f->slack - d) / d) + 1;
+    f->missed += m;
+    f->total += m;
+    f->slack = 0;
+  }
+  if (f->slack > cap) f->slack = cap;
+  f->total += n - 1;
+  f->slack += (unsigned __int128)(n - 1) * d;
+  if (f->slack > cap) f->slack = cap;
+}
+
+static uint64_t lcg(uint64_t *x) {
+  *x = *x * UINT64_C(6364136223846793005) + UINT64_C(1442695040888963407);
+  return *x >> 33;
+}
+
+static void modes_case(uint64_t d, uint64_t t0, uint64_t seed, uint32_t emissions) {
+  ttft_config c;
+  ttft_config_init(&c);
+  c.max_inflight = 4;
+  c.max_threads = 2;
+  c.stall_threshold_ns = UINT64_C(1) << 62; /* no stalls: the fast path throughout */
+  ttft_registry *r = ttft_registry_new(&c);
+  EXPECT_NOT_NULL(r);
+  if (!r) return;
+  int cls = class_dl(r, "m", d, 0);
+  ttft_request q;
+  ttft_request_init(&q);
+  q.class_id = cls;
+  ttft_seq s = ttft_begin_ex(r, &q, t0);
+  uint64_t t = t0 + 1;
+  EXPECT_EQ_INT(TTFT_OK, ttft_token_emitted(r, s, 1, t));
+  ref_rule f = {0, 0, 0};
+  uint64_t x = seed;
+  for (uint32_t i = 0; i < emissions; i++) {
+    uint64_t k = lcg(&x) % 1000, g;
+    uint32_t n = 1;
+    if (k < 700) g = d / 2 + lcg(&x) % (d / 2 + 1);      /* met, some slack  */
+    else if (k < 900) g = lcg(&x) % (d / 8 + 1);         /* ran ahead        */
+    else if (k < 960) g = d + lcg(&x) % (3 * d + 1);     /* a miss, or more  */
+    else { g = lcg(&x) % (2 * d + 1); n = 2 + (uint32_t)(lcg(&x) % 5); } /* n tokens */
+    if (g > UINT64_MAX - t) break;
+    t += g;
+    ref_gap(&f, d, g, n);
+    if (ttft_token_emitted(r, s, n, t) != TTFT_OK) {
+      EXPECT_TRUE(0);
+      break;
+    }
+  }
+  ttft_seq_info info;
+  memset(&info, 0, sizeof info);
+  info.struct_size = sizeof info;
+  EXPECT_EQ_INT(TTFT_OK, ttft_seq_stats(r, s, &info));
+  EXPECT_EQ_U64(f.total, info.deadlines);
+  EXPECT_EQ_U64(f.missed, info.deadlines_missed);
+  ttft_snapshot *a = ttft_snapshot_take(r);
+  EXPECT_NOT_NULL(a);
+  if (a) {
+    EXPECT_EQ_U64(f.total, ttft_snapshot_class_counter(a, cls, TTFT_COUNTER_TOKEN_DEADLINES));
+    EXPECT_EQ_U64(f.missed, ttft_snapshot_class_counter(a, cls, TTFT_COUNTER_TOKEN_DEADLINES_MISSED));
+    /* every time kept as given (none taken for a wall-clock time) */
+    EXPECT_EQ_U64(0, ttft_snapshot_class_counter(a, cls, TTFT_COUNTER_CLOCK_CLAMPED));
+    ttft_snapshot_free(a);
+  }
+  /* a cancel after a long wait counts the deadlines passed since, with
+   * the slack the state holds now */
+  uint64_t wait = 5 * d + d / 3;
+  ref_rule e = f;
+  unsigned __int128 passed = wait > e.slack + d ? (wait - e.slack - d) / d + 1 : 0;
+  if (wait <= UINT64_MAX - t) {
+    EXPECT_EQ_INT(TTFT_OK, ttft_stream_end(r, s, TTFT_CANCELLED, t + wait));
+    a = ttft_snapshot_take(r);
+    EXPECT_NOT_NULL(a);
+    if (a) {
+      EXPECT_EQ_U64(f.total + (uint64_t)passed,
+                    ttft_snapshot_class_counter(a, cls, TTFT_COUNTER_TOKEN_DEADLINES));
+      EXPECT_EQ_U64(f.missed + (uint64_t)passed,
+                    ttft_snapshot_class_counter(a, cls, TTFT_COUNTER_TOKEN_DEADLINES_MISSED));
+      /* the tokens counter is whole: every token, deadlines or not */
+      EXPECT_EQ_U64(info.tokens, ttft_snapshot_class_counter(a, cls, TTFT_COUNTER_TOKENS));
+      ttft_snapshot_free(a);
+    }
+  }
+  ttft_registry_free(r);
+}
+
+TEST(every_mode_of_the_rule_state_counts_as_the_rule) {
+  const uint64_t b47 = UINT64_C(1) << 47, b61 = UINT64_C(1) << 61;
+  const uint64_t ds[] = {1000, 50 * MS, b47 - 1, b47, UINT64_C(1) << 50};
+  const uint64_t t0s[] = {T0, b61 - 200 * 50 * MS, b61 + 7};
+  for (size_t i = 0; i < sizeof ds / sizeof ds[0]; i++)
+    for (size_t j = 0; j < sizeof t0s / sizeof t0s[0]; j++) {
+      /* long streams (across two halvings) where the clock allows them */
+      uint32_t em = ds[i] <= 50 * MS ? 70000 : 300;
+      modes_case(ds[i], t0s[j], 17 + i * 7 + j, em);
+    }
+}
+
 TU_MAIN()

@@ -48,7 +48,8 @@ for k in need_cmp:
     assert rows[k]["reps"] == cmp["rounds"] and rows[k]["median"] > 0, rows[k]
 names = [t["name"] for t in d["targets"]]
 assert sum("current / " in n for n in names) == (7 if cmp["baseline_binary"] else 0), names
-assert len(d["targets"]) >= 12, len(d["targets"])
+assert sum(n.startswith("fluidity: ") for n in names) == 2, names
+assert len(d["targets"]) >= 14, len(d["targets"])
 for t in d["targets"]:
     assert isinstance(t["met"], bool), t
 print("ttft-bench --quick: %d rows, %d targets, baseline %s, valid JSON"

@@ -476,7 +476,7 @@ static ttft_seq begin_common(ttft_registry *r, uint32_t cls, uint32_t prompt_tok
    * slack + D, both capped there, never wraps on the fast path */
   uint64_t dl = cs->token_deadline_ns ? cs->token_deadline_ns : tpot;
   TTFT__ST(&sl->dl, dl < TTFT__SUM_PART ? dl : TTFT__SUM_PART);
-  TTFT__ST(&sl->slack, 0);
+  /* the anchor is set by the first emission (first_emission) */
   TTFT__ST(&sl->dl_missed, 0);
   TTFT__ST(&sl->dl_extra, 0);
   TTFT__ST(&sl->flags, 0);
@@ -625,10 +625,11 @@ static inline uint64_t deadlines_missed(uint64_t g, uint64_t slack, uint64_t d) 
  * "Fluidity", SPEC 10.2): gap g carrying n tokens, with the slot's
  * deadline D and slack. Counts the deadlines as they happen; the slot
  * keeps its missed ones and the deadlines beyond one per emission. */
-TTFT__INLINE void fluid_gap(int shared, ttft__crec *cr, ttft__slot *sl, uint64_t g, uint32_t n) {
-  uint64_t d = TTFT__LD(&sl->dl);
+TTFT__INLINE void fluid_gap(int shared, ttft__crec *cr, ttft__slot *sl, uint64_t t, uint64_t g,
+                            uint32_t n) {
+  uint64_t d = ttft__slot_dl(sl);
   if (!d) return;
-  uint64_t slack = TTFT__LD(&sl->slack), total = 1, missed = 0;
+  uint64_t slack = ttft__slot_slack(sl, d), total = 1, missed = 0;
   if (slack <= UINT64_MAX - d && g <= slack + d) {
     slack = slack + d - g;
     if (slack > TTFT__SUM_PART) slack = TTFT__SUM_PART;
@@ -641,16 +642,18 @@ TTFT__INLINE void fluid_gap(int shared, ttft__crec *cr, ttft__slot *sl, uint64_t
     uint64_t more;
     /* each of the other n - 1 tokens: one deadline, met, slack + D */
     total += n - 1;
-    /* capped (2^62 ns: 146 years of buffered tokens), so slack + D never
-     * wraps on the fast path */
+    /* capped (2^62 ns: 146 years of buffered tokens) */
     if (__builtin_mul_overflow((uint64_t)(n - 1), d, &more) || more > TTFT__SUM_PART - slack)
       slack = TTFT__SUM_PART;
     else
       slack += more;
   }
-  TTFT__ST(&sl->slack, slack);
+  /* the tokens after this emission (emission_done adds them) */
+  ttft__slot_slack_set(sl, d, t, slack, TTFT__LD(&sl->tokens) + n);
   if (total > 1) TTFT__ST(&sl->dl_extra, TTFT__LD(&sl->dl_extra) + total - 1);
-  ctr_add(shared, &cr->ctr[TTFT_COUNTER_TOKEN_DEADLINES], total);
+  /* n of the deadlines are counted with the tokens (TTFT__CTR_TOKENS_DL,
+   * emission_done); a miss of several adds the rest (total >= n) */
+  if (total > n) ctr_add(shared, &cr->ctr[TTFT_COUNTER_TOKEN_DEADLINES], total - n);
   if (TTFT_UNLIKELY(missed)) {
     TTFT__ST(&sl->dl_missed, TTFT__LD(&sl->dl_missed) + missed);
     ctr_add(shared, &cr->ctr[TTFT_COUNTER_TOKEN_DEADLINES_MISSED], missed);
@@ -658,20 +661,23 @@ TTFT__INLINE void fluid_gap(int shared, ttft__crec *cr, ttft__slot *sl, uint64_t
 }
 
 /* What every accepted emission stores last. */
+/* tok: where the tokens are counted, TTFT_COUNTER_TOKENS, or
+ * TTFT__CTR_TOKENS_DL for an emission after the first of a stream with a
+ * token deadline (its tokens are its deadlines too; registry.h). */
 TTFT__INLINE void emission_done(int shared, ttft__crec *cr, ttft__slot *sl, uint64_t t,
-                                uint32_t em, uint32_t n_tokens) {
+                                uint32_t em, uint32_t n_tokens, unsigned tok) {
   TTFT__ST(&sl->t_last, t);
   TTFT__ST(&sl->t_event, t);
   /* release: this emission's gap counter is visible to whoever sees the
    * new count (stream_end clears the counters it has seen) */
   atomic_store_explicit(&sl->emissions, em + 1, memory_order_release);
   TTFT__ST(&sl->tokens, TTFT__LD(&sl->tokens) + n_tokens);
-  ctr_add(shared, &cr->ctr[TTFT_COUNTER_TOKENS], n_tokens);
+  ctr_add(shared, &cr->ctr[tok], n_tokens);
 }
 
 __attribute__((noinline, cold)) static void first_emission(ttft_registry *r, ttft__shard *sh,
                                                            ttft__crec *cr, ttft__slot *sl,
-                                                           uint64_t t) {
+                                                           uint64_t t, uint32_t n_tokens) {
   uint64_t ttft = t - TTFT__LD(&sl->t_begin);
   hist_rec(r, sh->shared, &cr->h[TTFT_METRIC_TTFT], ttft);
   int32_t p = TTFT__LD(&sl->prefix);
@@ -684,6 +690,9 @@ __attribute__((noinline, cold)) static void first_emission(ttft_registry *r, ttf
     if (p >= 0) hist_rec(r, sh->shared, &sh->split_prefill[p], prefill);
   }
   TTFT__ST(&sl->t_first, t);
+  /* the fluidity rule starts with slack 0: the next token is due at t + D */
+  uint64_t d = ttft__slot_dl(sl);
+  if (d) ttft__slot_slack_set(sl, d, t, 0, TTFT__LD(&sl->tokens) + n_tokens);
   (void)r;
 }
 
@@ -813,11 +822,12 @@ __attribute__((noinline)) static int emit_in_call(ttft_registry *r, ttft__shard 
     if (TTFT_UNLIKELY(gap > TTFT__LD(&sl->stall_ns)) && gap > ttft__slot_stall_ns(r, sl))
       stall_seen(r, sh, cr, sl, t_last, t, em);
     record_gap(r, shared, cr, sl, gap, n_tokens);
-    fluid_gap(shared, cr, sl, gap, n_tokens);
+    fluid_gap(shared, cr, sl, t, gap, n_tokens);
   } else {
-    first_emission(r, sh, cr, sl, t);
+    first_emission(r, sh, cr, sl, t, n_tokens);
   }
-  emission_done(shared, cr, sl, t, em, n_tokens);
+  emission_done(shared, cr, sl, t, em, n_tokens,
+                em && TTFT__LD(&sl->dl) ? TTFT__CTR_TOKENS_DL : TTFT_COUNTER_TOKENS);
   return TTFT_OK;
 }
 
@@ -840,6 +850,21 @@ TTFT__INLINE int emit_fast_sl(ttft__shard *sh, ttft__slot *sl, uint64_t want, ui
    * anything else (a first value there, several tokens) takes the general
    * path, so that this one makes no call and spills nothing */
   if (TTFT_UNLIKELY(n_tokens != 1)) return 0;
+  /* the fluidity rule's common case: a token deadline met. The next
+   * token's deadline is the anchor plus D per token (registry.h, ttft__slot
+   * dl): a multiply and a compare, and nothing stored but the tokens,
+   * which count the deadline too (TTFT__CTR_TOKENS_DL). A miss (t past it:
+   * the difference wraps), a slack that would pass its cap (2^62), or a
+   * slot keeping the slack itself (the sign bit of dl) takes the general
+   * path (fluid_gap) */
+  uint64_t dl = TTFT__LD(&sl->dl);
+  if (dl) {
+    if (TTFT_UNLIKELY((int64_t)dl < 0)) return 0;
+    /* modulo 2^64: exact */
+    uint64_t due = TTFT__LD(&sl->dl_anchor) + TTFT__LD(&sl->tokens) * dl;
+    if (TTFT_UNLIKELY(due - t > TTFT__SUM_PART)) return 0;
+  }
+  const unsigned tok = dl ? TTFT__CTR_TOKENS_DL : TTFT_COUNTER_TOKENS;
   ttft__crec *cr = crec_of(sh, TTFT__LD(&sl->cls));
   ttft__hist *h = &cr->h[TTFT_METRIC_ITL];
   uint32_t i = ttft__hist_index(gap);
@@ -849,15 +874,6 @@ TTFT__INLINE int emit_fast_sl(ttft__shard *sh, ttft__slot *sl, uint64_t want, ui
   /* the wide sum's common case (registry.h): no crossing of 2^63 */
   uint64_t sum0 = TTFT__LD(&h->sum), sum = sum0 + gap;
   if (TTFT_UNLIKELY((int64_t)((sum ^ sum0) | gap) < 0)) return 0;
-  /* the fluidity rule's common case: a token deadline met (one compare
-   * and add); a miss takes the general path (fluid_gap) */
-  uint64_t dl = TTFT__LD(&sl->dl), room = 0;
-  if (dl) {
-    /* slack and D are at most 2^62: no wrap. A miss, or a slack that
-     * would pass its cap, takes the general path */
-    room = TTFT__LD(&sl->slack) + dl;
-    if (TTFT_UNLIKELY(gap > room || room - gap > TTFT__SUM_PART)) return 0;
-  }
   _Atomic uint64_t *b = &ch->b[i & (TTFT__CHUNK_BUCKETS - 1)];
   TTFT__ST(b, TTFT__LD(b) + 1);
   /* release: see ttft__hist_sum_add */
@@ -865,12 +881,7 @@ TTFT__INLINE int emit_fast_sl(ttft__shard *sh, ttft__slot *sl, uint64_t want, ui
   if (~gap > TTFT__LD(&h->min)) TTFT__ST(&h->min, ~gap);
   if (gap > TTFT__LD(&h->max)) TTFT__ST(&h->max, gap);
   seq_gap(sl, i, gap);
-  if (dl) {
-    TTFT__ST(&sl->slack, room - gap);
-    _Atomic uint64_t *c = &cr->ctr[TTFT_COUNTER_TOKEN_DEADLINES];
-    TTFT__ST(c, TTFT__LD(c) + 1);
-  }
-  emission_done(0, cr, sl, t, em, 1);
+  emission_done(0, cr, sl, t, em, 1, tok);
   return 1;
 }
 
@@ -1307,10 +1318,10 @@ void ttft__slow_abandoned(ttft_registry *r, ttft__shard *sh) {
  * COMPLETED with fluidity >= fluid_min. */
 static void fluid_end(int shared, ttft__crec *cr, ttft__slot *sl, ttft_status status, uint32_t em,
                       uint64_t wait, double fluid_min) {
-  uint64_t d = TTFT__LD(&sl->dl), missed = TTFT__LD(&sl->dl_missed);
+  uint64_t d = ttft__slot_dl(sl), missed = TTFT__LD(&sl->dl_missed);
   uint64_t total = em >= 2 ? (uint64_t)(em - 1) + TTFT__LD(&sl->dl_extra) : 0;
   if (status == TTFT_CANCELLED && em) {
-    uint64_t slack = TTFT__LD(&sl->slack);
+    uint64_t slack = ttft__slot_slack(sl, d);
     if (slack <= UINT64_MAX - d && wait > slack + d) {
       uint64_t m = deadlines_missed(wait, slack, d);
       missed += m;

@@ -174,8 +174,19 @@ typedef struct ttft__slow_live {
 TTFT_STATIC_ASSERT((TTFT_MAX_REQUEST_ID + 1) % 8 == 0, "request ids fill whole words");
 
 /* per class, per shard */
+/* A class record's counter beyond the public ones: the tokens of the
+ * emissions after the first of streams with a token deadline. Each of
+ * those tokens is one token deadline of the fluidity rule (one per
+ * emission, one per other token of it), so the token path counts it once,
+ * here instead of in TTFT_COUNTER_TOKENS, and the take adds it to both
+ * TTFT_COUNTER_TOKENS and TTFT_COUNTER_TOKEN_DEADLINES (snapshot_take.c):
+ * a met deadline costs the token path no store of its own. The deadlines
+ * a long gap misses beyond its first go to TOKEN_DEADLINES directly. */
+#define TTFT__CTR_TOKENS_DL TTFT_COUNTER_COUNT_
+#define TTFT__CTR_COUNT (TTFT_COUNTER_COUNT_ + 1)
+
 typedef struct ttft__crec {
-  _Atomic uint64_t ctr[TTFT_COUNTER_COUNT_];
+  _Atomic uint64_t ctr[TTFT__CTR_COUNT];
   /* stalls and their summed gaps (ns) by cause: the rare stall path */
   _Atomic uint64_t cause_n[TTFT_STALL_CAUSE_COUNT], cause_ns[TTFT_STALL_CAUSE_COUNT];
   ttft__hist h[TTFT__LH_COUNT];
@@ -272,12 +283,23 @@ typedef struct ttft__slot {
   _Atomic uint64_t max_gap;
   _Atomic uint64_t stall_ns;      /* class stall budget, cached at begin  */
   /* the fluidity rule (docs/metrics.md "Fluidity"), on the token path
-   * beside stall_ns: D (0 = no token deadlines) and the slack carried
-   * forward. The deadlines judged are (emissions - 1) + dl_extra: one per
+   * beside stall_ns (ttft__slot_dl, ttft__slot_slack). dl: D, 0 = no
+   * token deadlines; with TTFT__DL_SLACK set, dl_anchor is the slack
+   * carried forward. Otherwise the slack is kept as the next token's
+   * deadline, which a met deadline moves by D per token: dl_anchor is
+   * that deadline minus D per token the stream has (modulo 2^64), so the
+   * next emission's deadline is dl_anchor + tokens * D and its slack that
+   * minus (t_last + D). The common case (a met deadline, one token) thus
+   * stores nothing of its own: tokens moves it. The general path
+   * re-anchors on every emission it takes (at most 32767 emissions of one
+   * token apart: the counter halving), and keeps the slack itself when
+   * the deadline could pass 2^63 within those (D above 2^47 ns, a clock
+   * or slack past 2^61 ns), so the modular sum is the exact deadline.
+   * The deadlines judged are (emissions - 1) + dl_extra: one per
    * emission after the first in the common case, the rest (several
    * missed in one gap, the other tokens of a multi-token emission) in
-   * dl_extra, so the common case adds nothing here but the slack */
-  _Atomic uint64_t dl, slack;
+   * dl_extra */
+  _Atomic uint64_t dl, dl_anchor;
   _Atomic uint32_t emissions;
   _Atomic uint32_t gh_clean;      /* emissions when gh[] was last cleared  */
   _Atomic uint32_t flags;
@@ -627,6 +649,43 @@ static inline uint64_t ttft__slot_stall_ns(const ttft_registry *r, const ttft__s
   uint64_t ns = TTFT__LD(&sl->stall_ns);
   if (TTFT_LIKELY(ns < TTFT_CLOCK_AHEAD_NS)) return ns;
   return r->classes[TTFT__LD(&sl->cls)].slo.stall_threshold_ns;
+}
+
+/* The token-deadline state of a slot (ttft__slot dl): the bit that says
+ * dl_anchor holds the slack, and the bounds under which the general path
+ * keeps an anchor instead (within 32767 tokens the deadline stays below
+ * 2^62 + 2^61 + 2^47 + 2^62 < 2^64). */
+#define TTFT__DL_SLACK (UINT64_C(1) << 63)
+#define TTFT__DL_FAST_MAX (UINT64_C(1) << 47)
+#define TTFT__DL_ANCHOR_MAX (UINT64_C(1) << 61)
+
+/* Slot sl's token deadline D (<= 2^62), 0 = none. */
+static inline uint64_t ttft__slot_dl(const ttft__slot *sl) {
+  return TTFT__LD(&sl->dl) & ~TTFT__DL_SLACK;
+}
+
+/* The slack of slot sl's next emission (its stream has deadline d > 0 and
+ * an emission): what the fluidity rule carries forward from its last
+ * emission. Read by the slot's single writer, or after the slot ended. */
+static inline uint64_t ttft__slot_slack(const ttft__slot *sl, uint64_t d) {
+  if (TTFT__LD(&sl->dl) & TTFT__DL_SLACK) return TTFT__LD(&sl->dl_anchor);
+  uint64_t due = TTFT__LD(&sl->dl_anchor) + TTFT__LD(&sl->tokens) * d; /* modulo 2^64 */
+  return due - TTFT__LD(&sl->t_last) - d;
+}
+
+/* The fluidity rule's state after an emission at t of a stream with
+ * deadline d > 0, with `slack` carried forward and `tokens` tokens then:
+ * the anchor (the next token's deadline, t + slack + d, less d per
+ * token) when the bounds allow, else the slack itself. */
+static inline void ttft__slot_slack_set(ttft__slot *sl, uint64_t d, uint64_t t, uint64_t slack,
+                                        uint64_t tokens) {
+  if (d < TTFT__DL_FAST_MAX && t < TTFT__DL_ANCHOR_MAX && slack < TTFT__DL_ANCHOR_MAX) {
+    TTFT__ST(&sl->dl, d);
+    TTFT__ST(&sl->dl_anchor, t + slack + d - tokens * d); /* modulo 2^64 */
+  } else {
+    TTFT__ST(&sl->dl, d | TTFT__DL_SLACK);
+    TTFT__ST(&sl->dl_anchor, slack);
+  }
 }
 
 /* The first-token deadline of slot sl's sequence as known now: its own

@@ -98,6 +98,12 @@ static int class_take(ttft_registry *r, ttft_snapshot *s, ttft__hacc *acc, uint3
   ttft__sclass *k = &s->cls[c];
   for (uint32_t j = 0; j < nrec; j++)
     for (int x = 0; x < TTFT_COUNTER_COUNT_; x++) k->ctr[x] += TTFT__LD(&recs[j]->ctr[x]);
+  /* the tokens that are token deadlines too (registry.h, TTFT__CTR_TOKENS_DL) */
+  for (uint32_t j = 0; j < nrec; j++) {
+    uint64_t v = TTFT__LD(&recs[j]->ctr[TTFT__CTR_TOKENS_DL]);
+    k->ctr[TTFT_COUNTER_TOKENS] += v;
+    k->ctr[TTFT_COUNTER_TOKEN_DEADLINES] += v;
+  }
   for (uint32_t j = 0; j < nrec; j++)
     for (int x = 0; x < TTFT_STALL_CAUSE_COUNT; x++) {
       k->stall_n[x] += TTFT__LD(&recs[j]->cause_n[x]);
