@@ -79,7 +79,8 @@ add_test(NAME prom_protobuf_roundtrip
           $<TARGET_FILE:ttft_prom_expose_pb> ${CMAKE_CURRENT_BINARY_DIR}/prom_protobuf)
 add_test(NAME prom_dashboard_lint
   COMMAND ${TTFT_PROM_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/prom/check_dashboard.py
-          ${PROJECT_SOURCE_DIR}/deploy/grafana/ttft-dashboard.json)
+          ${PROJECT_SOURCE_DIR}/deploy/grafana/ttft-dashboard.json
+          ${PROJECT_SOURCE_DIR}/deploy/prometheus/ttft.rules.yml)
 add_test(NAME prom_rules_check
   COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/prom/check_rules.sh check ${PROJECT_SOURCE_DIR}/deploy/prometheus)
 add_test(NAME prom_rules_test
