@@ -164,10 +164,12 @@ class Workload:
             try:
                 self.p.stdin.write("Q\n")
                 self.p.stdin.flush()
-                self.p.wait(5)
+                if self.p.wait(10) != 0:  # a sanitizer's report exits non-zero too
+                    fail("workload exited with status %s" % self.p.returncode)
             except (OSError, subprocess.TimeoutExpired):
                 self.p.kill()
                 self.p.wait()
+                fail("workload did not stop")
 
 
 def main():
