@@ -79,7 +79,8 @@ add_test(NAME prom_protobuf_roundtrip
           $<TARGET_FILE:ttft_prom_expose_pb> ${CMAKE_CURRENT_BINARY_DIR}/prom_protobuf)
 add_test(NAME prom_dashboard_lint
   COMMAND ${TTFT_PROM_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/prom/check_dashboard.py
-          ${PROJECT_SOURCE_DIR}/deploy/grafana/ttft-dashboard.json)
+          ${PROJECT_SOURCE_DIR}/deploy/grafana/ttft-dashboard.json
+          ${PROJECT_SOURCE_DIR}/deploy/prometheus/ttft.rules.yml)
 add_test(NAME prom_rules_check
   COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/prom/check_rules.sh check ${PROJECT_SOURCE_DIR}/deploy/prometheus)
 add_test(NAME prom_rules_test
@@ -102,6 +103,22 @@ if(TTFT_WITH_HTTP AND TTFT_HAVE_PTHREADS)
     LABELS "prometheus;integration" SKIP_RETURN_CODE 77 TIMEOUT 300
     RESOURCE_LOCK prometheus_server)
   set_tests_properties(prom_scrape PROPERTIES RESOURCE_LOCK prometheus_server)
+
+  # prom_fluidity (issue 29): scripted streams with token deadlines (early
+  # and late stalls, n-token emissions, cancellations before and after a
+  # miss, per-request targets) scraped over several intervals by a real
+  # Prometheus with the rules: the fluidity rules within 0.1 % of the exact
+  # union, the counters exact, rt's per-request SLO verdicts. ~20 s.
+  add_executable(ttft_prom_fluidity_workload ${CMAKE_CURRENT_SOURCE_DIR}/prom/fluidity_workload.c)
+  target_link_libraries(ttft_prom_fluidity_workload PRIVATE ttft_static m)
+  target_compile_options(ttft_prom_fluidity_workload PRIVATE ${TTFT_WARNINGS})
+  add_test(NAME prom_fluidity
+    COMMAND ${TTFT_PROM_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/prom/fluidity_test.py
+            $<TARGET_FILE:ttft_prom_fluidity_workload> "${TTFT_PROMETHEUS_BIN}"
+            --rules ${PROJECT_SOURCE_DIR}/deploy/prometheus/ttft.rules.yml)
+  set_tests_properties(prom_fluidity PROPERTIES
+    LABELS "prometheus;integration" SKIP_RETURN_CODE 77 TIMEOUT 90
+    RESOURCE_LOCK prometheus_server)
 
   # prom_multiproc (issue 28): 8 worker processes (5 C, 3 Python) publish
   # into one shared directory while a driver restarts them at random for

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""check_dashboard.py DASHBOARD_JSON
+"""check_dashboard.py DASHBOARD_JSON [RULES_YML]
 
 Static checks of deploy/grafana/ttft-dashboard.json (the fleet test also
 evaluates every expression on a real Prometheus). Standard library only.
@@ -21,9 +21,17 @@ evaluates every expression on a real Prometheus). Standard library only.
   - an ITL heatmap; the per-user p95 gap (seq_itl_p95 family); stalls and
     live stalls; stalls by cause; engine-step durations by prefill; abandoned before the first token; attainment next to the
     objective; output tokens/s in a panel whose title calls it a capacity
-    view and not TPOT.
+    view and not TPOT;
+  - fluidity (1.3): fluid attainment is fluid over fluid_judged, next to
+    class:llm_fluid_objective:ratio; the live token fluidity is
+    1 - missed / token deadlines by class; missed deadlines per second by
+    class; the three in a row of their own;
+  - every recording rule an expression reads (level:metric:operation) is
+    recorded by RULES_YML (default: ../prometheus/ttft.rules.yml beside
+    the dashboard).
 """
 import json
+import os
 import re
 import sys
 
@@ -69,7 +77,7 @@ def quantiles_by_class(p, fam):
 
 
 def main():
-    if len(sys.argv) != 2:
+    if len(sys.argv) not in (2, 3):
         print(__doc__)
         return 2
     with open(sys.argv[1]) as f:
@@ -125,7 +133,8 @@ def main():
                 fail("panel %r averages: %s" % (title, e))
             if "_bucket" in e:
                 fail("panel %r reads classic buckets: %s" % (title, e))
-            if "class:llm_slo_objective:ratio" not in e and 'model=~"$model"' not in e:
+            if not re.match(r"class:llm_(slo|fluid)_objective:ratio\{", e) and \
+                    'model=~"$model"' not in e:
                 fail("panel %r: no model filter: %s" % (title, e))
             # one registry view at a time (a constant label, docs/prometheus.md):
             # every selector that filters the model filters the view too
@@ -134,6 +143,9 @@ def main():
             if "llm_requests_slo_met_total" in e and "/" in e and \
                     "llm_requests_slo_judged_total" not in e:
                 fail("panel %r: attainment not over judged streams: %s" % (title, e))
+            if "llm_requests_fluid_total" in e and "/" in e and \
+                    "llm_requests_fluid_judged_total" not in e:
+                fail("panel %r: fluid attainment not over judged streams: %s" % (title, e))
             if not any(n in e for n in NOT_PER_CLASS) and 'class=~"$class"' not in e:
                 fail("panel %r: no class filter: %s" % (title, e))
 
@@ -175,6 +187,42 @@ def main():
             fail("the tokens/s panel must be titled as a capacity view, not TPOT: %r" % tok.get("title"))
         if any(TPOT in e or TTFT in e for e in exprs(tok)):
             fail("the tokens/s panel shows a latency")
+
+    # fluidity (1.3)
+    fluid = find(lambda p: any(re.fullmatch(
+        r"sum by \(class\) \(rate\(llm_requests_fluid_total\{[^}]*\}\[\w+\]\)\) / "
+        r"sum by \(class\) \(rate\(llm_requests_fluid_judged_total\{[^}]*\}\[\w+\]\)\)", e)
+        for e in exprs(p)) and any(e.startswith("class:llm_fluid_objective:ratio{") for e in exprs(p)),
+        "with fluid attainment (fluid / judged) next to its objective")
+    live = find(lambda p: any(re.fullmatch(
+        r"1 - sum by \(class\) \(rate\(llm_token_deadlines_missed_total\{[^}]*\}\[[\w$]+\]\)\) / "
+        r"sum by \(class\) \(rate\(llm_token_deadlines_total\{[^}]*\}\[[\w$]+\]\)\)", e)
+        for e in exprs(p)), "with the live token fluidity (1 - missed / deadlines by class)")
+    missed = find(lambda p: any(re.fullmatch(
+        r"sum by \(class\) \(rate\(llm_token_deadlines_missed_total\{[^}]*\}\[[\w$]+\]\)\)", e)
+        for e in exprs(p)), "with missed token deadlines per second by class")
+    if fluid and live and missed:
+        rows = sorted((p["gridPos"]["y"], p.get("title")) for p in ps if p.get("type") == "row")
+        fy = [p["gridPos"]["y"] for p in (fluid, live, missed)]
+        own = [t for y, t in rows if y < min(fy)]
+        nxt = [y for y, _ in rows if y > min(fy)]
+        if not own or "fluidity" not in own[-1].lower() or (nxt and max(fy) > nxt[0]):
+            fail("the fluidity panels are not in a row of their own titled fluidity: rows %s, "
+                 "panels at y %s" % (rows, fy))
+
+    # recording rules read by the panels exist in the rules file
+    rules_path = sys.argv[2] if len(sys.argv) > 2 else os.path.join(
+        os.path.dirname(os.path.abspath(sys.argv[1])), "..", "prometheus", "ttft.rules.yml")
+    try:
+        with open(rules_path) as f:
+            recorded = set(re.findall(r"^\s*- record: (\S+)", f.read(), re.M))
+    except OSError as e:
+        fail("rules file %s: %s" % (rules_path, e))
+        recorded = set()
+    read = {m for _, e in all_exprs for m in re.findall(r"\b\w+:\w+:\w+\b", e)}
+    for name in sorted(read - recorded):
+        fail("an expression reads %s, which %s does not record" % (name, rules_path))
+
     if failures:
         print("%d failure(s)" % len(failures))
         return 1

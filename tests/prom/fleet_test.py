@@ -390,6 +390,8 @@ COUNTER_FAMS = {"llm_stalls_total": [6], "llm_stalled_requests_total": [7],
                 "llm_requests_slo_met_total": [9], "llm_requests_slo_judged_total": [14],
                 "llm_requests_dropped_total": [4], "llm_output_tokens_total": [5],
                 "llm_stale_hook_calls_total": [13],
+                "llm_token_deadlines_total": [21], "llm_token_deadlines_missed_total": [22],
+                "llm_requests_fluid_total": [23], "llm_requests_fluid_judged_total": [24],
                 "llm_stall_seconds_total": []}  # not a counter of the dump: STLL
 STATUS_CTR = {"completed": 1, "cancelled": 2, "error": 3}
 RATE = r"rate\((\w+)\{([^}]*)\}\[(\w+)\]\)"
@@ -714,7 +716,7 @@ def dashboard_vs_exact(addr, exprs, replicas, initial, final, at, schema):
                 compare(title, "histogram_sum(%s)" % inner, {"group": ("prefill",), "values": tot},
                         complete=True)
             continue
-        if re.fullmatch(r"class:llm_slo_objective:ratio\{[^}]*\}", e):
+        if re.fullmatch(r"class:llm_(slo|fluid)_objective:ratio\{[^}]*\}", e):
             compare(title, e, {"group": ("class",),
                                "values": {(c,): v for c, v in OBJECTIVES.items()}},
                     bound=0, complete=True)
@@ -760,13 +762,17 @@ def dashboard_vs_exact(addr, exprs, replicas, initial, final, at, schema):
             compare(title, e, {"group": g, "values": counter_rates(m.group(2), m.group(3),
                                                                   m.group(4), g)})
             continue
-        m = re.fullmatch(r"sum by \(([\w, ]+)\) \(" + RATE + r"\) / sum by \(\1\) \(" + RATE + r"\)", e)
-        if m and m.group(2) in COUNTER_FAMS and m.group(5) in COUNTER_FAMS:
-            g = tuple(x.strip() for x in m.group(1).split(","))
-            a = counter_rates(m.group(2), m.group(3), m.group(4), g)
-            b = counter_rates(m.group(5), m.group(6), m.group(7), g)
-            compare(title, e, {"group": g, "values": {k: (a.get(k, 0.0) / b[k] if b.get(k)
-                                                         else float("nan")) for k in b}})
+        m = re.fullmatch(r"(1 - )?sum by \(([\w, ]+)\) \(" + RATE + r"\) / sum by \(\2\) \(" + RATE
+                         + r"\)", e)
+        if m and m.group(3) in COUNTER_FAMS and m.group(6) in COUNTER_FAMS:
+            # a ratio of two counters' rates, or one minus it (the live
+            # token fluidity: 1 - missed / deadlines)
+            g = tuple(x.strip() for x in m.group(2).split(","))
+            a = counter_rates(m.group(3), m.group(4), m.group(5), g)
+            b = counter_rates(m.group(6), m.group(7), m.group(8), g)
+            one = 1.0 if m.group(1) else 0.0
+            compare(title, e, {"group": g, "values": {
+                k: (abs(one - a.get(k, 0.0) / b[k]) if b.get(k) else float("nan")) for k in b}})
             continue
         m = re.fullmatch(r'max by \(class\) \(llm_slo_budget_seconds\{[^}]*slo="(\w+)"\}\)', e)
         if m:
@@ -1226,7 +1232,7 @@ def main():
             allrules = [r for g in groups for r in g["rules"]]
             if not allrules:
                 fail("no rule loaded from %s" % rules)
-            nrec = nalert = nrule_cmp = nslo_cmp = 0
+            nrec = nalert = nrule_cmp = nslo_cmp = nfluid_cmp = 0
             slo_factors = {}
             worst_rule = worst_slo = 0.0
             for r in allrules:
@@ -1280,6 +1286,42 @@ def main():
                                 exact = judged / 300.0
                             elif "goodput" in name:
                                 exact = good / 300.0
+                            elif re.search(r":llm_(token_fluidity|fluid_attainment|fluid_errors):", name):
+                                # token deadlines (1.3): the registries' own
+                                # counters since the first scrape, each series
+                                # (instance) extrapolated by its own factor over
+                                # the rule's window (a counter: to its zero too)
+                                ws = {"5m": 300, "30m": 1800, "1h": 3600, "6h": 21600}[
+                                    name.rsplit("_rate", 1)[1]]
+
+                                def fluid_inc(fam):
+                                    raw = query(native.addr, '%s{class="%s"}[%ds]' % (fam, cls, ws),
+                                                t_eval)["result"]
+                                    tot = 0.0
+                                    for x in raw:
+                                        pts = x.get("values", [])
+                                        i = next((k for k, rep in enumerate(replicas)
+                                                  if rep.target == x["metric"].get("instance")), None)
+                                        if i is None or len(pts) < 2:
+                                            continue
+                                        k = COUNTER_FAMS[fam][0]
+                                        tot += counter_factor([float(q[0]) for q in pts],
+                                                              [float(q[1]) for q in pts],
+                                                              t_eval - ws, t_eval) * \
+                                            (final[i][5][cls][k] - initial[i][5][cls][k])
+                                    return tot
+                                if "token_fluidity" in name:
+                                    num = fluid_inc("llm_token_deadlines_missed_total")
+                                    den = fluid_inc("llm_token_deadlines_total")
+                                else:
+                                    num = fluid_inc("llm_requests_fluid_total")
+                                    den = fluid_inc("llm_requests_fluid_judged_total")
+                                if not den:
+                                    fail("rule %s{class=%s}: a series where no stream has a token "
+                                         "deadline" % (name, cls))
+                                    continue
+                                exact = num / den if "fluid_attainment" in name else 1 - num / den
+                                nfluid_cmp += 1
                             elif re.search(r"llm_stall_seconds_(%s):ratio" % "|".join(CAUSES), name):
                                 # a cause's share of the stalled seconds
                                 # (prefill, slow_step): the
@@ -1404,6 +1446,8 @@ def main():
                 fail("SLO rules: only %d series compared with exact values" % nslo_cmp)
             print("ok   SLO rules: %d series (ended, judged, good rates; attainment; error ratios) "
                   "vs the exact verdicts, worst %.3f %%" % (nslo_cmp, 100 * worst_slo))
+            if nfluid_cmp < 8:  # token fluidity x 2, fluid attainment x 2, fluid errors x 4: chat
+                fail("fluidity rules: only %d series compared with exact values" % nfluid_cmp)
             print("ok   rules: %d recording, %d alerting, all healthy; active alerts: %s"
                   % (nrec, nalert, ", ".join("%s%s" % (k, sorted({a.get('class', '') for a in v}))
                                              for k, v in sorted(active.items()))))

@@ -81,6 +81,7 @@ TPOT_BUDGET = {"chat": 60_000_000, "code": 40_000_000, "batch": 0}
 OBJECTIVES = {"batch": 0.95}  # the rules' objective; 0.99 for every other class
 STALL_BUDGET = 500_000_000  # the registry's default; no class sets its own
 END_NS = 1_000_000
+FLUID_MIN = 0.9  # ttft_slo.fluid_min's default; no class sets its own
 SCHEMA = 7  # native_schema: the library's default
 QS = ["0.5", "0.9", "0.99"]
 HISTS = {"TTFT": "gen_ai_server_time_to_first_token_seconds",
@@ -120,6 +121,28 @@ class Tally:
                      1 if status != "cancelled" or not within else 0)
         self.add_ctr(("llm_requests_slo_met_total", cls),
                      1 if status == "completed" and within else 0)
+        # token deadlines (SPEC 10.2): D = the class's TPOT budget, one
+        # token an emission; a cancel counts the deadlines that passed
+        # since the last token (none here: it comes END_NS after it)
+        d = TPOT_BUDGET[cls]
+        if d:
+            slack = total = missed = 0
+            for g in gaps:
+                if g <= d + slack:
+                    slack, total = d + slack - g, total + 1
+                else:
+                    m = (g - slack - d) // d + 1
+                    missed, total, slack = missed + m, total + m, 0
+            if status == "cancelled" and END_NS > d + slack:
+                m = (END_NS - slack - d) // d + 1
+                missed, total = missed + m, total + m
+            self.add_ctr(("llm_token_deadlines_total", cls), total)
+            self.add_ctr(("llm_token_deadlines_missed_total", cls), missed)
+            fluidity = 1.0 - missed / total if total else 1.0
+            self.add_ctr(("llm_requests_fluid_judged_total", cls),
+                         1 if status != "cancelled" or missed else 0)
+            self.add_ctr(("llm_requests_fluid_total", cls),
+                         1 if status == "completed" and fluidity >= FLUID_MIN else 0)
         e2e = ttft + sum(gaps) + END_NS
         self._val("TTFT", cls, ttft)
         self._val("E2E", cls, e2e)
@@ -606,7 +629,7 @@ def check(args, prom, merged, byproc, stopped, restarts, t_go, at, n_files, t_be
                     if lm:
                         m = [k for k, v in HISTS.items() if v == lm.group(1)][0]
                         cmp(what, got, quant(m, cls, "0." + lm.group(2)), "quantile")
-                    elif name == "class:llm_slo_objective:ratio":
+                    elif name in ("class:llm_slo_objective:ratio", "class:llm_fluid_objective:ratio"):
                         cmp(what, got, [OBJECTIVES.get(cls, 0.99)], "ratio", 1e-12)
                     elif name in ("class_model:llm_requests_ended:rate5m",
                                   "class_model:llm_requests_slo_judged:rate5m",
@@ -619,11 +642,23 @@ def check(args, prom, merged, byproc, stopped, restarts, t_go, at, n_files, t_be
                         t_eval = scalar(addr, 'timestamp(%s{class="%s"})' % (name, cls), at)
                         cmp(what, got, [v * factor_at(t_eval, 300) for v in ctr_range(fam, cls)],
                             "rate")
-                    elif "attainment" in name or "slo_errors" in name:
+                    elif "slo_attainment" in name or "slo_errors" in name:
                         a = ctr_range("llm_requests_slo_met_total", cls)
                         b = ctr_range("llm_requests_slo_judged_total", cls)
                         ratios = ratio_range(a, b)
                         if "slo_errors" in name:
+                            ratios = [1 - v for v in ratios]
+                        cmp(what, got, ratios, "ratio")
+                    elif re.match(r"class_model:llm_(token_fluidity|fluid_attainment|fluid_errors):", name):
+                        # token deadlines (1.3): the ledgers' fluidity
+                        if "token_fluidity" in name:
+                            a = ctr_range("llm_token_deadlines_missed_total", cls)
+                            b = ctr_range("llm_token_deadlines_total", cls)
+                        else:
+                            a = ctr_range("llm_requests_fluid_total", cls)
+                            b = ctr_range("llm_requests_fluid_judged_total", cls)
+                        ratios = ratio_range(a, b)
+                        if "fluid_attainment" not in name:
                             ratios = [1 - v for v in ratios]
                         cmp(what, got, ratios, "ratio")
                     elif re.match(r"class_model:llm_stall_seconds_\w+:ratio_rate5m$", name):
@@ -753,15 +788,17 @@ def dashboard(args, addr, at, merged, quant, ctr_range, cmp, factor, worst):
                     fail("dashboard %r %s: %s, the resolution allows %s .. %s"
                          % (title, lab, v, min(from_), max(from_)))
             continue
-        m = re.fullmatch(r"sum by \(([\w, ]+)\) \(" + rate_re + r"\)( / sum by \(([\w, ]+)\) \("
+        m = re.fullmatch(r"(1 - )?sum by \(([\w, ]+)\) \(" + rate_re + r"\)( / sum by \(([\w, ]+)\) \("
                          + rate_re + r"\))?", e)
-        if m:
-            fam, w = m.group(2), m.group(3)
+        if m and (m.group(5) or not m.group(1)):
+            fam, w = m.group(3), m.group(4)
             for lab, x in got:
                 n += 1
-                if m.group(4):
-                    a, b = group_range(fam, lab), group_range(m.group(6), lab)
+                if m.group(5):
+                    a, b = group_range(fam, lab), group_range(m.group(7), lab)
                     cands = ratio_range(a, b) or [None]
+                    if m.group(1):  # 1 - missed / deadlines: the live token fluidity
+                        cands = [1 - v if v is not None else None for v in cands]
                     cmp("dashboard %r %s" % (title, lab), value(x), cands, "ratio")
                 elif lab.get("cause") not in (None, "unknown"):
                     cmp("dashboard %r %s" % (title, lab), value(x), [0.0], "rate")
@@ -787,7 +824,7 @@ def dashboard(args, addr, at, merged, quant, ctr_range, cmp, factor, worst):
                 cmp("dashboard %r %s" % (title, lab), value(x),
                     [budgets.get(lab.get("class"), 0) / 1e9], "ratio", 1e-12)
             continue
-        if e.startswith("class:llm_slo_objective:ratio"):
+        if e.startswith(("class:llm_slo_objective:ratio", "class:llm_fluid_objective:ratio")):
             for lab, x in got:
                 n += 1
                 cmp("dashboard %r %s" % (title, lab), value(x),
