@@ -586,6 +586,35 @@ TEST(slowest_entries_carry_fluidity_and_budgets) {
   EXPECT_EQ_U64(5, x.deadlines_missed);
   EXPECT_EQ_U64(100 * MS, x.ttft_slo_ns);
   free(buf);
+  /* a delta lists what ended in its window, with its fields: one more
+   * stream, own TPOT 20 ms (D 20), TTFT 500 ms, gaps 30 10: the first
+   * misses floor((30 - 20) / 20) + 1 = 1, the second meets: 2, 1 missed */
+  {
+    ttft_request q;
+    ttft_request_init(&q);
+    q.class_id = c;
+    q.tpot_slo_ns = 20 * MS;
+    ttft_seq h = ttft_begin_ex(r, &q, T0 + 1000 * MS);
+    EXPECT_EQ_INT(TTFT_OK, ttft_token_emitted(r, h, 1, T0 + 1500 * MS));
+    EXPECT_EQ_INT(TTFT_OK, ttft_token_emitted(r, h, 1, T0 + 1530 * MS));
+    EXPECT_EQ_INT(TTFT_OK, ttft_token_emitted(r, h, 1, T0 + 1540 * MS));
+    EXPECT_EQ_INT(TTFT_OK, ttft_stream_end(r, h, TTFT_COMPLETED, T0 + 1540 * MS));
+  }
+  ttft_snapshot *b = ttft_snapshot_take(r);
+  ttft_snapshot *d = b ? ttft_snapshot_delta(b, a, &err) : NULL;
+  EXPECT_NOT_NULL(d);
+  EXPECT_EQ_U64(1, ttft_snapshot_slowest_count(d, c, TTFT_SLOWEST_TTFT));
+  memset(&x, 0, sizeof x);
+  x.struct_size = sizeof x;
+  EXPECT_EQ_INT(TTFT_OK, ttft_snapshot_slowest(d, c, TTFT_SLOWEST_TTFT, 0, &x));
+  EXPECT_EQ_U64(2, x.deadlines);
+  EXPECT_EQ_U64(1, x.deadlines_missed);
+  EXPECT_EQ_DBL(0.5, x.fluidity);
+  EXPECT_EQ_U64(20 * MS, x.token_deadline_ns);
+  EXPECT_EQ_U64(100 * MS, x.ttft_slo_ns); /* no prompt: the class's 100 ms */
+  EXPECT_EQ_U64(20 * MS, x.tpot_slo_ns);
+  ttft_snapshot_free(d);
+  ttft_snapshot_free(b);
   /* the text report and JSON show each entry's fluidity and budgets */
   char *p = render(a, TTFT_FORMAT_TEXT);
   if (p) {
