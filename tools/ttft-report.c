@@ -851,6 +851,22 @@ static void diff_rates(diff_ctx *d, const ttft_snapshot *o, int oc, const ttft_s
   uint64_t gn = hn ? ttft_snapshot_class_count(n, nc, TTFT_METRIC_ITL) : 0;
   /* gaps cluster by sequence: the sequences are the units */
   SHARE("stalls/gap", TTFT_COUNTER_STALLS, go, gn, ho ? report_gap_units(o, oc) : 0, hn ? report_gap_units(n, nc) : 0);
+  /* (1.3) fluidity, when either side judged token deadlines: the fluid
+   * attainment (fluid / judged, judged on the non-fluid share) and the
+   * share of token deadlines missed (they cluster by stream: the judged
+   * streams are the units) */
+  uint64_t jo = ho ? ttft_snapshot_class_counter(o, oc, TTFT_COUNTER_FLUID_JUDGED) : 0;
+  uint64_t jn = hn ? ttft_snapshot_class_counter(n, nc, TTFT_COUNTER_FLUID_JUDGED) : 0;
+  uint64_t dlo = ho ? ttft_snapshot_class_counter(o, oc, TTFT_COUNTER_TOKEN_DEADLINES) : 0;
+  uint64_t dln = hn ? ttft_snapshot_class_counter(n, nc, TTFT_COUNTER_TOKEN_DEADLINES) : 0;
+  if (jo || jn || dlo || dln) {
+    uint64_t fo = ho ? ttft_snapshot_class_counter(o, oc, TTFT_COUNTER_FLUID) : 0;
+    uint64_t fn = hn ? ttft_snapshot_class_counter(n, nc, TTFT_COUNTER_FLUID) : 0;
+    fo = fo < jo ? fo : jo;
+    fn = fn < jn ? fn : jn;
+    diff_share(d, scope, "fluid_share", jo - fo, jo, jn - fn, jn, jo > 0, jn > 0, 1, 0, 0);
+    SHARE("deadline_miss", TTFT_COUNTER_TOKEN_DEADLINES_MISSED, dlo, dln, jo, jn);
+  }
 #undef SHARE
 }
 

@@ -8,7 +8,8 @@
 #       TPOT p90 still 20 ms (a stalled stream's TPOT is 33 ms)
 #   r4: 400 streams at 60 ms gaps           4400 tokens  440.0/s  TPOT over, none fluid
 # fluid token generation rate 221.1 tokens/s (r2); TPOT p90 capacity
-# 341.0 tokens/s (r3): the two disagree at r3.
+# 341.0 tokens/s (r3): the two disagree at r3. Then --diff's fluidity rows
+# (fluid_share, deadline_miss) between r2 and r3, and none without deadlines.
 #   usage: test_capacity.sh TTFT_REPORT MKCAP WORKDIR
 set -u
 REPORT=$1
@@ -71,6 +72,17 @@ grep -q "no class 'nosuch'" err.txt && ok || fail "unknown class: message"
 printf 'garbage' >bad.ttfs
 "$REPORT" --capacity r1.ttfs bad.ttfs >/dev/null 2>&1
 [ $? -eq 2 ] && ok || fail "corrupt run: exit 2"
+
+# --diff between two runs: the fluidity rows (1.3), fluid 200 of 201
+# (99.50 %) against 300 of 310 (96.77 %); deadlines missed 3 of 2012
+# against 30 of 3120
+"$REPORT" --diff r2.ttfs r3.ttfs >diff.txt 2>&1
+grep -q '^  chat  *fluid_share  *99.50 % \[.*96.77 % \[' diff.txt && ok || { fail "--diff fluid_share row"; cat diff.txt >&2; }
+grep -q '^  chat  *deadline_miss  *0.15 % \[.*0.96 % \[' diff.txt && ok || fail "--diff deadline_miss row"
+# a diff of runs without token deadlines has no fluidity rows
+"$MKCAP" none.ttfs 10000 0 0 20 || fail "mkcap none"
+"$REPORT" --diff none.ttfs none.ttfs >diff0.txt 2>&1
+grep -q 'fluid_share' diff0.txt && fail "fluidity rows without token deadlines" || ok
 
 echo "test_capacity: $passes passed, $fails failed"
 [ "$fails" -eq 0 ]
