@@ -31,7 +31,13 @@
  *   ttft-demo [--seconds S] [--batch N] [--workers N] [--rate R]
  *             [--prompts short|mixed|long] [--seed N] [--slowdown X]
  *             [--no-experiment] [--port N | --no-http] [--hold S]
- *             [--snapshot FILE] [--json] [--causes]
+ *             [--snapshot FILE] [--json] [--causes] [--capacity DIR]
+ *
+ * --capacity DIR: the load sweep instead of the demo run: the engine at
+ * batch --batch runs 3 s of arrivals at each of several rates, each run's
+ * snapshot is written to DIR/run-RR.ttfs, then `ttft-report --capacity`
+ * prints the fluid token generation rate beside the TPOT p90 capacity
+ * (docs/ttft-report.md "Capacity").
  *
  * --port N serves /metrics on 127.0.0.1:N (default 9464; 0 = any free
  * port); a port already taken is an error (exit 1), never a silent move to
@@ -61,6 +67,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -74,8 +81,8 @@ static struct {
   double seconds, rate, hold, slowdown;
   int batch, workers, experiment, http, json, causes_only, port;
   unsigned long long seed;
-  const char *prompts, *snapshot;
-} opt = {4.0, 8.0, 0.0, 1.0, 32, 1, 1, 1, 0, 0, 9464, 0x5eed, "mixed", NULL};
+  const char *prompts, *snapshot, *capacity;
+} opt = {4.0, 8.0, 0.0, 1.0, 32, 1, 1, 1, 0, 0, 9464, 0x5eed, "mixed", NULL, NULL};
 
 /* ------------------------------------------------------------ workload */
 typedef struct req {
@@ -522,6 +529,58 @@ static void batch_experiment(req *reqs) {
            list);
 }
 
+/* The capacity sweep (--capacity DIR): one batch width, rising arrival
+ * rates, each run a fresh registry whose snapshot goes to DIR; then
+ * ttft-report --capacity reads the runs. Chat's token deadline is its
+ * TPOT budget (50 ms): a stream is fluid when it kept >= 90 % of its
+ * tokens on time, slack carried forward. As the load rises, more prompts
+ * are prefilled inside the decode steps: each long prompt makes one step
+ * long for every running stream. A stream deep into its answer has built
+ * slack and does not notice; one that just started misses deadlines,
+ * while its TPOT (a mean over its whole answer) stays within budget. */
+static int capacity_sweep(req *reqs, const char *dir) {
+  static const double rates[] = {4, 8, 12, 16, 20, 24};
+  enum { NR = sizeof rates / sizeof rates[0] };
+  char cmd[8192];
+  if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+    fprintf(stderr, "ttft-demo: --capacity %s: %s\n", dir, strerror(errno));
+    return 1;
+  }
+  int len = snprintf(cmd, sizeof cmd, "'%s' --capacity --class chat", report_tool);
+  printf("capacity sweep: batch %d, %s prompts, 3.0 s of arrivals per rate, seed %llu; runs in %s/\n",
+         opt.batch, opt.prompts, opt.seed, dir);
+  for (size_t i = 0; i < NR; i++) {
+    engine e;
+    memset(&e, 0, sizeof e);
+    e.reg = make_registry(&e.chat, &e.batch_cls);
+    if (!e.reg) return 1;
+    e.batch = opt.batch;
+    e.workers = 1;
+    e.seconds = 3.0;
+    e.rate = rates[i];
+    e.prompts = opt.prompts;
+    e.seed = opt.seed;
+    e.slowdown = opt.slowdown;
+    e.reqs = reqs;
+    printf("  %4.0f req/s ...", rates[i]);
+    fflush(stdout);
+    run_engine(&e);
+    ttft_snapshot *s = ttft_snapshot_take(e.reg);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/run-%02.0f.ttfs", dir, rates[i]);
+    save_snapshot(s, path);
+    if (len > 0 && (size_t)len < sizeof cmd)
+      len += snprintf(cmd + len, sizeof cmd - (size_t)len, " '%s'", path);
+    ttft_snapshot_free(s);
+    ttft_registry_free(e.reg);
+  }
+  printf("\n%s\n", cmd);
+  fflush(stdout);
+  if (len <= 0 || (size_t)len >= sizeof cmd) return 1;
+  int rc = system(cmd);
+  return rc == 0 ? 0 : 1;
+}
+
 /* ------------------------------------------------ why streams stall
  * An engine model in virtual time (no sleeping: a few hundred ms of CPU
  * for minutes of serving), one continuous-batching loop, instrumented as
@@ -820,6 +879,7 @@ static int parse_args(int argc, char **argv) {
     else if (!strcmp(a, "--seed") && v) opt.seed = strtoull(argv[++i], NULL, 0);
     else if (!strcmp(a, "--slowdown") && v) opt.slowdown = atof(argv[++i]);
     else if (!strcmp(a, "--snapshot") && v) opt.snapshot = argv[++i];
+    else if (!strcmp(a, "--capacity") && v) opt.capacity = argv[++i];
     else if (!strcmp(a, "--port") && v) {
       char *end;
       long p = strtol(argv[++i], &end, 10);
@@ -838,7 +898,7 @@ static int parse_args(int argc, char **argv) {
               "usage: ttft-demo [--seconds S] [--batch N] [--workers N] [--rate R]\n"
               "                 [--prompts short|mixed|long] [--seed N] [--slowdown X]\n"
               "                 [--no-experiment] [--port N | --no-http] [--hold S]\n"
-              "                 [--snapshot FILE] [--json] [--causes]\n");
+              "                 [--snapshot FILE] [--json] [--causes] [--capacity DIR]\n");
       return -1;
     }
   }
@@ -858,6 +918,11 @@ int main(int argc, char **argv) {
   if (opt.causes_only) return cause_experiment(300.0, opt.seed, 1) ? 0 : 1;
   find_report_tool(argv[0]);
   req *reqs = calloc(MAX_REQ, sizeof *reqs);
+  if (opt.capacity) {
+    int rc = reqs ? capacity_sweep(reqs, opt.capacity) : 1;
+    free(reqs);
+    return rc;
+  }
   engine e;
   memset(&e, 0, sizeof e);
   e.reg = make_registry(&e.chat, &e.batch_cls);

@@ -734,6 +734,22 @@ typedef struct ttft_slow_request {
                               no cause was recorded                         */
   char request_id[TTFT_MAX_REQUEST_ID + 1]; /* "" when none was given       */
   char trace_id[33];       /* 32 lowercase hex digits, "" when none        */
+  /* ---- since 1.3: what it was judged against, and how it flowed
+   * (docs/metrics.md "Fluidity"); 0 throughout from a snapshot written
+   * before 1.3 (codec versions 1-4) */
+  double fluidity;         /* 1 - deadlines_missed / deadlines (1 with none) */
+  uint64_t deadlines;      /* token deadlines judged over the stream (a
+                              cancel counts those that passed before it)   */
+  uint64_t deadlines_missed; /* ... of them missed                          */
+  uint64_t token_deadline_ns; /* its D (the class's token_deadline_ns, else
+                              its TPOT budget); 0: no token deadlines, not
+                              judged for fluidity                          */
+  uint64_t ttft_slo_ns;    /* the first-token deadline it was judged
+                              against: its own ttft_slo_ns, else the
+                              class's ttft_ns + ttft_ns_per_prompt_token x
+                              its prompt tokens; 0 = none                  */
+  uint64_t tpot_slo_ns;    /* the TPOT budget it was judged against (its
+                              own, else the class's); 0 = none            */
 } ttft_slow_request;
 
 /* The k slowest requests of class class_id (TTFT_CLASS_ALL: over every

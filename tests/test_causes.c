@@ -425,7 +425,7 @@ TEST(codec_merge_delta) {
   EXPECT_GT_INT(n, 16);
   unsigned char *b = malloc((size_t)n);
   EXPECT_EQ_INT(n, ttft_snapshot_encode(x, b, (size_t)n));
-  EXPECT_EQ_INT(4, b[4]); /* encoding version 4 (1.3) */
+  EXPECT_EQ_INT(5, b[4]); /* encoding version 5 (1.3) */
   int err = 1;
   ttft_snapshot *d = ttft_snapshot_decode(b, (size_t)n, &err);
   EXPECT_ERR(TTFT_OK, err);

@@ -424,7 +424,7 @@ TEST(damage_header_fields) {
     struct {
       size_t at;
       unsigned char v;
-    } hdr[] = {{0, 'X'}, {3, 's'}, {4, 0}, {4, 5}, {5, 0x08}, {5, 0x80}, {6, 1}, {7, 1}, {8, 0}, {11, 1}};
+    } hdr[] = {{0, 'X'}, {3, 's'}, {4, 0}, {4, 6}, {5, 0x08}, {5, 0x80}, {6, 1}, {7, 1}, {8, 0}, {11, 1}};
     for (size_t k = 0; k < sizeof hdr / sizeof hdr[0]; k++) {
       memcpy(c, x.w.b, n);
       c[hdr[k].at] = hdr[k].v;
@@ -477,11 +477,14 @@ enum {
   V_PREFIX_MANY, V_PREFILL_MANY, V_CAUSES_MANY, V_CAUSE_OVERFLOW, V_STEPS_MANY, V_STEP_BAD,
   /* version 4 only */
   V_SLO_EXTRA_MANY, V_FLUID_MIN_HIGH, V_FLUID_MIN_NAN, V_FLUID_MIN_NEG,
+  /* version 5 only */
+  V_SLOW_EXTRA_MANY, V_SLOW_MISSED_ABOVE,
   V_COUNT
 };
 #define V_FIRST_V2_ONLY V_SCHEMA
 #define V_FIRST_V3_ONLY V_PREFIX_MANY
 #define V_FIRST_V4_ONLY V_SLO_EXTRA_MANY
+#define V_FIRST_V5_ONLY V_SLOW_EXTRA_MANY
 
 static int g_hb_version; /* the version hb_build is writing */
 
@@ -564,6 +567,10 @@ static int hb_causes = TTFT_STALL_CAUSE_COUNT;
  * a 40 ms token deadline, fluid_min 0.8); 0: every class at the
  * ttft_slo_init defaults, what a version 3 body decodes to */
 static int hb_slo_set = 1;
+/* version 5: the "chat" gap entry of the slowest lists carries its 1.3
+ * fields (12 token deadlines, 3 missed, D 40 ms, judged against 307 ms /
+ * 50 ms); 0: every entry's are 0, what a version 3 or 4 body decodes to */
+static int hb_slow_set = 1;
 
 static uint64_t f64_bits(double f) {
   uint64_t b;
@@ -575,7 +582,7 @@ static size_t hb_build(hb *h, int v, int version) {
   h->n = 0;
   g_hb_version = version;
   hb_mem(h, "TTFS", 4);
-  hb_byte(h, v == V_VERSION ? 5 : (unsigned)version);
+  hb_byte(h, v == V_VERSION ? 6 : (unsigned)version);
   /* v1 knows bit 0 only; v2 bits 0-2 (summaries, native, idle classes) */
   hb_byte(h, v == V_FLAG ? (version == 1 ? 0x03 : 0x09) : version == 1 ? 0x01 : 0x03);
   hb_byte(h, v == V_RESERVED ? 1 : 0);
@@ -748,6 +755,16 @@ static size_t hb_build(hb *h, int v, int version) {
           for (unsigned b = 0; b < 16; b++) hb_byte(h, 0xA0u + b);
         hb_var(h, by ? 5 : 0);
         if (by) hb_mem(h, "req-7", 5);
+        if (version >= 5) { /* the 1.3 fields: deadlines, missed, D, budgets */
+          int set = by && hb_slow_set;
+          hb_var(h, v == V_SLOW_EXTRA_MANY ? 65 : 5);
+          hb_var(h, set ? 12 : 0);
+          hb_var(h, set ? (v == V_SLOW_MISSED_ABOVE ? 13 : 3) : 0);
+          hb_var(h, set ? 40000000 : 0);
+          hb_var(h, set ? 307000000 : 0);
+          hb_var(h, set ? 50000000 : 0);
+          for (int i = 5; v == V_SLOW_EXTRA_MANY && i < 65; i++) hb_var(h, 0);
+        }
       }
   }
   if (v == V_TRAILING) hb_byte(h, 0);
@@ -841,7 +858,7 @@ TEST(hand_built_v2) {
     EXPECT_EQ_U64(0, ttft_snapshot_stall_seconds_by_cause(s, 1, TTFT_STALL_UNKNOWN));
     EXPECT_EQ_U64(0, ttft_snapshot_engine_step_count(s, 1));
     long n2 = ttft_snapshot_encode(s, re, sizeof re);
-    EXPECT_TRUE(n2 > 16 && re[4] == 4); /* re-encoded as version 4 */
+    EXPECT_TRUE(n2 > 16 && re[4] == 5); /* re-encoded as version 5 */
     ttft_snapshot *s3 = n2 > 0 ? ttft_snapshot_decode(re, (size_t)n2, &err) : NULL;
     EXPECT_NOT_NULL(s3);
     if (s3) {
@@ -873,7 +890,7 @@ static void expect_slo_13(const ttft_snapshot *s, int set) {
 
 /* version 3 (1.2): 128-bit sums, stalls by cause and engine steps;
  * decodes to the values it spells, the 1.3 SLO fields at their defaults,
- * and re-encodes as version 4 */
+ * and re-encodes as version 5 (slowest entries' 1.3 fields 0) */
 TEST(hand_built_v3) {
   static hb h, h4;
   static unsigned char re[8192];
@@ -933,9 +950,9 @@ TEST(hand_built_v3) {
      * defaults, and it re-encodes as version 4 with exactly those */
     expect_slo_13(s, 0);
     long n2 = ttft_snapshot_encode(s, re, sizeof re);
-    hb_slo_set = 0;
-    size_t n4 = hb_build(&h4, V_OK, 4);
-    hb_slo_set = 1;
+    hb_slo_set = hb_slow_set = 0;
+    size_t n4 = hb_build(&h4, V_OK, 5);
+    hb_slo_set = hb_slow_set = 1;
     EXPECT_EQ_INT((long)n4, n2);
     EXPECT_TRUE(n2 == (long)n4 && memcmp(re, h4.b, n4) == 0);
   }
@@ -951,20 +968,44 @@ TEST(hand_built_v3) {
   if (s) {
     expect_hand_built(s);
     EXPECT_EQ_U64(0, ttft_snapshot_stalls_by_cause(s, TTFT_CLASS_ALL, TTFT_STALL_SLOW_STEP));
-    hb_slo_set = 0;
-    size_t n4 = hb_build(&h4, V_OK, 4);
-    hb_slo_set = 1;
+    hb_slo_set = hb_slow_set = 0;
+    size_t n4 = hb_build(&h4, V_OK, 5);
+    hb_slo_set = hb_slow_set = 1;
     long n2 = ttft_snapshot_encode(s, re, sizeof re);
     EXPECT_TRUE(n2 == (long)n4 && memcmp(re, h4.b, n4) == 0);
   }
   ttft_snapshot_free(s);
 }
 
-/* version 4 (1.3): the class SLO's ttft_ns_per_prompt_token,
+/* A slowest entry's 1.3 fields as read back: the "chat" gap entry as
+ * version 5 spells it when set, else (and always before version 5) 0,
+ * with fluidity 1. */
+static void expect_slow_13(const ttft_snapshot *s, int set) {
+  ttft_slow_request o;
+  memset(&o, 0xAB, sizeof o);
+  o.struct_size = sizeof o;
+  EXPECT_ERR(TTFT_OK, ttft_snapshot_slowest(s, 1, TTFT_SLOWEST_GAP, 0, &o));
+  EXPECT_EQ_U64(set ? 12 : 0, o.deadlines);
+  EXPECT_EQ_U64(set ? 3 : 0, o.deadlines_missed);
+  EXPECT_TRUE(o.fluidity == (set ? 0.75 : 1.0));
+  EXPECT_EQ_U64(set ? 40000000 : 0, o.token_deadline_ns);
+  EXPECT_EQ_U64(set ? 307000000 : 0, o.ttft_slo_ns);
+  EXPECT_EQ_U64(set ? 50000000 : 0, o.tpot_slo_ns);
+  EXPECT_STREQ("req-7", o.request_id);
+  memset(&o, 0xAB, sizeof o);
+  o.struct_size = sizeof o;
+  EXPECT_ERR(TTFT_OK, ttft_snapshot_slowest(s, TTFT_CLASS_ALL, TTFT_SLOWEST_TTFT, 0, &o));
+  EXPECT_EQ_U64(0, o.deadlines);
+  EXPECT_TRUE(o.fluidity == 1.0);
+  EXPECT_EQ_U64(0, o.ttft_slo_ns);
+}
+
+/* version 4 (1.3 pre-release): the class SLO's ttft_ns_per_prompt_token,
  * token_deadline_ns and fluid_min; decodes to the values it spells (the
- * class query and the exposition) and re-encodes to the same bytes */
+ * class query and the exposition), its slowest entries without the 1.3
+ * fields (0, fluidity 1), and re-encodes as version 5 with those zeros */
 TEST(hand_built_v4) {
-  static hb h;
+  static hb h, h5;
   static unsigned char re[8192];
   size_t n = hb_build(&h, V_OK, 4);
   int err = 1;
@@ -974,16 +1015,58 @@ TEST(hand_built_v4) {
   if (s) {
     expect_hand_built(s);
     expect_slo_13(s, 1);
+    expect_slow_13(s, 0);
     EXPECT_EQ_U64(1, ttft_snapshot_slowest_count(s, 0, TTFT_SLOWEST_TTFT));
     long n2 = ttft_snapshot_encode(s, re, sizeof re);
-    EXPECT_EQ_INT((long)n, n2);
-    EXPECT_TRUE(n2 == (long)n && memcmp(re, h.b, n) == 0);
+    hb_slow_set = 0;
+    size_t n5 = hb_build(&h5, V_OK, 5);
+    hb_slow_set = 1;
+    EXPECT_EQ_INT((long)n5, n2);
+    EXPECT_TRUE(n2 == (long)n5 && memcmp(re, h5.b, n5) == 0);
     /* a merge keeps a class's SLO (the gatherer merges decoded segments) */
     ttft_snapshot *m = ttft_snapshot_merge(s, s, &err);
     EXPECT_NOT_NULL(m);
     if (m) expect_slo_13(m, 1);
     ttft_snapshot_free(m);
   }
+  ttft_snapshot_free(s);
+}
+
+/* version 5 (1.3): each slowest entry's token deadlines, misses, D and the
+ * budgets it was judged against; a bit-exact round trip; merges keep
+ * them; JSON and the text report show them */
+TEST(hand_built_v5) {
+  static hb h;
+  static unsigned char re[8192];
+  size_t n = hb_build(&h, V_OK, 5);
+  int err = 1;
+  ttft_snapshot *s = ttft_snapshot_decode(h.b, n, &err);
+  EXPECT_ERR(TTFT_OK, err);
+  EXPECT_NOT_NULL(s);
+  if (!s) return;
+  expect_hand_built(s);
+  expect_slo_13(s, 1);
+  expect_slow_13(s, 1);
+  long n2 = ttft_snapshot_encode(s, re, sizeof re);
+  EXPECT_EQ_INT((long)n, n2);
+  EXPECT_TRUE(n2 == (long)n && memcmp(re, h.b, n) == 0);
+  ttft_snapshot *m = ttft_snapshot_merge(s, s, &err);
+  EXPECT_NOT_NULL(m);
+  if (m) expect_slow_13(m, 1);
+  ttft_snapshot *m3 = m ? ttft_snapshot_merge(m, s, &err) : NULL;
+  EXPECT_NOT_NULL(m3);
+  if (m3) expect_slow_13(m3, 1);
+  static char text[65536];
+  long tl = ttft_snapshot_format(s, TTFT_FORMAT_JSON, text, sizeof text);
+  EXPECT_TRUE(tl > 0 && (size_t)tl < sizeof text);
+  EXPECT_CONTAINS(text, "\"deadlines\":12,\"deadlines_missed\":3,\"fluidity\":0.75,"
+                        "\"token_deadline_ns\":40000000,\"ttft_slo_ns\":307000000,"
+                        "\"tpot_slo_ns\":50000000}");
+  tl = ttft_snapshot_format(s, TTFT_FORMAT_TEXT, text, sizeof text);
+  EXPECT_TRUE(tl > 0 && (size_t)tl < sizeof text);
+  EXPECT_CONTAINS(text, "3/12 75.0%");
+  ttft_snapshot_free(m3);
+  ttft_snapshot_free(m);
   ttft_snapshot_free(s);
 }
 
@@ -1001,7 +1084,7 @@ TEST(hand_built_v1) {
     expect_hand_built(s1);
     EXPECT_EQ_U64(0, ttft_snapshot_status_count(s1, TTFT_CLASS_ALL, TTFT_COMPLETED, TTFT_METRIC_E2E));
     long n2 = ttft_snapshot_encode(s1, re, sizeof re);
-    EXPECT_TRUE(n2 > 16 && re[4] == 4);
+    EXPECT_TRUE(n2 > 16 && re[4] == 5);
     EXPECT_EQ_U64(0x03, re[5]); /* summaries as written; native histograms: the default */
     ttft_snapshot *s2 = n2 > 0 ? ttft_snapshot_decode(re, (size_t)n2, &err) : NULL;
     EXPECT_NOT_NULL(s2);
@@ -1019,7 +1102,8 @@ static const char *const variant_names[V_COUNT] = {
   "time overflow", "count overflow", "prom order", "truncated hist", "counter overflow",
   "schema", "status lists", "view max", "view count overflow", "prefix bands many",
   "prefill bands many", "cause lists", "cause count overflow", "step lists", "step max",
-  "slo extra lists", "fluid_min above 1", "fluid_min NaN", "fluid_min negative"};
+  "slo extra lists", "fluid_min above 1", "fluid_min NaN", "fluid_min negative",
+  "slowest extra lists", "slowest missed above deadlines"};
 
 /* each way of breaking one field of the version's encoding is rejected */
 static void expect_variants_rejected(int version) {
@@ -1028,6 +1112,7 @@ static void expect_variants_rejected(int version) {
     if (version == 1 && v >= V_FIRST_V2_ONLY) continue;
     if (version < 3 && v >= V_FIRST_V3_ONLY) continue;
     if (version < 4 && v >= V_FIRST_V4_ONLY) continue;
+    if (version < 5 && v >= V_FIRST_V5_ONLY) continue;
     size_t n = hb_build(&h, v, version);
     int err = 0;
     ttft_snapshot *s = ttft_snapshot_decode(h.b, n, &err);
@@ -1043,6 +1128,7 @@ TEST(hand_built_v1_broken_rejected) { expect_variants_rejected(1); }
 TEST(hand_built_v2_broken_rejected) { expect_variants_rejected(2); }
 TEST(hand_built_v3_broken_rejected) { expect_variants_rejected(3); }
 TEST(hand_built_v4_broken_rejected) { expect_variants_rejected(4); }
+TEST(hand_built_v5_broken_rejected) { expect_variants_rejected(5); }
 
 /* -------------------------------------------------------------- base64
  * A small recorded workload and its base64 text (need characters). */

@@ -18,6 +18,7 @@
  *    and a snapshot encoded before them (libttft 1.3 before issue 29,
  *    21 counters: tests/fixtures/snapshot-1.3-21ctr.ttfs) still decodes.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -593,6 +594,176 @@ TEST(every_mode_of_the_rule_state_counts_as_the_rule) {
       uint32_t em = ds[i] <= 50 * MS ? 70000 : 300;
       modes_case(ds[i], t0s[j], 17 + i * 7 + j, em);
     }
+}
+
+/* ---------------------------------------------- the slowest lists (1.3)
+ * Each entry carries its stream's token deadlines, misses, fluidity, D
+ * and the budgets it was judged against. Class: TTFT 100 ms + 1 ms per
+ * prompt token, TPOT 50 ms (D = the request's TPOT budget).
+ *  A: prompt 200 (first-token deadline 300 ms), TTFT 400 ms, gaps 120
+ *     then ten of 10 ms, D 50: 2 + 10 deadlines, 2 missed (the early
+ *     stall), fluidity 10/12;
+ *  B: its own targets 700 ms / 80 ms (D 80), TTFT 300 ms, gaps 40 40:
+ *     2 deadlines met (slack 40, 80), fluidity 1;
+ *  C: no prompt (deadline 100 ms), TTFT 200 ms, a 10 ms gap (slack 40),
+ *     then cancelled 300 ms later: floor((300 - 40 - 50) / 50) + 1 = 5
+ *     deadlines passed, all missed: 6 deadlines, 5 missed. */
+typedef struct slow_case {
+  uint32_t prompt;
+  uint64_t own_ttft, own_tpot, ttft;
+  uint64_t gaps[11];
+  size_t k;
+  uint64_t tail;
+  ttft_status st;
+} slow_case;
+
+static const slow_case slow_cases[3] = {
+    {200, 0, 0, 400, {120, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10}, 11, 0, TTFT_COMPLETED},
+    {0, 700, 80, 300, {40, 40}, 2, 0, TTFT_COMPLETED},
+    {0, 0, 0, 200, {10}, 1, 300, TTFT_CANCELLED},
+};
+
+static void expect_slow_entries(const ttft_snapshot *s, int c) {
+  static const struct {
+    uint64_t dl, missed, dl_ns, ttft_slo, tpot_slo;
+    double fluidity;
+  } w[3] = {{12, 2, 50 * MS, 300 * MS, 50 * MS, 1.0 - 2.0 / 12.0},
+            {2, 0, 80 * MS, 700 * MS, 80 * MS, 1.0},
+            {6, 5, 50 * MS, 100 * MS, 50 * MS, 1.0 - 5.0 / 6.0}};
+  EXPECT_EQ_U64(3, ttft_snapshot_slowest_count(s, c, TTFT_SLOWEST_TTFT));
+  for (unsigned i = 0; i < 3; i++) {
+    ttft_slow_request o;
+    memset(&o, 0, sizeof o);
+    o.struct_size = sizeof o;
+    EXPECT_EQ_INT(TTFT_OK, ttft_snapshot_slowest(s, c, TTFT_SLOWEST_TTFT, i, &o));
+    EXPECT_EQ_U64(slow_cases[i].ttft * MS, o.ttft_ns);
+    EXPECT_EQ_U64(w[i].dl, o.deadlines);
+    EXPECT_EQ_U64(w[i].missed, o.deadlines_missed);
+    EXPECT_EQ_DBL(w[i].fluidity, o.fluidity);
+    EXPECT_EQ_U64(w[i].dl_ns, o.token_deadline_ns);
+    EXPECT_EQ_U64(w[i].ttft_slo, o.ttft_slo_ns);
+    EXPECT_EQ_U64(w[i].tpot_slo, o.tpot_slo_ns);
+  }
+}
+
+static ttft_snapshot *slow_recorded(ttft_registry **rp, int *cp) {
+  ttft_registry *r = *rp = reg_new();
+  ttft_slo sl;
+  ttft_slo_init(&sl);
+  sl.ttft_ns = 100 * MS;
+  sl.ttft_ns_per_prompt_token = 1 * MS;
+  sl.tpot_ns = 50 * MS;
+  int c = *cp = ttft_class_add(r, "chat", &sl);
+  for (int i = 0; i < 3; i++) {
+    const slow_case *x = &slow_cases[i];
+    ttft_request q;
+    ttft_request_init(&q);
+    q.class_id = c;
+    q.prompt_tokens = x->prompt;
+    q.ttft_slo_ns = x->own_ttft * MS;
+    q.tpot_slo_ns = x->own_tpot * MS;
+    ttft_seq h = ttft_begin_ex(r, &q, T0);
+    uint64_t t = T0 + x->ttft * MS;
+    EXPECT_EQ_INT(TTFT_OK, ttft_token_emitted(r, h, 1, t));
+    for (size_t j = 0; j < x->k; j++) {
+      t += x->gaps[j] * MS;
+      EXPECT_EQ_INT(TTFT_OK, ttft_token_emitted(r, h, 1, t));
+    }
+    EXPECT_EQ_INT(TTFT_OK, ttft_stream_end(r, h, x->st, t + x->tail * MS));
+  }
+  return ttft_snapshot_take(r);
+}
+
+TEST(slowest_entries_carry_fluidity_and_budgets) {
+  ttft_registry *r;
+  int c, err = 0;
+  ttft_snapshot *a = slow_recorded(&r, &c);
+  EXPECT_NOT_NULL(a);
+  if (!a) return;
+  expect_slow_entries(a, c);
+  expect_slow_entries(a, TTFT_CLASS_ALL);
+  /* an older caller's struct (up to trace_id) is filled up to its size */
+  ttft_slow_request o;
+  memset(&o, 0xEE, sizeof o);
+  o.struct_size = offsetof(ttft_slow_request, fluidity);
+  EXPECT_EQ_INT(TTFT_OK, ttft_snapshot_slowest(a, c, TTFT_SLOWEST_TTFT, 0, &o));
+  EXPECT_EQ_U64(UINT64_C(0xEEEEEEEEEEEEEEEE), o.deadlines);
+  /* through the encoding, a merge and a delta (the window after an
+   * empty first snapshot of a second registry keeps all three) */
+  long n = ttft_snapshot_encode(a, NULL, 0);
+  void *buf = n > 0 ? malloc((size_t)n) : NULL;
+  EXPECT_EQ_INT(n, ttft_snapshot_encode(a, buf, (size_t)n));
+  ttft_snapshot *e = ttft_snapshot_decode(buf, (size_t)n, &err);
+  EXPECT_NOT_NULL(e);
+  if (e) expect_slow_entries(e, c);
+  ttft_snapshot *m = ttft_snapshot_merge(a, e, &err);
+  EXPECT_NOT_NULL(m);
+  if (m) EXPECT_EQ_U64(6, ttft_snapshot_slowest_count(m, c, TTFT_SLOWEST_TTFT));
+  ttft_slow_request x;
+  memset(&x, 0, sizeof x);
+  x.struct_size = sizeof x;
+  EXPECT_EQ_INT(TTFT_OK, ttft_snapshot_slowest(m, c, TTFT_SLOWEST_TTFT, 5, &x));
+  EXPECT_EQ_U64(5, x.deadlines_missed);
+  EXPECT_EQ_U64(100 * MS, x.ttft_slo_ns);
+  free(buf);
+  /* a delta lists what ended in its window, with its fields: one more
+   * stream, own TPOT 20 ms (D 20), TTFT 500 ms, gaps 30 10: the first
+   * misses floor((30 - 20) / 20) + 1 = 1, the second meets: 2, 1 missed */
+  {
+    ttft_request q;
+    ttft_request_init(&q);
+    q.class_id = c;
+    q.tpot_slo_ns = 20 * MS;
+    ttft_seq h = ttft_begin_ex(r, &q, T0 + 1000 * MS);
+    EXPECT_EQ_INT(TTFT_OK, ttft_token_emitted(r, h, 1, T0 + 1500 * MS));
+    EXPECT_EQ_INT(TTFT_OK, ttft_token_emitted(r, h, 1, T0 + 1530 * MS));
+    EXPECT_EQ_INT(TTFT_OK, ttft_token_emitted(r, h, 1, T0 + 1540 * MS));
+    EXPECT_EQ_INT(TTFT_OK, ttft_stream_end(r, h, TTFT_COMPLETED, T0 + 1540 * MS));
+  }
+  ttft_snapshot *b = ttft_snapshot_take(r);
+  ttft_snapshot *d = b ? ttft_snapshot_delta(b, a, &err) : NULL;
+  EXPECT_NOT_NULL(d);
+  EXPECT_EQ_U64(1, ttft_snapshot_slowest_count(d, c, TTFT_SLOWEST_TTFT));
+  memset(&x, 0, sizeof x);
+  x.struct_size = sizeof x;
+  EXPECT_EQ_INT(TTFT_OK, ttft_snapshot_slowest(d, c, TTFT_SLOWEST_TTFT, 0, &x));
+  EXPECT_EQ_U64(2, x.deadlines);
+  EXPECT_EQ_U64(1, x.deadlines_missed);
+  EXPECT_EQ_DBL(0.5, x.fluidity);
+  EXPECT_EQ_U64(20 * MS, x.token_deadline_ns);
+  EXPECT_EQ_U64(100 * MS, x.ttft_slo_ns); /* no prompt: the class's 100 ms */
+  EXPECT_EQ_U64(20 * MS, x.tpot_slo_ns);
+  ttft_snapshot_free(d);
+  ttft_snapshot_free(b);
+  /* the text report and JSON show each entry's fluidity and budgets */
+  char *p = render(a, TTFT_FORMAT_TEXT);
+  if (p) {
+    EXPECT_CONTAINS(p, "2/12 83.3%");
+    EXPECT_CONTAINS(p, "5/6 16.7%");
+    EXPECT_CONTAINS(p, "judged against ttft 300 ms, tpot 50.0 ms, token deadline 50.0 ms\n");
+    EXPECT_CONTAINS(p, "judged against ttft 700 ms, tpot 80.0 ms, token deadline 80.0 ms\n");
+    /* the class row: 7 of 20 deadlines missed (65.0 %), 1 of 3 judged
+     * fluid (C is judged: cancelled after a miss), fluid_min 0.90 */
+    EXPECT_CONTAINS(p, "7/20");
+    EXPECT_CONTAINS(p, "65.0%");
+    EXPECT_CONTAINS(p, "1/3");
+    EXPECT_CONTAINS(p, "33.3%");
+    EXPECT_CONTAINS(p, "0.90\n");
+  }
+  free(p);
+  p = render(a, TTFT_FORMAT_JSON);
+  if (p) {
+    EXPECT_CONTAINS(p, "\"deadlines\":12,\"deadlines_missed\":2,\"fluidity\":0.83333333333333337,"
+                       "\"token_deadline_ns\":50000000,\"ttft_slo_ns\":300000000,\"tpot_slo_ns\":50000000}");
+    EXPECT_CONTAINS(p, "\"fluidity\":{\"deadlines\":20,\"deadlines_missed\":7,\"fluidity\":0.65000000000000002,"
+                       "\"judged\":3,\"fluid\":1,\"attainment\":0.33333333333333331}");
+    EXPECT_CONTAINS(p, "\"ttft_ns_per_prompt_token\":1000000,\"token_deadline_ns\":0,\"fluid_min\":0.90000000000000002}");
+  }
+  free(p);
+  ttft_snapshot_free(m);
+  ttft_snapshot_free(e);
+  ttft_snapshot_free(a);
+  ttft_registry_free(r);
 }
 
 TU_MAIN()

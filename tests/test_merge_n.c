@@ -59,6 +59,10 @@ static ttft_snapshot *make(int p) {
     char rid[24];
     snprintf(rid, sizeof rid, "p%d-r%d", p, i);
     rq.request_id = rid;
+    /* (1.3) two in three with their own TPOT budget (10 ms, or 5 ms on
+     * odd processes): token deadlines, so the slowest entries carry
+     * fluidity and budgets */
+    rq.tpot_slo_ns = i % 3 ? (p % 2 ? 5000000u : 10000000u) : 0;
     ttft_seq s = ttft_begin_ex(r, &rq, t);
     if (!s) continue;
     uint64_t u = t + 1000000ull * (uint64_t)(5 + (i * 37 + p * 11) % 900);
@@ -152,7 +156,9 @@ static int diff_class(const ttft__sclass *a, const ttft__sclass *b) {
     for (uint32_t j = 0; j < a->nslow[by] && j < b->nslow[by]; j++) {
       const ttft__slow *x = &a->slow[by][j], *y = &b->slow[by][j];
       d += x->value != y->value || x->t_begin != y->t_begin || x->t_end != y->t_end ||
-           x->ttft != y->ttft || x->cls != y->cls || x->status != y->status || strcmp(x->id, y->id) != 0;
+           x->ttft != y->ttft || x->cls != y->cls || x->status != y->status || strcmp(x->id, y->id) != 0 ||
+           x->dl != y->dl || x->dl_missed != y->dl_missed || x->dl_ns != y->dl_ns ||
+           x->ttft_slo != y->ttft_slo || x->tpot_slo != y->tpot_slo;
     }
   }
   return d;
@@ -204,6 +210,20 @@ static void check_k(int k) {
     EXPECT_EQ_INT(TTFT_OK, err);
     EXPECT_EQ_INT(0, diff_public(ref, t));
     ttft_snapshot_free(t);
+  }
+  { /* (1.3) the lists compared carry token deadlines and budgets */
+    uint64_t dl = 0, budgets = 0;
+    for (int by = 0; by < TTFT_SLOWEST_COUNT_; by++)
+      for (unsigned j = 0; j < ttft_snapshot_slowest_count(ref ? ref : v[0], TTFT_CLASS_ALL, (ttft_slowest_by)by); j++) {
+        ttft_slow_request o;
+        memset(&o, 0, sizeof o);
+        o.struct_size = sizeof o;
+        if (ttft_snapshot_slowest(ref ? ref : v[0], TTFT_CLASS_ALL, (ttft_slowest_by)by, j, &o) != TTFT_OK) continue;
+        dl += o.deadlines;
+        budgets += o.tpot_slo_ns != 0;
+      }
+    EXPECT_GT_INT((int)(dl > 0), 0);
+    EXPECT_GT_INT((int)(budgets > 0), 0);
   }
   if (k >= 2) { /* the union holds every name the sources hold */
     int names = 0;

@@ -212,7 +212,7 @@ TEST(splits_travel) {
   unsigned char *buf = n > 0 ? malloc((size_t)n) : NULL;
   if (buf) {
     EXPECT_EQ_INT(n, ttft_snapshot_encode(s, buf, (size_t)n));
-    EXPECT_EQ_U64(4, buf[4]); /* encoding version 4 (1.3) */
+    EXPECT_EQ_U64(5, buf[4]); /* encoding version 5 (1.3) */
     int err = 1;
     ttft_snapshot *d = ttft_snapshot_decode(buf, (size_t)n, &err);
     EXPECT_ERR(TTFT_OK, err);

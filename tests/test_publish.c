@@ -267,6 +267,50 @@ TEST(class_slo_13_fields_gathered) {
   ttft_registry_free(r);
 }
 
+/* The slowest lists' 1.3 fields (a stream's token deadlines, misses, D
+ * and the budgets it was judged against) survive publishing and a
+ * gather: D 50 ms, a 120 ms stall as the first gap then ten 10 ms gaps:
+ * 12 deadlines, 2 missed; first-token deadline 100 ms + 1 ms x 200 */
+TEST(slowest_13_fields_gathered) {
+  ttft_registry *r = reg_new(0, "api-slow");
+  EXPECT_NOT_NULL(r);
+  if (!r) return;
+  ttft_slo slo;
+  ttft_slo_init(&slo);
+  slo.ttft_ns = 100000000;
+  slo.ttft_ns_per_prompt_token = 1000000;
+  slo.tpot_ns = 50000000;
+  EXPECT_EQ_INT(1, ttft_class_add(r, "chat", &slo));
+  ttft_request q;
+  ttft_request_init(&q);
+  q.class_id = 1;
+  q.prompt_tokens = 200;
+  const uint64_t t0 = 1000000000, ms = 1000000;
+  ttft_seq h = ttft_begin_ex(r, &q, t0);
+  uint64_t t = t0 + 400 * ms;
+  EXPECT_ERR(TTFT_OK, ttft_token_emitted(r, h, 1, t));
+  for (int i = 0; i < 11; i++) EXPECT_ERR(TTFT_OK, ttft_token_emitted(r, h, 1, t += (i ? 10 : 120) * ms));
+  EXPECT_ERR(TTFT_OK, ttft_stream_end(r, h, TTFT_COMPLETED, t));
+  EXPECT_ERR(TTFT_OK, ttft_publish(r));
+  ttft_gather *g = ttft_gather_open(g_dir, 0);
+  EXPECT_NOT_NULL(g);
+  ttft_snapshot *s = g ? ttft_gather_take(g) : NULL;
+  EXPECT_NOT_NULL(s);
+  ttft_slow_request o;
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  EXPECT_ERR(TTFT_OK, s ? ttft_snapshot_slowest(s, 1, TTFT_SLOWEST_TTFT, 0, &o) : TTFT_EINVAL);
+  EXPECT_EQ_U64(12, o.deadlines);
+  EXPECT_EQ_U64(2, o.deadlines_missed);
+  EXPECT_EQ_DBL(1.0 - 2.0 / 12.0, o.fluidity);
+  EXPECT_EQ_U64(50 * ms, o.token_deadline_ns);
+  EXPECT_EQ_U64(300 * ms, o.ttft_slo_ns);
+  EXPECT_EQ_U64(50 * ms, o.tpot_slo_ns);
+  ttft_snapshot_free(s);
+  ttft_gather_close(g);
+  ttft_registry_free(r);
+}
+
 TEST(named_process) {
   ttft_registry *r = reg_new(0, "api-0");
   seg g;

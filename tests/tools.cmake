@@ -11,6 +11,17 @@ if(TTFT_BUILD_TOOLS)
                    $<TARGET_FILE:ttft-report> $<TARGET_FILE:ttft-mksnap>
                    ${CMAKE_CURRENT_BINARY_DIR}/tools_report.d)
   set_tests_properties(tools_report PROPERTIES LABELS "tools" TIMEOUT 300)
+  # ttft-report --capacity over a synthetic sweep with an exact answer
+  # (tests/tools/test_capacity.sh; runs written by tests/tools/mkcap.c)
+  add_executable(ttft-mkcap ${CMAKE_CURRENT_SOURCE_DIR}/tools/mkcap.c)
+  target_link_libraries(ttft-mkcap PRIVATE ttft_static m)
+  target_compile_options(ttft-mkcap PRIVATE ${TTFT_WARNINGS})
+  target_compile_definitions(ttft-mkcap PRIVATE _GNU_SOURCE)
+  add_test(NAME tools_capacity
+           COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/tools/test_capacity.sh
+                   $<TARGET_FILE:ttft-report> $<TARGET_FILE:ttft-mkcap>
+                   ${CMAKE_CURRENT_BINARY_DIR}/tools_capacity.d)
+  set_tests_properties(tools_capacity PROPERTIES LABELS "tools" TIMEOUT 120)
 endif()
 # tools/ttft-exporter end to end (tests/tools/test_exporter.sh): start,
 # scrape, SIGTERM/SIGINT, bad directories, a busy port. Needs python3.

@@ -302,11 +302,11 @@ out:
 void top_source_explain(const unsigned char *p, size_t n, int err, char *msg, size_t cap) {
   if (err == TTFT_ENOMEM) {
     snprintf(msg, cap, "out of memory decoding the snapshot");
-  } else if (n >= 5 && memcmp(p, "TTFS", 4) == 0 && p[4] > 3) {
-    snprintf(msg, cap, "snapshot version %u is newer than this ttft-top reads (1..3): update it",
+  } else if (n >= 5 && memcmp(p, "TTFS", 4) == 0 && p[4] > 5) {
+    snprintf(msg, cap, "snapshot version %u is newer than this ttft-top reads (1..5): update it",
              (unsigned)p[4]);
   } else if (n >= 5 && memcmp(p, "TTFS", 4) == 0 && p[4] == 0) {
-    snprintf(msg, cap, "snapshot version 0 is unknown (this ttft-top reads 1..3)");
+    snprintf(msg, cap, "snapshot version 0 is unknown (this ttft-top reads 1..5)");
   } else if (n >= 4 && memcmp(p, "TTFS", 4) == 0) {
     snprintf(msg, cap, "snapshot of %zu bytes is damaged (%s)", n, ttft_strerror(err));
   } else {

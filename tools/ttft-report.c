@@ -38,6 +38,8 @@ static void usage(FILE *f) {
           "usage: %s [options] FILE...            merge snapshots and print them\n"
           "       %s --diff OLD NEW [options]     compare two snapshots metric by metric\n"
           "       %s --delta OLDER NEWER [options] what one process did between two snapshots\n"
+          "       %s --capacity RUN... [--class NAME] [--fluid-target PCT]\n"
+          "                                        capacity from a sweep of runs at rising load\n"
           "\n"
           "FILE is a snapshot written by ttft_snapshot_encode (binary, several may be\n"
           "concatenated) or text holding ttft_snapshot_encode_base64 lines; '-' is stdin.\n"
@@ -57,12 +59,19 @@ static void usage(FILE *f) {
           "  --confidence PCT       --diff: confidence of the intervals (default 99); a\n"
           "                         change is flagged only when the intervals are apart\n"
           "  --fail-on-regression   --diff: exit 3 when anything was flagged\n"
+          "  --capacity             each FILE is one run at one load: print token rate,\n"
+          "                         TPOT p90 and fluid fraction per run, the fluid token\n"
+          "                         generation rate and the TPOT p90 capacity\n"
+          "  --class NAME           --capacity: the class judged (default: the one class\n"
+          "                         that judged fluidity)\n"
+          "  --fluid-target PCT     --capacity: the share of judged requests that must\n"
+          "                         stay fluid (default 99)\n"
           "  -h, --help             this text\n"
           "  --version              the version of ttft-report (and of the libttft it holds)\n"
           "\n"
           "exit status: 0 ok, 1 usage, 2 unreadable or corrupt input or unwritable output,\n"
           "3 regression (see above)\n",
-          g_prog, g_prog, g_prog);
+          g_prog, g_prog, g_prog, g_prog);
 }
 
 static int usage_error(const char *fmt, ...) {
@@ -842,6 +851,22 @@ static void diff_rates(diff_ctx *d, const ttft_snapshot *o, int oc, const ttft_s
   uint64_t gn = hn ? ttft_snapshot_class_count(n, nc, TTFT_METRIC_ITL) : 0;
   /* gaps cluster by sequence: the sequences are the units */
   SHARE("stalls/gap", TTFT_COUNTER_STALLS, go, gn, ho ? report_gap_units(o, oc) : 0, hn ? report_gap_units(n, nc) : 0);
+  /* (1.3) fluidity, when either side judged token deadlines: the fluid
+   * attainment (fluid / judged, judged on the non-fluid share) and the
+   * share of token deadlines missed (they cluster by stream: the judged
+   * streams are the units) */
+  uint64_t jo = ho ? ttft_snapshot_class_counter(o, oc, TTFT_COUNTER_FLUID_JUDGED) : 0;
+  uint64_t jn = hn ? ttft_snapshot_class_counter(n, nc, TTFT_COUNTER_FLUID_JUDGED) : 0;
+  uint64_t dlo = ho ? ttft_snapshot_class_counter(o, oc, TTFT_COUNTER_TOKEN_DEADLINES) : 0;
+  uint64_t dln = hn ? ttft_snapshot_class_counter(n, nc, TTFT_COUNTER_TOKEN_DEADLINES) : 0;
+  if (jo || jn || dlo || dln) {
+    uint64_t fo = ho ? ttft_snapshot_class_counter(o, oc, TTFT_COUNTER_FLUID) : 0;
+    uint64_t fn = hn ? ttft_snapshot_class_counter(n, nc, TTFT_COUNTER_FLUID) : 0;
+    fo = fo < jo ? fo : jo;
+    fn = fn < jn ? fn : jn;
+    diff_share(d, scope, "fluid_share", jo - fo, jo, jn - fn, jn, jo > 0, jn > 0, 1, 0, 0);
+    SHARE("deadline_miss", TTFT_COUNTER_TOKEN_DEADLINES_MISSED, dlo, dln, jo, jn);
+  }
 #undef SHARE
 }
 
@@ -970,6 +995,128 @@ static int run_diff(const ttft_snapshot *o, const char *opath, const ttft_snapsh
   return d.regressions;
 }
 
+/* ----------------------------------------------------------- capacity */
+/* The id of class `name` in s, or -1. */
+static int class_id_of(const ttft_snapshot *s, const char *name) {
+  for (int c = 0; c < ttft_snapshot_classes(s); c++) {
+    const char *n = ttft_snapshot_class_name(s, c);
+    if (n && !strcmp(n, name)) return c;
+  }
+  return -1;
+}
+
+/* The class --capacity judges when none is named: the one class that
+ * judged fluidity in some run; else the one class with a TPOT budget.
+ * NULL (after saying why) when there is none or more than one. */
+static const char *capacity_class(ttft_snapshot *const *snaps, int n) {
+  for (int pass = 0; pass < 2; pass++) {
+    const char *pick = NULL;
+    int many = 0;
+    char list[512] = "";
+    size_t len = 0;
+    for (int i = 0; i < n; i++)
+      for (int c = 0; c < ttft_snapshot_classes(snaps[i]); c++) {
+        ttft_slo slo;
+        ttft_slo_init(&slo);
+        ttft_snapshot_class_slo(snaps[i], c, &slo);
+        int fits = pass == 0 ? ttft_snapshot_class_counter(snaps[i], c, TTFT_COUNTER_FLUID_JUDGED) != 0
+                             : slo.tpot_ns != 0;
+        const char *name = ttft_snapshot_class_name(snaps[i], c);
+        if (!fits || !name || (pick && !strcmp(pick, name))) continue;
+        if (pick && strstr(list, name)) continue;
+        if (pick) many = 1;
+        else pick = name;
+        if (len < sizeof list)
+          len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", len ? ", " : "", name);
+      }
+    if (many) {
+      fprintf(stderr, "%s: --capacity: several classes %s (%s): name one with --class NAME\n", g_prog,
+              pass == 0 ? "judged fluidity" : "have a TPOT budget", list);
+      return NULL;
+    }
+    if (pick) return pick;
+  }
+  fprintf(stderr, "%s: --capacity: no class judged fluidity or has a TPOT budget; name one with --class NAME\n",
+          g_prog);
+  return NULL;
+}
+
+/* ttft-report --capacity: each file one run of a sweep (docs/ttft-report.md
+ * "Capacity"). */
+static int run_capacity(const char **files, int n, const char *cls, double target) {
+  ttft_snapshot **snaps = calloc((size_t)n, sizeof *snaps);
+  report_run *runs = calloc((size_t)n, sizeof *runs);
+  int rc = !snaps || !runs ? EXIT_INPUT : 0;
+  for (int i = 0; i < n && !rc; i++) {
+    input in = {0};
+    if (load_all(&in, &files[i], 1)) rc = EXIT_INPUT;
+    snaps[i] = in.acc;
+    in.acc = NULL;
+    input_free(&in);
+  }
+  if (!rc && !cls && !(cls = capacity_class(snaps, n))) rc = EXIT_USAGE;
+  for (int i = 0; i < n && !rc; i++) {
+    int c = class_id_of(snaps[i], cls);
+    if (c < 0) {
+      fprintf(stderr, "%s: %s: no class '%s' in this run\n", g_prog, display_name(files[i]), cls);
+      rc = EXIT_INPUT;
+    } else if (report_run_of(snaps[i], c, target, display_name(files[i]), &runs[i]) != 0) {
+      fprintf(stderr, "%s: %s: the snapshot covers no time: no token rate\n", g_prog, display_name(files[i]));
+      rc = EXIT_INPUT;
+    }
+  }
+  if (!rc) {
+    int fcap, tcap;
+    report_capacity(runs, n, &fcap, &tcap);
+    char d[32];
+    printf("capacity of class \"%s\" over %d run%s (fluid: fluidity >= fluid_min; target %.4g %% of the\n"
+           "judged requests fluid; TPOT: p90 within the class's TPOT budget)\n\n",
+           cls, n, n == 1 ? "" : "s", 100.0 * target);
+    printf("%-24s %12s %10s %10s %7s %14s %8s %6s\n", "run", "tokens/s", "TPOT p90", "budget", "TPOT",
+           "fluid/judged", "fluid %", "fluid");
+    for (int i = 0; i < n; i++) {
+      const report_run *r = &runs[i];
+      char p90[32], bud[32], fj[48], fp[16];
+      if (r->tpot_n) fmt_dur(p90, sizeof p90, (double)r->tpot_p90_ns);
+      else strcpy(p90, "-");
+      if (r->tpot_budget_ns) fmt_dur(bud, sizeof bud, (double)r->tpot_budget_ns);
+      else strcpy(bud, "-");
+      snprintf(fj, sizeof fj, "%llu/%llu", (unsigned long long)r->fluid, (unsigned long long)r->judged);
+      if (r->judged) snprintf(fp, sizeof fp, "%.1f%%", 100.0 * report_run_fluid_fraction(r));
+      else strcpy(fp, "-");
+      static const char *const verdict[3] = {"-", "over", "ok"};
+      static const char *const fverdict[3] = {"-", "no", "yes"};
+      printf("%-24s %12.1f %10s %10s %7s %14s %8s %6s\n", r->name, r->tokens_per_s, p90, bud,
+             verdict[r->tpot_ok + 1], fj, fp, fverdict[r->fluid_ok + 1]);
+    }
+    printf("\n");
+    if (fcap >= 0)
+      printf("fluid token generation rate: %.1f tokens/s (%s; fluid_min %.2f)\n", runs[fcap].tokens_per_s,
+             runs[fcap].name, runs[fcap].fluid_min);
+    else
+      printf("fluid token generation rate: - (not reached at the slowest run)\n");
+    if (tcap >= 0) {
+      fmt_dur(d, sizeof d, (double)runs[tcap].tpot_budget_ns);
+      printf("TPOT p90 capacity:           %.1f tokens/s (%s; budget %s)\n", runs[tcap].tokens_per_s,
+             runs[tcap].name, d);
+    } else {
+      printf("TPOT p90 capacity:           - (not reached at the slowest run, or no TPOT budget)\n");
+    }
+    /* the picture the two draw apart: TPOT p90 within budget where the
+     * streams were not fluid (stalls that a per-token mean hides) */
+    for (int i = 0; i < n; i++)
+      if (runs[i].tpot_ok == 1 && runs[i].fluid_ok == 0)
+        printf("  %s: TPOT p90 within budget at %.1f tokens/s, but only %.1f %% of the judged requests\n"
+               "    stayed fluid: stalls a per-token mean spreads thin\n",
+               runs[i].name, runs[i].tokens_per_s, 100.0 * report_run_fluid_fraction(&runs[i]));
+    if (fflush(stdout) != 0 || ferror(stdout)) rc = EXIT_INPUT;
+  }
+  for (int i = 0; snaps && i < n; i++) ttft_snapshot_free(snaps[i]);
+  free(snaps);
+  free(runs);
+  return rc;
+}
+
 /* --------------------------------------------------------------- main */
 static int parse_format(const char *s, ttft_format *out) {
   for (int f = 0; f < TTFT_FORMAT_COUNT_; f++)
@@ -1000,7 +1147,9 @@ static int run(int argc, char **argv, const char **files) {
   ttft_format format = TTFT_FORMAT_TEXT;
   const char *svg = NULL, *diff_old = NULL, *diff_new = NULL, *delta_old = NULL, *delta_new = NULL;
   double threshold = 0.05;
-  int fail_on_regression = 0, format_given = 0;
+  int fail_on_regression = 0, format_given = 0, capacity = 0;
+  const char *cap_class = NULL;
+  double fluid_target = 0.99;
   int nfiles = 0, only_files = 0;
 
   for (int i = 1; i < argc; i++) {
@@ -1047,6 +1196,19 @@ static int run(int argc, char **argv, const char **files) {
       g_z = z_for(g_conf);
     } else if (!strcmp(a, "--fail-on-regression")) {
       fail_on_regression = 1;
+    } else if (!strcmp(a, "--capacity")) {
+      capacity = 1;
+    } else if (!strcmp(a, "--class")) {
+      if (++i >= argc) return usage_error("--class needs a class name");
+      cap_class = argv[i];
+    } else if (!strcmp(a, "--fluid-target")) {
+      if (++i >= argc) return usage_error("--fluid-target needs a percentage");
+      char *end = NULL;
+      double t = strtod(argv[i], &end);
+      if (end && *end == '%') end++;
+      if (!end || end == argv[i] || *end || !(t > 0 && t <= 100))
+        return usage_error("bad --fluid-target '%s' (a percentage above 0, at most 100, e.g. 99)", argv[i]);
+      fluid_target = t / 100.0;
     } else if (!strcmp(a, "--diff") || !strcmp(a, "--delta")) {
       if (i + 2 >= argc) return usage_error("%s needs two snapshot files", a);
       if (diff_old || delta_old) return usage_error("only one of --diff / --delta, once");
@@ -1057,6 +1219,13 @@ static int run(int argc, char **argv, const char **files) {
       return usage_error("unknown option '%s'", a);
     }
   }
+  if (capacity) {
+    if (diff_old || delta_old || svg || format_given)
+      return usage_error("--capacity prints its own table; --diff, --delta, --svg and --format do not apply");
+    if (nfiles == 0) return usage_error("--capacity needs the run files (one snapshot file per load)");
+    return run_capacity(files, nfiles, cap_class, fluid_target);
+  }
+  if (cap_class) return usage_error("--class applies to --capacity only");
   if ((diff_old || delta_old) && nfiles)
     return usage_error("--diff and --delta take exactly two files and no others");
   if (!diff_old && !delta_old && nfiles == 0) {

@@ -121,6 +121,12 @@ func cgoLayout() map[string]uintptr {
 	off("ttft_slow_request", "cause", unsafe.Offsetof(w.cause))
 	off("ttft_slow_request", "request_id", unsafe.Offsetof(w.request_id))
 	off("ttft_slow_request", "trace_id", unsafe.Offsetof(w.trace_id))
+	off("ttft_slow_request", "fluidity", unsafe.Offsetof(w.fluidity))
+	off("ttft_slow_request", "deadlines", unsafe.Offsetof(w.deadlines))
+	off("ttft_slow_request", "deadlines_missed", unsafe.Offsetof(w.deadlines_missed))
+	off("ttft_slow_request", "token_deadline_ns", unsafe.Offsetof(w.token_deadline_ns))
+	off("ttft_slow_request", "ttft_slo_ns", unsafe.Offsetof(w.ttft_slo_ns))
+	off("ttft_slow_request", "tpot_slo_ns", unsafe.Offsetof(w.tpot_slo_ns))
 
 	m["sizeof ttft_seq"] = unsafe.Sizeof(C.ttft_seq(0))
 	m["sizeof ttft_metric"] = unsafe.Sizeof(C.ttft_metric(0))

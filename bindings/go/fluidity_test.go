@@ -89,3 +89,30 @@ func TestOwnBudgetsAndLengthAwareDeadline(t *testing.T) {
 		isErr(t, "fluid_min out of range", ErrInvalid, err)
 	}
 }
+
+// The slowest lists carry each stream's fluidity and the budgets it was
+// judged against (tests/test_fluidity.c slowest_entries_carry_...): an
+// early 120 ms stall (D 50 ms), then ten 10 ms gaps: 12 deadlines, 2
+// missed; judged against 100 ms + 1 ms x 200 prompt tokens and 50 ms.
+func TestSlowestCarriesFluidityAndBudgets(t *testing.T) {
+	r := newReg(t, &Config{MaxInflight: 4})
+	c := must[Class](t)(r.AddClass("chat", SLO{TTFT: 100 * time.Millisecond, TPOT: 50 * time.Millisecond,
+		TTFTPerPromptToken: time.Millisecond}))
+	s := must[*Stream](t)(r.BeginRequestAt(Request{Class: c, PromptTokens: 200}, t0))
+	at := t0 + 400*ms
+	ok(t, s.TokenAt(1, at))
+	for _, g := range []uint64{120, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10} {
+		at += g * ms
+		ok(t, s.TokenAt(1, at))
+	}
+	ok(t, s.EndAt(Completed, at))
+	v := snap(t, r).Class(c).Slowest(SlowestTTFT)
+	eq(t, "entries", 1, len(v))
+	e := v[0]
+	eq(t, "deadlines", 12, e.Deadlines)
+	eq(t, "missed", 2, e.DeadlinesMissed)
+	eq(t, "fluidity", 1.0-2.0/12.0, e.Fluidity)
+	eq(t, "D", 50*ms, e.TokenDeadlineNs)
+	eq(t, "ttft budget", 300*ms, e.TTFTSLONs)
+	eq(t, "tpot budget", 50*ms, e.TPOTSLONs)
+}

@@ -371,6 +371,14 @@ type SlowRequest struct {
 	Cause      StallCause // the cause of its longest gap when that gap was a stall (StallUnknown otherwise)
 	RequestID  string     // "" when none was given
 	TraceID    string     // 32 lowercase hex digits, "" when none
+	// Since 1.3: how it flowed and what it was judged against (0 from a
+	// snapshot written before 1.3).
+	Fluidity        float64 // 1 - DeadlinesMissed/Deadlines (1 with none)
+	Deadlines       uint64  // token deadlines judged over the stream
+	DeadlinesMissed uint64  // ... of them missed
+	TokenDeadlineNs uint64  // its D; 0: no token deadlines
+	TTFTSLONs       uint64  // the first-token deadline it was judged against; 0 = none
+	TPOTSLONs       uint64  // the TPOT budget it was judged against; 0 = none
 }
 
 // ReservedLabels are the label names the exporters write themselves
@@ -1784,7 +1792,9 @@ func (v ClassView) Slowest(by SlowestBy) []SlowRequest {
 		out = append(out, SlowRequest{uint64(c.value_ns), uint64(c.ttft_ns), uint64(c.max_gap_ns),
 			uint64(c.t_begin_ns), uint64(c.t_end_ns), uint64(c.t_end_unix_ns), uint64(c.tokens),
 			Class(c.class_id), Status(c.status), StallCause(c.cause),
-			C.GoString(&c.request_id[0]), C.GoString(&c.trace_id[0])})
+			C.GoString(&c.request_id[0]), C.GoString(&c.trace_id[0]),
+			float64(c.fluidity), uint64(c.deadlines), uint64(c.deadlines_missed),
+			uint64(c.token_deadline_ns), uint64(c.ttft_slo_ns), uint64(c.tpot_slo_ns)})
 	}
 	return out
 }

@@ -475,7 +475,7 @@ func TestSlowestRequestsWithIDs(t *testing.T) {
 	top := ttft[0]
 	eq(t, "top", SlowRequest{ValueNs: 30 * ms, TTFTNs: 30 * ms, MaxGapNs: 200 * ms, TBeginNs: t0, TEndNs: t0 + 240*ms,
 		TEndUnixNs: top.TEndUnixNs, Tokens: 2, Class: ClassDefault, Status: Completed, Cause: StallPrefill,
-		RequestID: "req-2", TraceID: ""}, top)
+		RequestID: "req-2", TraceID: "", Fluidity: 1}, top) // no token deadline: fluidity 1
 	eq(t, "second status", Cancelled, ttft[1].Status)
 	eq(t, "second cause", StallUnknown, ttft[1].Cause) // its longest gap was no stall
 	gap := sn.Class(ClassDefault).Slowest(SlowestGap)

@@ -132,5 +132,47 @@ class Slowest(unittest.TestCase):
             registry(slowest_k=65)
 
 
+class SlowestFluidity(unittest.TestCase):
+    """1.3: each entry's fluidity and the budgets it was judged against
+    (the values of tests/test_fluidity.c slowest_entries_carry_...)."""
+
+    def test_fluidity_and_budgets(self):
+        reg = registry()
+        chat = reg.add_class("chat", ttft_slo_ms=100, tpot_slo_ms=50, ttft_ns_per_prompt_token=MS)
+        # A: prompt 200 (deadline 300 ms), TTFT 400 ms, an early 120 ms
+        # stall then ten 10 ms gaps: 12 deadlines, 2 missed
+        s = reg.begin(t_ns=T0, cls=chat, prompt_tokens=200, request_id="a")
+        t = T0 + 400 * MS
+        s.token(t_ns=t)
+        for g in [120] + [10] * 10:
+            t += g * MS
+            s.token(t_ns=t)
+        s.end(t_ns=t)
+        # B: its own 700 ms / 80 ms (D 80), TTFT 300 ms, gaps 40 40: met
+        s = reg.begin(t_ns=T0, cls=chat, request_id="b", ttft_slo_ns=700 * MS, tpot_slo_ns=80 * MS)
+        for t in (T0 + 300 * MS, T0 + 340 * MS, T0 + 380 * MS):
+            s.token(t_ns=t)
+        s.end(t_ns=T0 + 380 * MS)
+        snap = reg.snapshot()
+        a, b = snap.slowest("ttft", cls="chat")
+        self.assertEqual((a.request_id, a.deadlines, a.deadlines_missed), ("a", 12, 2))
+        self.assertEqual(a.fluidity, 1.0 - 2.0 / 12.0)
+        self.assertEqual((a.token_deadline_ns, a.ttft_slo_ns, a.tpot_slo_ns),
+                         (50 * MS, 300 * MS, 50 * MS))
+        self.assertEqual((b.request_id, b.deadlines, b.deadlines_missed, b.fluidity), ("b", 2, 0, 1.0))
+        self.assertEqual((b.token_deadline_ns, b.ttft_slo_ns, b.tpot_slo_ns),
+                         (80 * MS, 700 * MS, 80 * MS))
+        # through the encoding
+        back = ttft.Snapshot.decode(snap.encode())
+        self.assertEqual(back.slowest("ttft", cls="chat"), [a, b])
+        # a stream without a TPOT budget has no token deadlines
+        plain = reg.add_class("plain")
+        s = reg.begin(t_ns=T0, cls=plain)
+        s.token(t_ns=T0 + 5 * MS)
+        s.end(t_ns=T0 + 6 * MS)
+        (p,) = reg.snapshot().slowest("ttft", cls="plain")
+        self.assertEqual((p.deadlines, p.fluidity, p.token_deadline_ns, p.ttft_slo_ns), (0, 1.0, None, None))
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -177,7 +177,14 @@ class SlowRequest(ctypes.Structure):
                 ("status", _c_enum),
                 ("cause", _c_enum),
                 ("request_id", ctypes.c_char * (TTFT_MAX_REQUEST_ID + 1)),
-                ("trace_id", ctypes.c_char * 33)]
+                ("trace_id", ctypes.c_char * 33),
+                # since 1.3
+                ("fluidity", ctypes.c_double),
+                ("deadlines", ctypes.c_uint64),
+                ("deadlines_missed", ctypes.c_uint64),
+                ("token_deadline_ns", ctypes.c_uint64),
+                ("ttft_slo_ns", ctypes.c_uint64),
+                ("tpot_slo_ns", ctypes.c_uint64)]
 
 
 class StepInfo(ctypes.Structure):

@@ -27,7 +27,10 @@ _SLOWEST_INDEX = {name: i for i, name in enumerate(_lib.SLOWEST)}
 
 SlowRequest = collections.namedtuple("SlowRequest", (
     "request_id", "trace_id", "cls", "value_ns", "ttft_ns", "max_gap_ns", "t_begin_ns",
-    "t_end_ns", "t_end_unix_ns", "tokens", "status", "cause"))
+    "t_end_ns", "t_end_unix_ns", "tokens", "status", "cause",
+    # since 1.3
+    "fluidity", "deadlines", "deadlines_missed", "token_deadline_ns", "ttft_slo_ns",
+    "tpot_slo_ns"))
 SlowRequest.__doc__ = "One of a snapshot's slowest requests (Snapshot.slowest)."
 
 
@@ -358,7 +361,13 @@ class Snapshot:
         cls (the class name), value_ns (what it is ranked by), ttft_ns,
         max_gap_ns, t_begin_ns, t_end_ns (monotonic), t_end_unix_ns (wall
         clock, None when unknown), tokens, status, cause (of its longest
-        gap when that was a stall: "unknown", "prefill", ...)."""
+        gap when that was a stall: "unknown", "prefill", ...); since 1.3 how
+        it flowed and what it was judged against: fluidity (1 - missed /
+        deadlines, 1.0 with none), deadlines and deadlines_missed (its token
+        deadlines), token_deadline_ns (its D; None: no token deadlines),
+        ttft_slo_ns and tpot_slo_ns (the first-token deadline and TPOT
+        budget it was judged against, its own or its class's; None: none).
+        A snapshot written before 1.3 has 0 deadlines and None budgets."""
         b = _lookup(_SLOWEST_INDEX, by, "ranking")
         cid = self._cid(cls)
         own = self._p()
@@ -380,7 +389,9 @@ class Snapshot:
                 r.value_ns, r.ttft_ns, r.max_gap_ns, r.t_begin_ns, r.t_end_ns,
                 r.t_end_unix_ns or None, r.tokens,
                 _lib.STATUSES[r.status] if 0 <= r.status < len(_lib.STATUSES) else None,
-                _lib.STALL_CAUSES[r.cause] if 0 <= r.cause < len(_lib.STALL_CAUSES) else "unknown"))
+                _lib.STALL_CAUSES[r.cause] if 0 <= r.cause < len(_lib.STALL_CAUSES) else "unknown",
+                r.fluidity, r.deadlines, r.deadlines_missed, r.token_deadline_ns or None,
+                r.ttft_slo_ns or None, r.tpot_slo_ns or None))
         return out
 
     @property

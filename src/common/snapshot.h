@@ -35,6 +35,9 @@ static inline int ttft__status_view(ttft_metric m) { /* view index, or -1 */
 typedef struct ttft__slow {
   uint64_t value, ttft, max_gap, t_begin, t_end, tokens;
   uint64_t unix_end;                 /* t_end on the wall clock, 0 unknown  */
+  /* (1.3) token deadlines judged / missed over the stream, its D, and the
+   * TTFT / TPOT budgets it was judged against (0 = none or unknown) */
+  uint64_t dl, dl_missed, dl_ns, ttft_slo, tpot_slo;
   uint32_t cls;                      /* class id in the snapshot            */
   uint8_t status, cause, has_trace, id_len;
   uint8_t trace[16];
@@ -161,6 +164,12 @@ TTFT_HIDDEN int ttft__slow_finish(ttft_snapshot *s);
 /* The trace id of e as 32 lowercase hex digits and a NUL (dst[33]);
  * "" when it has none. */
 TTFT_HIDDEN void ttft__slow_trace_hex(const ttft__slow *e, char *dst);
+
+/* The fluidity of slowest entry e: 1 - dl_missed / dl, 1 with no deadline
+ * (a decoded entry has dl_missed <= dl). */
+static inline double ttft__slow_fluidity(const ttft__slow *e) {
+  return e->dl ? 1.0 - (double)e->dl_missed / (double)e->dl : 1.0;
+}
 
 /* The default Prometheus bucket bounds for metric m (ns; tokens for
  * OUTPUT_TOKENS); *n receives their number. */

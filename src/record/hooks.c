@@ -1130,6 +1130,8 @@ static void seq_gaps_clear(ttft__slot *sl, uint32_t em) {
 typedef struct slow_offer_t {
   uint64_t ttft, max_gap, t_begin, t_end, tokens;
   uint32_t status, ids; /* ids: the stream's ids word (TTFT__IDS_*) */
+  /* (1.3) its token deadlines judged and missed, its D, its budgets */
+  uint64_t dl, dl_missed, dl_ns, ttft_slo, tpot_slo;
 } slow_offer_t;
 
 /* Polls of a list entry another writer holds before an offer passes held
@@ -1228,6 +1230,11 @@ __attribute__((noinline, cold)) static void slow_offer(ttft_registry *r, ttft__c
         TTFT__ST(&e->t_begin, o->t_begin);
         TTFT__ST(&e->t_end, o->t_end);
         TTFT__ST(&e->tokens, o->tokens);
+        TTFT__ST(&e->dl, o->dl);
+        TTFT__ST(&e->dl_missed, o->dl_missed);
+        TTFT__ST(&e->dl_ns, o->dl_ns);
+        TTFT__ST(&e->ttft_slo, o->ttft_slo);
+        TTFT__ST(&e->tpot_slo, o->tpot_slo);
         TTFT__ST(&e->meta, o->status | TTFT__IDS_CAUSE(ids) << 8 | tr << 16 | idlen << 24);
         if (tr) {
           TTFT__ST(&e->trace[0], TTFT__LD(&ri->trace[0]));
@@ -1315,9 +1322,10 @@ void ttft__slow_abandoned(ttft_registry *r, ttft__shard *sh) {
  * with no token since its last emission (wait: end - last emission), as
  * the rule counts a gap's, so a reader who left a frozen stream judges
  * it. Judged: COMPLETED, ERROR, and CANCELLED after a miss; fluid:
- * COMPLETED with fluidity >= fluid_min. */
+ * COMPLETED with fluidity >= fluid_min. *dl_out / *missed_out receive
+ * the stream's totals (for the slowest lists). */
 static void fluid_end(int shared, ttft__crec *cr, ttft__slot *sl, ttft_status status, uint32_t em,
-                      uint64_t wait, double fluid_min) {
+                      uint64_t wait, double fluid_min, uint64_t *dl_out, uint64_t *missed_out) {
   uint64_t d = ttft__slot_dl(sl), missed = TTFT__LD(&sl->dl_missed);
   uint64_t total = em >= 2 ? (uint64_t)(em - 1) + TTFT__LD(&sl->dl_extra) : 0;
   if (status == TTFT_CANCELLED && em) {
@@ -1330,6 +1338,8 @@ static void fluid_end(int shared, ttft__crec *cr, ttft__slot *sl, ttft_status st
       ctr_add(shared, &cr->ctr[TTFT_COUNTER_TOKEN_DEADLINES_MISSED], m);
     }
   }
+  *dl_out = total;
+  *missed_out = missed;
   if (status == TTFT_CANCELLED && !missed) return; /* the client left; not judged */
   ctr_add(shared, &cr->ctr[TTFT_COUNTER_FLUID_JUDGED], 1);
   if (status == TTFT_COMPLETED && ttft__fluidity(total, missed) >= fluid_min)
@@ -1402,7 +1412,8 @@ int ttft_stream_end(ttft_registry *r, ttft_seq s, ttft_status status, uint64_t t
   int good = status == TTFT_COMPLETED && within;
   if (status != TTFT_CANCELLED || !within) ctr_add(sh->shared, &cr->ctr[TTFT_COUNTER_SLO_JUDGED], 1);
   if (good) ctr_add(sh->shared, &cr->ctr[TTFT_COUNTER_SLO_MET], 1);
-  if (TTFT__LD(&sl->dl)) fluid_end(sh->shared, cr, sl, status, em, t - t_last, slo->fluid_min);
+  uint64_t dl_ns = ttft__slot_dl(sl), dl_n = 0, dl_missed = 0;
+  if (dl_ns) fluid_end(sh->shared, cr, sl, status, em, t - t_last, slo->fluid_min, &dl_n, &dl_missed);
   /* the views by terminal status (what client benchmarks count); E2E,
    * TPOT and OUTPUT_TOKENS over every status are their sums (registry.h) */
   ttft__hist *sv = &cr->h[TTFT__LH_STATUS + status * TTFT__STATUS_VIEWS];
@@ -1415,8 +1426,9 @@ int ttft_stream_end(ttft_registry *r, ttft_seq s, ttft_status status, uint64_t t
     int by_ttft = ttft > TTFT__LD(&cr->slow_floor[TTFT_SLOWEST_TTFT]);
     int by_gap = gap > TTFT__LD(&cr->slow_floor[TTFT_SLOWEST_GAP]);
     if (TTFT_UNLIKELY(by_ttft || by_gap)) {
-      slow_offer_t o = {ttft, gap, t_begin, t, n, (uint32_t)status,
-                        ttft__ids_of(TTFT__LD(&r->reqid[idx].tag), (uint32_t)(s >> 32))};
+      slow_offer_t o = {ttft,      gap,     t_begin, t,      n,     (uint32_t)status,
+                        ttft__ids_of(TTFT__LD(&r->reqid[idx].tag), (uint32_t)(s >> 32)),
+                        dl_n,      dl_missed, dl_ns,  ttft_b, tpot_b};
       if (by_ttft) slow_offer(r, cr, TTFT_SLOWEST_TTFT, idx, ttft, &o);
       if (by_gap) slow_offer(r, cr, TTFT_SLOWEST_GAP, idx, gap, &o);
     }

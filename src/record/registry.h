@@ -168,6 +168,7 @@ typedef struct ttft__slow_live {
   _Atomic uint32_t seq;
   _Atomic uint32_t meta;
   _Atomic uint64_t value, ttft, max_gap, t_begin, t_end, tokens;
+  _Atomic uint64_t dl, dl_missed, dl_ns, ttft_slo, tpot_slo; /* (1.3) ttft__slow's */
   _Atomic uint64_t trace[2];
   _Atomic uint64_t id[(TTFT_MAX_REQUEST_ID + 1) / 8];
 } ttft__slow_live;
@@ -198,7 +199,7 @@ typedef struct ttft__crec {
   ttft__slow_live *slow;
   /* the entries' values side by side, slow_val[by * k + i] =
    * slow[by * k + i].value, written by the entry's writer: an offer scans
-   * k values in one or two cache lines, not k entries of 136 bytes */
+   * k values in one or two cache lines, not k entries of 176 bytes */
   _Atomic uint64_t *slow_val;
 } ttft__crec;
 

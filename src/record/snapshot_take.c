@@ -146,6 +146,11 @@ static int slow_copy(const ttft_registry *r, const ttft__slow_live *e, ttft__slo
     d->t_begin = TTFT__LD(&e->t_begin);
     d->t_end = TTFT__LD(&e->t_end);
     d->tokens = TTFT__LD(&e->tokens);
+    d->dl = TTFT__LD(&e->dl);
+    d->dl_missed = TTFT__LD(&e->dl_missed);
+    d->dl_ns = TTFT__LD(&e->dl_ns);
+    d->ttft_slo = TTFT__LD(&e->ttft_slo);
+    d->tpot_slo = TTFT__LD(&e->tpot_slo);
     uint32_t meta = TTFT__LD(&e->meta);
     uint64_t tr[2] = {TTFT__LD(&e->trace[0]), TTFT__LD(&e->trace[1])};
     uint64_t id[sizeof e->id / sizeof e->id[0]];

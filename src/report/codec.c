@@ -14,8 +14,9 @@
 #include "report/format.h"
 
 #define CODEC_MAGIC "TTFS"
-#define CODEC_VERSION 4u        /* written (libttft 1.3); 1 (1.0), 2 (1.1) and
-                                   3 (1.2) are still read                  */
+#define CODEC_VERSION 5u        /* written (libttft 1.3); 1 (1.0), 2 (1.1),
+                                   3 (1.2) and 4 (1.3 pre-release) are
+                                   still read                              */
 #define CODEC_HEADER 12u        /* magic, version, flags, reserved, length */
 #define CODEC_TRAILER 4u        /* CRC-32C */
 #define CODEC_FLAG_SUMMARIES 1u /* prom_summaries                           */
@@ -25,7 +26,9 @@
 #define CODEC_FLAGS_V2 (CODEC_FLAG_SUMMARIES | CODEC_FLAG_NATIVE | CODEC_FLAG_IDLE)
 #define CODEC_FLAGS_V3 CODEC_FLAGS_V2
 #define CODEC_FLAGS_V4 CODEC_FLAGS_V3
+#define CODEC_FLAGS_V5 CODEC_FLAGS_V4
 #define CODEC_SLO_EXTRA 3u      /* version 4: the 1.3 ttft_slo fields       */
+#define CODEC_SLOW_EXTRA 5u     /* version 5: a slowest entry's 1.3 fields  */
 #define CODEC_MAX_CLASSES TTFT__MAX_CLASSES
 #define CODEC_MAX_LIST 64u      /* gauges, counters, metrics per list */
 #define CODEC_MAX_RANKINGS 8u   /* slowest lists per class (version 3)   */
@@ -235,6 +238,14 @@ static void put_slowest(wr *w, const ttft_snapshot *s) {
         put_byte(w, e->has_trace ? 1u : 0u);
         if (e->has_trace) put_bytes(w, e->trace, sizeof e->trace);
         put_str(w, e->id, sizeof e->id);
+        /* version 5: token deadlines judged and missed, D, the budgets it
+         * was judged against; behind a count so the list can grow */
+        put_var(w, CODEC_SLOW_EXTRA);
+        put_var(w, e->dl);
+        put_var(w, e->dl_missed < e->dl ? e->dl_missed : e->dl);
+        put_var(w, e->dl_ns);
+        put_var(w, e->ttft_slo);
+        put_var(w, e->tpot_slo);
       }
     }
 }
@@ -348,7 +359,7 @@ typedef struct rd {
   const unsigned char *p;
   size_t pos, end;
   int bad;
-  unsigned version; /* 1 .. 4: what the body holds */
+  unsigned version; /* 1 .. 5: what the body holds */
   int nomem;        /* pass 2: a histogram could not be stored */
   ttft_snapshot *s; /* pass 2: the snapshot being filled, else NULL */
   ttft__hacc *acc;  /* pass 2: builds each histogram */
@@ -546,6 +557,20 @@ static void get_slowest(rd *r, ttft_snapshot *s, uint32_t nclasses) {
         }
         get_str(r, e->id, sizeof e->id, 0, STR_REQUEST_ID);
         e->id_len = (uint8_t)strlen(e->id);
+        /* version 5: the 1.3 fields; fewer leave 0 (unknown), more are
+         * validated as varints and skipped; missed <= judged */
+        uint64_t x[CODEC_SLOW_EXTRA] = {0, 0, 0, 0, 0};
+        uint32_t nx = r->version >= 5 ? (uint32_t)get_bounded(r, CODEC_MAX_LIST) : 0;
+        for (uint32_t j = 0; j < nx && !r->bad; j++) {
+          uint64_t xv = get_var(r);
+          if (j < CODEC_SLOW_EXTRA) x[j] = xv;
+        }
+        if (x[1] > x[0]) r->bad = 1;
+        e->dl = x[0];
+        e->dl_missed = x[1];
+        e->dl_ns = x[2];
+        e->ttft_slo = x[3];
+        e->tpot_slo = x[4];
         e->value = by == TTFT_SLOWEST_TTFT ? e->ttft : e->max_gap;
         if (by < TTFT_SLOWEST_COUNT_ && !e->value) r->bad = 1;
       }
@@ -736,7 +761,7 @@ ttft_snapshot *ttft_snapshot_decode(const void *buf, size_t len, int *err) {
   if (len < CODEC_HEADER + CODEC_TRAILER || memcmp(p, CODEC_MAGIC, 4) != 0 ||
       p[4] < 1 || p[4] > CODEC_VERSION ||
       (p[5] & ~(p[4] == 1 ? CODEC_FLAGS_V1 : p[4] == 2 ? CODEC_FLAGS_V2
-                : p[4] == 3 ? CODEC_FLAGS_V3 : CODEC_FLAGS_V4)) ||
+                : p[4] == 3 ? CODEC_FLAGS_V3 : p[4] == 4 ? CODEC_FLAGS_V4 : CODEC_FLAGS_V5)) ||
       p[6] || p[7] || le32_get(p + 8) != len ||
       crc32c(p, len - CODEC_TRAILER) != le32_get(p + len - CODEC_TRAILER))
     return fail(err, TTFT_ECORRUPT);

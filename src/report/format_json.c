@@ -222,10 +222,44 @@ static void json_slowest(ttft__sb *sb, const ttft_snapshot *s, const ttft__sclas
       json_str(sb, ttft_status_name((ttft_status)e->status));
       json_key(sb, "stall_cause", &f);
       json_str(sb, ttft_stall_cause_name((ttft_stall_cause)e->cause));
+      /* 1.3: how it flowed and what it was judged against */
+      json_key(sb, "deadlines", &f);
+      json_u64(sb, e->dl);
+      json_key(sb, "deadlines_missed", &f);
+      json_u64(sb, e->dl_missed);
+      json_key(sb, "fluidity", &f);
+      json_dbl(sb, ttft__slow_fluidity(e));
+      json_budget(sb, "token_deadline_ns", e->dl_ns, &f);
+      json_budget(sb, "ttft_slo_ns", e->ttft_slo, &f);
+      json_budget(sb, "tpot_slo_ns", e->tpot_slo, &f);
       ttft__sb_puts(sb, "}");
     }
     ttft__sb_puts(sb, "]");
   }
+  ttft__sb_puts(sb, "}");
+}
+
+/* {"deadlines":..,"deadlines_missed":..,"fluidity":..,"judged":..,
+ * "fluid":..,"attainment":..}: the fluidity counters with the live ratio
+ * (1 - missed / deadlines) and the fluid attainment (fluid / judged);
+ * null where there is nothing to divide (docs/metrics.md "Fluidity") */
+static void json_fluidity(ttft__sb *sb, const ttft__sclass *c) {
+  uint64_t dl = c->ctr[TTFT_COUNTER_TOKEN_DEADLINES], miss = c->ctr[TTFT_COUNTER_TOKEN_DEADLINES_MISSED];
+  uint64_t fl = c->ctr[TTFT_COUNTER_FLUID], fj = c->ctr[TTFT_COUNTER_FLUID_JUDGED];
+  int f = 1;
+  ttft__sb_puts(sb, "{");
+  json_key(sb, "deadlines", &f);
+  json_u64(sb, dl);
+  json_key(sb, "deadlines_missed", &f);
+  json_u64(sb, miss);
+  json_key(sb, "fluidity", &f);
+  json_dbl(sb, dl && miss <= dl ? 1.0 - (double)miss / (double)dl : NAN);
+  json_key(sb, "judged", &f);
+  json_u64(sb, fj);
+  json_key(sb, "fluid", &f);
+  json_u64(sb, fl);
+  json_key(sb, "attainment", &f);
+  json_dbl(sb, fj && fl <= fj ? (double)fl / (double)fj : NAN);
   ttft__sb_puts(sb, "}");
 }
 
@@ -243,9 +277,18 @@ static void json_class(ttft__sb *sb, const ttft_snapshot *s, const ttft__sclass 
   json_budget(sb, "e2e_ns", c->slo.e2e_ns, &f2);
   json_key(sb, "stall_ns", &f2);
   json_u64(sb, c->slo.stall_threshold_ns);
+  /* 1.3 */
+  json_key(sb, "ttft_ns_per_prompt_token", &f2);
+  json_u64(sb, c->slo.ttft_ns_per_prompt_token);
+  json_key(sb, "token_deadline_ns", &f2); /* 0: the request's TPOT budget */
+  json_u64(sb, c->slo.token_deadline_ns);
+  json_key(sb, "fluid_min", &f2);
+  json_dbl(sb, c->slo.fluid_min);
   ttft__sb_puts(sb, "}");
   json_key(sb, "attainment", &first);
   json_attainment(sb, c);
+  json_key(sb, "fluidity", &first);
+  json_fluidity(sb, c);
   json_key(sb, "counters", &first);
   json_counters(sb, c->ctr);
   json_key(sb, "stall_causes", &first);
@@ -400,6 +443,8 @@ static void json_members(ttft__sb *sb, const ttft_snapshot *s, int *first) {
   json_causes(sb, &s->all);
   json_key(sb, "attainment", first);
   json_attainment(sb, &s->all);
+  json_key(sb, "fluidity", first);
+  json_fluidity(sb, &s->all);
   json_key(sb, "metrics", first);
   json_metrics(sb, &s->all);
   json_key(sb, "by_status", first);

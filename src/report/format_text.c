@@ -332,8 +332,9 @@ static void attainment_cells(ttft__sb *sb, const ttft__sclass *c) {
 }
 
 /* One class's fluidity row: deadlines missed/judged with the token
- * fluidity, and fluid/judged streams with their attainment. */
-static void fluidity_cells(ttft__sb *sb, const ttft__sclass *c) {
+ * fluidity, fluid/judged streams with their attainment, and the class's
+ * fluid_min (none for the all-classes row: fluid_min < 0). */
+static void fluidity_cells(ttft__sb *sb, const ttft__sclass *c, double fluid_min) {
   char cell[48];
   uint64_t dl = c->ctr[TTFT_COUNTER_TOKEN_DEADLINES], miss = c->ctr[TTFT_COUNTER_TOKEN_DEADLINES_MISSED];
   uint64_t fl = c->ctr[TTFT_COUNTER_FLUID], fj = c->ctr[TTFT_COUNTER_FLUID_JUDGED];
@@ -347,6 +348,10 @@ static void fluidity_cells(ttft__sb *sb, const ttft__sclass *c) {
   if (fj && fl <= fj) snprintf(cell, sizeof cell, "%.1f%%", 100.0 * (double)fl / (double)fj);
   else strcpy(cell, "-");
   put_right(sb, cell, CELL_W);
+  if (fluid_min >= 0.0) {
+    snprintf(cell, sizeof cell, "%.2f", fluid_min);
+    put_right(sb, cell, CELL_W);
+  }
   ttft__sb_puts(sb, "\n");
 }
 
@@ -360,6 +365,7 @@ static void section_fluidity(ttft__sb *sb, const ttft_snapshot *s) {
   put_right(sb, "fluidity", CELL_W);
   put_right(sb, "fluid/judged", 15);
   put_right(sb, "%", CELL_W);
+  put_right(sb, "fluid_min", CELL_W);
   ttft__sb_puts(sb, "\n");
   uint32_t shown = 0;
   for (uint32_t i = 0; i < s->nclasses; i++) {
@@ -369,16 +375,17 @@ static void section_fluidity(ttft__sb *sb, const ttft_snapshot *s) {
       continue;
     put_left(sb, c->name, NAME_W);
     budget_cell(sb, c->slo.token_deadline_ns ? c->slo.token_deadline_ns : c->slo.tpot_ns, CELL_W);
-    fluidity_cells(sb, c);
+    fluidity_cells(sb, c, c->slo.fluid_min);
     shown++;
   }
   if (shown != 1) {
     put_left(sb, "all classes", NAME_W + CELL_W);
-    fluidity_cells(sb, &s->all);
+    fluidity_cells(sb, &s->all, -1.0);
   }
   legend(sb, "each token after the first is due D after the one before, plus the slack its stream built");
   legend(sb, "  up by running ahead (D = the class's token deadline, else the request's TPOT budget; - =");
   legend(sb, "  per request); fluidity = 1 - missed/deadlines; fluid = completed with fluidity >= fluid_min;");
+  legend(sb, "  % = fluid/judged (the fluid attainment)");
   legend(sb, "  judged = completed + errors + streams cancelled after a missed deadline");
   ttft__sb_puts(sb, "\n");
 }
@@ -558,6 +565,7 @@ static void section_slowest(ttft__sb *sb, const ttft_snapshot *s) {
     put_left(sb, title[by], NAME_W);
     put_right(sb, "ttft", CELL_W);
     put_right(sb, "max gap", CELL_W);
+    put_right(sb, "fluidity", 13);
     ttft__sb_puts(sb, "  ");
     put_left(sb, "class", 12);
     put_left(sb, "status", 10);
@@ -574,6 +582,15 @@ static void section_slowest(ttft__sb *sb, const ttft_snapshot *s) {
       if (e->max_gap) fmt_int(cell, sizeof cell, e->max_gap, 0);
       else snprintf(cell, sizeof cell, "-");
       put_right(sb, cell, CELL_W);
+      /* its token deadlines missed/judged and fluidity; "-" with none */
+      if (e->dl) {
+        char fl[48];
+        snprintf(fl, sizeof fl, "%llu/%llu %.1f%%", (unsigned long long)e->dl_missed,
+                 (unsigned long long)e->dl, 100.0 * ttft__slow_fluidity(e));
+        put_right(sb, fl, 13);
+      } else {
+        put_right(sb, "-", 13);
+      }
       ttft__sb_puts(sb, "  ");
       put_left(sb, e->cls < s->nclasses ? s->cls[e->cls].name : "?", 12);
       put_left(sb, ttft_status_name((ttft_status)e->status), 10);
@@ -591,11 +608,24 @@ static void section_slowest(ttft__sb *sb, const ttft_snapshot *s) {
         put_spaces(sb, NAME_W + 2);
         ttft__sb_printf(sb, "trace %s\n", trace);
       }
+      /* what it was judged against (1.3): its own budgets, else its
+       * class's (the first-token deadline with its prompt's term) */
+      if (e->ttft_slo || e->tpot_slo || e->dl_ns) {
+        char b[3][32];
+        fmt_int(b[0], sizeof b[0], e->ttft_slo, 0);
+        fmt_int(b[1], sizeof b[1], e->tpot_slo, 0);
+        fmt_int(b[2], sizeof b[2], e->dl_ns, 0);
+        put_spaces(sb, NAME_W + 2);
+        ttft__sb_printf(sb, "judged against ttft %s, tpot %s, token deadline %s\n",
+                        e->ttft_slo ? b[0] : "-", e->tpot_slo ? b[1] : "-", e->dl_ns ? b[2] : "-");
+      }
     }
   }
   legend(sb, "the requests with the longest TTFT and the longest inter-token gap, over every class,");
   legend(sb, "  recorded when they ended (in-flight streams are not listed); gap cause: why the");
-  legend(sb, "  longest gap happened when it was a stall (docs/metrics.md \"Which requests\")");
+  legend(sb, "  longest gap happened when it was a stall (docs/metrics.md \"Which requests\");");
+  legend(sb, "  fluidity: its token deadlines missed/judged, and 1 - missed/judged; judged against:");
+  legend(sb, "  the first-token deadline, TPOT budget and token deadline D it was judged by");
   ttft__sb_puts(sb, "\n");
 }
 

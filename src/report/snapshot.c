@@ -281,6 +281,12 @@ int ttft_snapshot_slowest(const ttft_snapshot *s, int class_id, ttft_slowest_by 
   r.cause = (ttft_stall_cause)e->cause;
   memcpy(r.request_id, e->id, sizeof r.request_id);
   ttft__slow_trace_hex(e, r.trace_id);
+  r.deadlines = e->dl;
+  r.deadlines_missed = e->dl_missed;
+  r.fluidity = ttft__slow_fluidity(e);
+  r.token_deadline_ns = e->dl_ns;
+  r.ttft_slo_ns = e->ttft_slo;
+  r.tpot_slo_ns = e->tpot_slo;
   memcpy(out, &r, out->struct_size);
   return TTFT_OK;
 }

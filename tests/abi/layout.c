@@ -119,6 +119,12 @@ int main(void) {
   OFF(ttft_slow_request, cause);
   OFF(ttft_slow_request, request_id);
   OFF(ttft_slow_request, trace_id);
+  OFF(ttft_slow_request, fluidity);
+  OFF(ttft_slow_request, deadlines);
+  OFF(ttft_slow_request, deadlines_missed);
+  OFF(ttft_slow_request, token_deadline_ns);
+  OFF(ttft_slow_request, ttft_slo_ns);
+  OFF(ttft_slow_request, tpot_slo_ns);
 
   SCALAR(ttft_seq);
   SCALAR(ttft_metric);

@@ -1110,6 +1110,17 @@ void test_slo_fluidity() {
       EXPECT_EQ(info->tpot_slo_ns, std::uint64_t{50000000});
     }
     EXPECT_EQ(s.end(TTFT_COMPLETED, t), TTFT_OK);
+    // the slowest lists keep the stream's fluidity and its budgets (1.3)
+    const std::vector<ttft_slow_request> v = reg.snapshot().slowest(TTFT_SLOWEST_GAP, chat);
+    EXPECT_EQ(v.size(), std::size_t{1});
+    if (!v.empty()) {
+      EXPECT_EQ(v[0].deadlines, std::uint64_t{6});
+      EXPECT_EQ(v[0].deadlines_missed, std::uint64_t{3});
+      EXPECT_TRUE(v[0].fluidity == 0.5);
+      EXPECT_EQ(v[0].token_deadline_ns, std::uint64_t{50000000});
+      EXPECT_EQ(v[0].tpot_slo_ns, std::uint64_t{50000000});
+      EXPECT_EQ(v[0].ttft_slo_ns, std::uint64_t{0});
+    }
   }
   const ttft::Class lng = reg.add_class(
       "long", ttft::Slo().ttft(100ms).ttft_per_prompt_token(1ms).token_deadline(20ms).fluid_min(0.8));

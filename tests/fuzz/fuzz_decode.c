@@ -51,6 +51,18 @@ static void check_snapshot(const ttft_snapshot *s) {
     FUZZ_CHECK(i < ttft_snapshot_bands(s) ? (rc == TTFT_OK && lo <= hi) : rc == TTFT_EINVAL, "band %u: %d", i, rc);
     (void)ttft_snapshot_split_quantile(s, TTFT_SPLIT_PROMPT_BAND, i, 0.5);
   }
+  /* (1.3) every slowest entry: missed <= judged token deadlines, its
+   * fluidity 1 - missed / judged in [0, 1] */
+  for (int by = 0; by < TTFT_SLOWEST_COUNT_; by++)
+    for (unsigned j = 0; j < ttft_snapshot_slowest_count(s, TTFT_CLASS_ALL, (ttft_slowest_by)by); j++) {
+      ttft_slow_request o;
+      memset(&o, 0, sizeof o);
+      o.struct_size = sizeof o;
+      FUZZ_CHECK(ttft_snapshot_slowest(s, TTFT_CLASS_ALL, (ttft_slowest_by)by, j, &o) == TTFT_OK, "slowest %d %u", by, j);
+      FUZZ_CHECK(o.deadlines_missed <= o.deadlines && o.fluidity >= 0.0 && o.fluidity <= 1.0,
+                 "slowest entry: %llu of %llu missed, fluidity %g", (unsigned long long)o.deadlines_missed,
+                 (unsigned long long)o.deadlines, o.fluidity);
+    }
   uint64_t t0, t1;
   FUZZ_CHECK(ttft_snapshot_interval(s, &t0, &t1) == TTFT_OK, "interval");
   for (int f = 0; f < TTFT_FORMAT_COUNT_; f++) {

@@ -132,6 +132,12 @@ fn struct_layout_matches_the_header() {
             cause,
             request_id,
             trace_id,
+            fluidity,
+            deadlines,
+            deadlines_missed,
+            token_deadline_ns,
+            ttft_slo_ns,
+            tpot_slo_ns,
         }
     );
     got.push(("sizeof ttft_seq".into(), size_of::<Handle>()));

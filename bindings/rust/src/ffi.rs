@@ -163,6 +163,13 @@ pub struct ttft_slow_request {
     pub cause: c_int,
     pub request_id: [c_char; TTFT_MAX_REQUEST_ID + 1],
     pub trace_id: [c_char; 33],
+    // since 1.3
+    pub fluidity: f64,
+    pub deadlines: u64,
+    pub deadlines_missed: u64,
+    pub token_deadline_ns: u64,
+    pub ttft_slo_ns: u64,
+    pub tpot_slo_ns: u64,
 }
 
 extern "C" {

@@ -528,6 +528,29 @@ pub struct SlowRequest {
     pub request_id: String,
     /// Its trace id, 32 lowercase hex digits ("" when none).
     pub trace_id: String,
+    /// (1.3) Token deadlines judged over the stream (0 from a snapshot
+    /// written before 1.3, or without token deadlines).
+    pub deadlines: u64,
+    /// (1.3) ... of them missed.
+    pub deadlines_missed: u64,
+    /// (1.3) Its token deadline D, ns; 0: no token deadlines.
+    pub token_deadline_ns: u64,
+    /// (1.3) The first-token deadline it was judged against (its own, else
+    /// its class's with the per-prompt-token term), ns; 0 = none.
+    pub ttft_slo_ns: u64,
+    /// (1.3) The TPOT budget it was judged against, ns; 0 = none.
+    pub tpot_slo_ns: u64,
+}
+
+impl SlowRequest {
+    /// (1.3) Its fluidity: 1 - deadlines_missed / deadlines (1 with none).
+    pub fn fluidity(&self) -> f64 {
+        if self.deadlines == 0 {
+            1.0
+        } else {
+            1.0 - self.deadlines_missed as f64 / self.deadlines as f64
+        }
+    }
 }
 
 fn c_chars(a: &[c_char]) -> String {
@@ -2306,6 +2329,11 @@ impl<'s> ClassView<'s> {
                 cause: StallCause(c.cause),
                 request_id: c_chars(&c.request_id),
                 trace_id: c_chars(&c.trace_id),
+                deadlines: c.deadlines,
+                deadlines_missed: c.deadlines_missed,
+                token_deadline_ns: c.token_deadline_ns,
+                ttft_slo_ns: c.ttft_slo_ns,
+                tpot_slo_ns: c.tpot_slo_ns,
             });
         }
         out

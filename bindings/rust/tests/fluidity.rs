@@ -58,3 +58,31 @@ fn own_budgets_and_length_aware_deadline() {
     assert_eq!(v.slo().unwrap(), Slo { stall_threshold_ns: 500 * MS, ..want }); // stall budget resolved
     assert_eq!(r.add_class("bad", Slo::new().fluid_min(1.5)).unwrap_err(), Error::InvalidArgument);
 }
+
+#[test]
+fn slowest_entries_carry_fluidity_and_budgets() {
+    // tests/test_fluidity.c slowest_entries_carry_fluidity_and_budgets: an
+    // early 120 ms stall (D 50 ms) then ten 10 ms gaps: 12 deadlines, 2
+    // missed; judged against 100 ms + 1 ms x 200 prompt tokens and 50 ms
+    let r = Registry::with_config(&Config::new().max_inflight(4)).unwrap();
+    let slo = Slo::new()
+        .ttft(Duration::from_millis(100))
+        .tpot(Duration::from_millis(50))
+        .ttft_per_prompt_token(Duration::from_millis(1));
+    let c = r.add_class("chat", slo).unwrap();
+    let mut s = r.begin_with_at(&Request::new().class(c).prompt_tokens(200), T0).unwrap();
+    let mut t = T0 + 400 * MS;
+    s.token_at(1, t).unwrap();
+    for g in [120, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10] {
+        t += g * MS;
+        s.token_at(1, t).unwrap();
+    }
+    s.end_at(Status::COMPLETED, t).unwrap();
+    let snap = r.snapshot().unwrap();
+    let v = snap.class(c).slowest(SlowestBy::TTFT);
+    assert_eq!(v.len(), 1);
+    let e = &v[0];
+    assert_eq!((e.deadlines, e.deadlines_missed), (12, 2));
+    assert_eq!(e.fluidity(), 1.0 - 2.0 / 12.0);
+    assert_eq!((e.token_deadline_ns, e.ttft_slo_ns, e.tpot_slo_ns), (50 * MS, 300 * MS, 50 * MS));
+}
