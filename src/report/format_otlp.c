@@ -33,6 +33,7 @@
  * histogram's buckets (~97 KB) and the size list (8 bytes a submessage),
  * from the library's allocator; TTFT_ENOMEM without them.
  */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -646,12 +647,23 @@ static void put_request(ow *w, const ox *x) {
   m_end(w, 1);
 }
 
-/* realtime - library clock now: what a library-clock time maps to */
+/* realtime - library clock: what a library-clock time maps to. Measured
+ * at every render, but the value kept from an earlier render is used
+ * while the two agree within a millisecond (two clock reads differ by
+ * some ns every time), so renders of one snapshot are byte-identical and
+ * a step of the wall clock (settimeofday, an NTP step) is followed. */
+#define OFFSET_SLACK_NS 1000000
 static int64_t clock_offset(void) {
+  static _Atomic int64_t kept;
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   uint64_t real = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-  return (int64_t)(real - ttft_now_ns());
+  int64_t now = (int64_t)(real - ttft_now_ns());
+  /* relaxed: the value stands alone; a race keeps either measurement */
+  int64_t k = atomic_load_explicit(&kept, memory_order_relaxed);
+  if (k && now - k <= OFFSET_SLACK_NS && k - now <= OFFSET_SLACK_NS) return k;
+  atomic_store_explicit(&kept, now, memory_order_relaxed);
+  return now;
 }
 
 static const char *nonempty(const char *v) { return v && *v ? v : NULL; }
