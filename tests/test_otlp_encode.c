@@ -198,7 +198,7 @@ TEST(empty_registry) {
     EXPECT_TRUE(span_eq(resource_attr(req, "service.name"), "unknown_service"));
     EXPECT_TRUE(span_eq(resource_attr(req, "telemetry.sdk.name"), "libttft"));
     EXPECT_TRUE(span_eq(resource_attr(req, "telemetry.sdk.version"), ttft_version_string()));
-    span rm = resource_metrics(req), sm, scope, v;
+    span rm = resource_metrics(req), sm = {NULL, NULL}, scope = {NULL, NULL}, v = {NULL, NULL};
     EXPECT_TRUE(field(rm, 2, 0, &sm, NULL) && field(sm, 1, 0, &scope, NULL));
     EXPECT_TRUE(field(scope, 1, 0, &v, NULL) && span_eq(v, "libttft"));
     /* the default class is idle: the histogram metrics have no point */
