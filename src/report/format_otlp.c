@@ -359,13 +359,7 @@ typedef struct mdef {
   const char *name, *unit, *help;
 } mdef;
 
-/* Classes that appear: exported and not a repeat of an earlier name. */
-static int class_shown(const ttft_snapshot *s, uint32_t i) {
-  if (!ttft__class_exported(s, i)) return 0;
-  for (uint32_t j = 0; j < i; j++)
-    if (strncmp(s->cls[j].name, s->cls[i].name, TTFT__NAME_MAX) == 0) return 0;
-  return 1;
-}
+#define class_shown pb_class_shown
 
 static int own_of_gatherer(const mdef *f) {
   return (f->k == K_REG_CTR && ttft__prom_gatherer_own(0, ttft__prom_registry_ctrs[f->idx].c)) ||
@@ -421,20 +415,12 @@ static void metric_points(ow *w, const ox *x, const mdef *f, const ttft_snapshot
     break;
   }
   case K_SPLIT_BAND: {
-    uint32_t nb = s->n_band_edges + 1;
-    if (nb > TTFT_MAX_BANDS) nb = TTFT_MAX_BANDS;
+    uint32_t nb = pb_nbands(s);
     hdef d = {TTFT_METRIC_COUNT_, 1};
     p.xname = "libttft.prompt_tokens";
     for (uint32_t i = 0; i < nb; i++) {
       char band[48];
-      uint64_t lo = i ? s->band_edges[i - 1] : 0;
-      uint64_t hi = i + 1 < nb ? s->band_edges[i] : 0;
-      if (i + 1 < nb && hi <= lo) continue; /* not ascending: corrupt, skip */
-      ttft__sb bs;
-      ttft__sb_init(&bs, band, sizeof band);
-      ttft__sb_printf(&bs, "%llu", (unsigned long long)lo);
-      if (i + 1 < nb) ttft__sb_printf(&bs, "-%llu", (unsigned long long)(hi - 1));
-      else ttft__sb_puts(&bs, "+");
+      if (!pb_band_label(s, i, nb, band, sizeof band)) continue;
       p.xval = band, p.xcap = sizeof band;
       hist_point(w, x, &p, &d, s->split_band[i], NULL);
     }

@@ -142,14 +142,7 @@ typedef struct pbx {
   ttft_allocator alloc;
 } pbx;
 
-/* Classes that appear: exported (ttft__class_exported) and not a repeat of
- * an earlier class's name (only a corrupt snapshot has one). */
-static int class_shown(const ttft_snapshot *s, uint32_t i) {
-  if (!ttft__class_exported(s, i)) return 0;
-  for (uint32_t j = 0; j < i; j++)
-    if (strncmp(s->cls[j].name, s->cls[i].name, TTFT__NAME_MAX) == 0) return 0;
-  return 1;
-}
+#define class_shown pb_class_shown
 
 /* ------------------------------------------------------------- series */
 
@@ -578,20 +571,12 @@ static void family_samples(pb_out *o, const family *f, const ttft_snapshot *s, c
     break;
   }
   case FK_SPLIT_BAND: {
-    uint32_t nb = s->n_band_edges + 1;
-    if (nb > TTFT_MAX_BANDS) nb = TTFT_MAX_BANDS;
+    uint32_t nb = pb_nbands(s);
     se.d = &split_def;
     se.xname = "prompt_tokens";
     for (uint32_t i = 0; i < nb; i++) {
       char band[48];
-      uint64_t lo = i ? s->band_edges[i - 1] : 0;
-      uint64_t hi = i + 1 < nb ? s->band_edges[i] : 0;
-      if (i + 1 < nb && hi <= lo) continue; /* not ascending: corrupt, skip */
-      ttft__sb bs;
-      ttft__sb_init(&bs, band, sizeof band);
-      ttft__sb_printf(&bs, "%llu", (unsigned long long)lo);
-      if (i + 1 < nb) ttft__sb_printf(&bs, "-%llu", (unsigned long long)(hi - 1));
-      else ttft__sb_puts(&bs, "+");
+      if (!pb_band_label(s, i, nb, band, sizeof band)) continue;
       se.xval = band;
       se.xcap = sizeof band;
       se.h = s->split_band[i];

@@ -252,4 +252,37 @@ static inline int pb_schema(const ttft_snapshot *s) {
   return s->native_schema < -4 ? -4 : s->native_schema > 8 ? 8 : s->native_schema;
 }
 
+/* ------------------------------------------------ what both write */
+
+/* Classes that appear: exported (ttft__class_exported) and not a repeat of
+ * an earlier class's name (only a corrupt snapshot has one). */
+static inline int pb_class_shown(const ttft_snapshot *s, uint32_t i) {
+  if (!ttft__class_exported(s, i)) return 0;
+  for (uint32_t j = 0; j < i; j++)
+    if (strncmp(s->cls[j].name, s->cls[i].name, TTFT__NAME_MAX) == 0) return 0;
+  return 1;
+}
+
+/* The prompt-length bands of s: how many (at most TTFT_MAX_BANDS) */
+static inline uint32_t pb_nbands(const ttft_snapshot *s) {
+  uint32_t nb = s->n_band_edges + 1;
+  return nb > TTFT_MAX_BANDS ? TTFT_MAX_BANDS : nb;
+}
+
+/* Band i of nb as its label ("lo-hi" inclusive, the last "lo+") into
+ * band[cap]; 0 when its edges are not ascending (a corrupt snapshot: the
+ * band is skipped). */
+static inline int pb_band_label(const ttft_snapshot *s, uint32_t i, uint32_t nb, char *band,
+                                size_t cap) {
+  uint64_t lo = i ? s->band_edges[i - 1] : 0;
+  uint64_t hi = i + 1 < nb ? s->band_edges[i] : 0;
+  if (i + 1 < nb && hi <= lo) return 0;
+  ttft__sb bs;
+  ttft__sb_init(&bs, band, cap);
+  ttft__sb_printf(&bs, "%llu", (unsigned long long)lo);
+  if (i + 1 < nb) ttft__sb_printf(&bs, "-%llu", (unsigned long long)(hi - 1));
+  else ttft__sb_puts(&bs, "+");
+  return 1;
+}
+
 #endif /* TTFT_PB_H */
