@@ -1475,13 +1475,82 @@ static void measure_pair(const char *key_on, const char *key_off, const char *na
   row_print(on);
 }
 
+/* ------------------------------------------------------- otlp_render
+ * One OTLP request (TTFT_FORMAT_OTLP_PROTOBUF, an ExportMetricsServiceRequest
+ * as the 1.3 pusher sends it) of a default registry with 1 and 8 classes
+ * of filled data, against the Prometheus protobuf render of the same
+ * snapshot in the same run (SPEC §11: a push <= 2 ms of CPU). */
+typedef struct otlp_ctx {
+  const ttft_snapshot *s;
+  ttft_format f;
+  char *buf;
+  size_t cap;
+  int bad;
+} otlp_ctx;
+
+static void loop_render(void *p, uint64_t n, int tid) {
+  (void)tid;
+  otlp_ctx *c = p;
+  for (uint64_t i = 0; i < n; i++) c->bad |= ttft_snapshot_format(c->s, c->f, c->buf, c->cap) <= 0;
+}
+
+static void fill_classes(ttft_registry *r, int nclasses, int streams);
+static void run_otlp_render(void) {
+  section("otlp_render (1.3): one OTLP request of a default registry, vs the protobuf exposition");
+  static const int classes[2] = {1, 8};
+  for (int k = 0; k < 2; k++) {
+    ttft_registry *r = registry_or_die(NULL);
+    fill_classes(r, classes[k], opt.quick ? 20 : 500);
+    ttft_snapshot *s = ttft_snapshot_take(r);
+    if (!s) die("ttft_snapshot_take failed");
+    long need = ttft_snapshot_format(s, TTFT_FORMAT_OTLP_PROTOBUF, NULL, 0);
+    long need_pb = ttft_snapshot_format(s, TTFT_FORMAT_PROMETHEUS_PROTOBUF, NULL, 0);
+    if (need <= 0 || need_pb <= 0) die("render failed");
+    otlp_ctx c = {s, TTFT_FORMAT_OTLP_PROTOBUF, NULL, (size_t)(need > need_pb ? need : need_pb) + 1, 0};
+    c.buf = malloc(c.cap);
+    if (!c.buf) die("out of memory");
+    char key[32], name[96];
+    snprintf(key, sizeof key, "otlp_render_%d", classes[k]);
+    snprintf(name, sizeof name, "OTLP request render, %d class%s", classes[k], classes[k] > 1 ? "es" : "");
+    row *ro = measure(key, "otlp_render", name, loop_render, &c, 1, opt.quick ? 2 : 0);
+    c.f = TTFT_FORMAT_PROMETHEUS_PROTOBUF;
+    snprintf(key, sizeof key, "pb_render_%d", classes[k]);
+    snprintf(name, sizeof name, "protobuf exposition render, %d class%s", classes[k],
+             classes[k] > 1 ? "es" : "");
+    row *rp = measure(key, "otlp_render", name, loop_render, &c, 1, opt.quick ? 2 : 0);
+    check_rc(c.bad, "ttft_snapshot_format");
+    row *rows[2] = {ro, rp};
+    for (int j = 0; j < 2; j++) {
+      row *x = rows[j];
+      x->unit = "us";
+      for (int i = 0; i < x->reps; i++) x->samples[i] /= 1e3;
+      row_set_samples(x, x->samples, x->reps);
+      x->wall /= 1e3;
+    }
+    snprintf(ro->note, sizeof ro->note, "(%ld bytes; %.2fx the protobuf exposition's time)", need,
+             rp->med > 0 ? ro->med / rp->med : 0.0);
+    snprintf(rp->note, sizeof rp->note, "(%ld bytes)", need_pb);
+    row_print(ro);
+    row_print(rp);
+    free(c.buf);
+    ttft_snapshot_free(s);
+    ttft_registry_free(r);
+  }
+}
+
 /* nclasses classes, each with streams of varied TTFT, gaps and lengths */
+static void fill_classes(ttft_registry *r, int nclasses, int streams);
 static ttft_registry *pub_registry(int nclasses, uint32_t interval_ms, int streams) {
   ttft_config c;
   ttft_config_init(&c);
   c.shared_dir = pub_dir();
   c.publish_interval_ms = interval_ms;
   ttft_registry *r = registry_or_die(&c);
+  fill_classes(r, nclasses, streams);
+  return r;
+}
+
+static void fill_classes(ttft_registry *r, int nclasses, int streams) {
   uint64_t t = mono_ns();
   for (int k = 0; k < nclasses; k++) {
     char name[32];
@@ -1506,7 +1575,6 @@ static ttft_registry *pub_registry(int nclasses, uint32_t interval_ms, int strea
       t += 1000000;
     }
   }
-  return r;
 }
 
 static void loop_publish(void *p, uint64_t n, int tid) {
@@ -1774,8 +1842,8 @@ static void usage(FILE *f) {
           "                ./bench exists, else ttft-bench.json)\n"
           "  --reps N      repetitions per row, 5 .. %d (default 7; medians are reported)\n"
           "  --only GROUPS comma-separated subset of: compare,baseline,hot,threads,clock,\n"
-          "                peer,step,engine,lifecycle,publish,gather_merge,snapshot,\n"
-          "                growth,memory\n"
+          "                peer,step,engine,lifecycle,publish,gather_merge,otlp_render,\n"
+          "                snapshot,growth,memory\n"
           "  --rounds N    compare: rounds of this library and the 1.1 baseline, run\n"
           "                alternately (default 9; --quick: 2)\n"
           "  --baseline BIN  compare: the baseline binary (default: ttft-bench-baseline,\n"
@@ -2109,6 +2177,7 @@ int main(int argc, char **argv) {
 #endif
 #if !defined(TTFT_BENCH_IS_BASELINE)
   if (group_on("gather_merge")) run_gather_merge();
+  if (group_on("otlp_render")) run_otlp_render();
 #endif
 
   /* --------------------------------------------------------- snapshot */

@@ -79,7 +79,7 @@ static const int bad_counter[] = {-1, TTFT_COUNTER_COUNT_, 77, INT_MAX, INT_MIN}
 static const int bad_gauge[] = {-1, TTFT_GAUGE_COUNT_, INT_MAX, INT_MIN};
 static const int bad_status[] = {-1, TTFT_STATUS_COUNT_, 4, INT_MAX, INT_MIN};
 static const int bad_phase[] = {-1, TTFT_PHASE_COUNT_, 3, INT_MAX, INT_MIN};
-static const int bad_format[] = {-1, TTFT_FORMAT_COUNT_, 5, INT_MAX, INT_MIN};
+static const int bad_format[] = {-1, TTFT_FORMAT_COUNT_, TTFT_FORMAT_COUNT_ + 1, INT_MAX, INT_MIN};
 static const int bad_split[] = {-1, TTFT_SPLIT_COUNT_, INT_MAX, INT_MIN};
 static const int bad_clock[] = {-1, TTFT_CLOCK_COUNT_, INT_MAX, INT_MIN};
 static const double bad_q[] = {-0.0001, -1.0, 1.0000001, 2.0, 1e300, -1e300};
@@ -674,7 +674,7 @@ static void test_format(ttft_snapshot *s) {
     memset(full, 0x5A, (size_t)need + 1 + 16);
     CHECK_EQ_I(ttft_snapshot_format(s, (ttft_format)f, full, (size_t)need + 1), need);
     CHECK_EQ_I(full[need], '\0');
-    if (f != TTFT_FORMAT_PROMETHEUS_PROTOBUF) /* binary: may hold NUL bytes */
+    if (f != TTFT_FORMAT_PROMETHEUS_PROTOBUF && f != TTFT_FORMAT_OTLP_PROTOBUF) /* binary: NULs */
       CHECK_EQ_U(strlen(full), (size_t)need);
     for (int k = 1; k <= 16; k++) CHECK_EQ_I((unsigned char)full[need + k], 0x5A);
     /* every smaller capacity: same return, NUL at cap-1, a prefix, nothing past cap */

@@ -45,10 +45,14 @@ static ttft_registry *registry(int idle) {
   return r;
 }
 
-/* whether class name appears as a class in format f */
-static int shows(const char *text, ttft_format f, const char *name) {
+/* whether class name appears as a class in format f (len bytes of text) */
+static int shows(const char *text, long len, ttft_format f, const char *name) {
   char needle[96];
+  size_t k = strlen(name);
   switch (f) {
+  case TTFT_FORMAT_OTLP_PROTOBUF: /* KeyValue{key, AnyValue{string_value}} */
+    snprintf(needle, sizeof needle, "libttft.class\x12%c\x0a%c%s", (char)(k + 2), (char)k, name);
+    return memmem(text, (size_t)len, needle, 13 + 4 + k) != NULL;
   case TTFT_FORMAT_JSON: snprintf(needle, sizeof needle, "\"name\":\"%s\"", name); break;
   case TTFT_FORMAT_TEXT: snprintf(needle, sizeof needle, "\n%s ", name); break;
   default: snprintf(needle, sizeof needle, "{class=\"%s\"", name); break;
@@ -61,14 +65,15 @@ static void check_formats(const ttft_snapshot *s, int idle, const char *what) {
   const int used[4] = {0, 1, 1, 1}; /* batch: added, never used, shown */
   for (int f = 0; f < TTFT_FORMAT_COUNT_; f++) {
     if (f == TTFT_FORMAT_PROMETHEUS_PROTOBUF) continue; /* binary: tests/test_protobuf.c */
-    char *t = render(s, (ttft_format)f);
+    long len = 0;
+    char *t = render_len(s, (ttft_format)f, &len);
     if (!t) continue;
     for (int c = 0; c < 4; c++) {
       int want = idle || used[c];
-      if (shows(t, (ttft_format)f, names[c]) != want)
+      if (shows(t, len, (ttft_format)f, names[c]) != want)
         fprintf(stderr, "   %s, %s: class %s %s\n", what, ttft_format_name((ttft_format)f), names[c],
                 want ? "missing" : "exported although idle");
-      EXPECT_EQ_INT(want, shows(t, (ttft_format)f, names[c]));
+      EXPECT_EQ_INT(want, shows(t, len, (ttft_format)f, names[c]));
     }
     /* the JSON keeps each class's id, so gaps in the array are visible */
     if (f == TTFT_FORMAT_JSON) {
@@ -120,8 +125,8 @@ static void setting(int idle) {
   if (m) {
     char *t = render(m, TTFT_FORMAT_OPENMETRICS);
     if (t) {
-      EXPECT_EQ_INT(1, shows(t, TTFT_FORMAT_OPENMETRICS, "batch"));
-      EXPECT_EQ_INT(idle, shows(t, TTFT_FORMAT_OPENMETRICS, "default"));
+      EXPECT_EQ_INT(1, shows(t, (long)strlen(t), TTFT_FORMAT_OPENMETRICS, "batch"));
+      EXPECT_EQ_INT(idle, shows(t, (long)strlen(t), TTFT_FORMAT_OPENMETRICS, "default"));
     }
     free(t);
   }
@@ -140,9 +145,9 @@ static void setting(int idle) {
     char *t = render(dl, TTFT_FORMAT_JSON);
     /* chat's begin was before the window: still shown (added), at zero */
     if (t) {
-      EXPECT_EQ_INT(1, shows(t, TTFT_FORMAT_JSON, "batch"));
-      EXPECT_EQ_INT(1, shows(t, TTFT_FORMAT_JSON, "chat"));
-      EXPECT_EQ_INT(idle, shows(t, TTFT_FORMAT_JSON, "default"));
+      EXPECT_EQ_INT(1, shows(t, (long)strlen(t), TTFT_FORMAT_JSON, "batch"));
+      EXPECT_EQ_INT(1, shows(t, (long)strlen(t), TTFT_FORMAT_JSON, "chat"));
+      EXPECT_EQ_INT(idle, shows(t, (long)strlen(t), TTFT_FORMAT_JSON, "default"));
     }
     free(t);
   }

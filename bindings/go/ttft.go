@@ -246,6 +246,7 @@ const (
 	FormatPrometheus         Format = 2 // text exposition 0.0.4
 	FormatOpenMetrics        Format = 3 // OpenMetrics 1.0 text
 	FormatPrometheusProtobuf Format = 4 // length-delimited protobuf (binary)
+	FormatOTLPProtobuf       Format = 5 // OTLP ExportMetricsServiceRequest (binary)
 )
 
 // Name is the library's name ("text", "json", ...).

@@ -554,6 +554,7 @@ func TestConstantsMatchTheHeader(t *testing.T) {
 		"TTFT_FORMAT_TEXT": int64(FormatText), "TTFT_FORMAT_JSON": int64(FormatJSON),
 		"TTFT_FORMAT_PROMETHEUS": int64(FormatPrometheus), "TTFT_FORMAT_OPENMETRICS": int64(FormatOpenMetrics),
 		"TTFT_FORMAT_PROMETHEUS_PROTOBUF": int64(FormatPrometheusProtobuf),
+		"TTFT_FORMAT_OTLP_PROTOBUF":       int64(FormatOTLPProtobuf),
 		"TTFT_PHASE_SCHEDULED":            int64(PhaseScheduled), "TTFT_PHASE_PREEMPTED": int64(PhasePreempted),
 		"TTFT_GAUGE_INFLIGHT": int64(GaugeInflight), "TTFT_GAUGE_LIVE_STALLS": int64(GaugeLiveStalls),
 		"TTFT_GAUGE_MEMORY": int64(GaugeMemory), "TTFT_GAUGE_COARSE": int64(GaugeCoarse),

@@ -30,7 +30,7 @@ COUNTERS = ("begun", "completed", "cancelled", "errors", "dropped", "tokens",
             # 1.3 (issue 29): token deadlines and fluid streams
             "token_deadlines", "token_deadlines_missed", "fluid", "fluid_judged")
 STATUSES = ("completed", "cancelled", "error")
-FORMATS = ("text", "json", "prometheus", "openmetrics", "prometheus_protobuf")
+FORMATS = ("text", "json", "prometheus", "openmetrics", "prometheus_protobuf", "otlp_protobuf")
 GAUGES = ("inflight", "live_stalls", "memory", "coarse",
           "processes")  # 1.3: live processes in a gathered snapshot
 SPLITS = ("prefix_cache", "prompt_band", "prefill_by_prefix")

@@ -22,7 +22,7 @@ _PREFIX_INDEX = {name: i for i, name in enumerate(_lib.PREFIX_BANDS)}
 _CAUSE_INDEX = {name: i for i, name in enumerate(_lib.STALL_CAUSES)}
 _FORMAT_INDEX = {name: i for i, name in enumerate(_lib.FORMATS)}
 _TOKENS = _lib.METRICS.index("output_tokens")
-_BINARY_FORMATS = frozenset(("prometheus_protobuf",))
+_BINARY_FORMATS = frozenset(("prometheus_protobuf", "otlp_protobuf"))
 _SLOWEST_INDEX = {name: i for i, name in enumerate(_lib.SLOWEST)}
 
 SlowRequest = collections.namedtuple("SlowRequest", (

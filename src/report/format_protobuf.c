@@ -87,114 +87,13 @@
 #include <string.h>
 
 #include "report/format.h"
+#include "report/pb.h"
 
 /* ------------------------------------------------------ wire encoding */
 
-enum { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2 };
 enum { MT_COUNTER = 0, MT_GAUGE = 1, MT_SUMMARY = 2, MT_HISTOGRAM = 4 };
 
-typedef struct pb_out {
-  ttft__sb *sb; /* NULL: count only */
-  size_t n;     /* bytes produced (or counted) through this handle */
-} pb_out;
-
-static void pb_raw(pb_out *o, const void *p, size_t n) {
-  if (o->sb) ttft__sb_put(o->sb, (const char *)p, n);
-  o->n += n;
-}
-
-static void pb_varint(pb_out *o, uint64_t v) {
-  unsigned char b[10];
-  size_t k = 0;
-  while (v >= 0x80) {
-    b[k++] = (unsigned char)(v | 0x80);
-    v >>= 7;
-  }
-  b[k++] = (unsigned char)v;
-  pb_raw(o, b, k);
-}
-
-static uint64_t zigzag(int64_t v) {
-  return ((uint64_t)v << 1) ^ (uint64_t)(v < 0 ? -1 : 0);
-}
-
-static void pb_tag(pb_out *o, unsigned field, unsigned wt) { pb_varint(o, (uint64_t)field << 3 | wt); }
-
-static void pb_uint(pb_out *o, unsigned field, uint64_t v) {
-  pb_tag(o, field, WT_VARINT);
-  pb_varint(o, v);
-}
-
-static void pb_sint(pb_out *o, unsigned field, int64_t v) {
-  pb_tag(o, field, WT_VARINT);
-  pb_varint(o, zigzag(v));
-}
-
-static void pb_double(pb_out *o, unsigned field, double d) {
-  uint64_t u;
-  unsigned char b[8];
-  memcpy(&u, &d, sizeof u);
-  for (int i = 0; i < 8; i++) b[i] = (unsigned char)(u >> (8 * i)); /* little-endian */
-  pb_tag(o, field, WT_I64);
-  pb_raw(o, b, 8);
-}
-
-static void pb_bytes(pb_out *o, unsigned field, const char *p, size_t n) {
-  pb_tag(o, field, WT_LEN);
-  pb_varint(o, n);
-  pb_raw(o, p, n);
-}
-
-static void pb_str(pb_out *o, unsigned field, const char *s) { pb_bytes(o, field, s, strlen(s)); }
-
-typedef void (*pb_body)(pb_out *o, const void *arg);
-
-/* A length-delimited submessage: counted once, then written. */
-static void pb_message(pb_out *o, unsigned field, pb_body body, const void *arg) {
-  pb_out c = {NULL, 0};
-  body(&c, arg);
-  pb_tag(o, field, WT_LEN);
-  pb_varint(o, c.n);
-  if (o->sb) body(o, arg);
-  else o->n += c.n;
-}
-
-/* A submessage whose size the caller already knows (counted once before). */
-static void pb_message_sized(pb_out *o, unsigned field, pb_body body, const void *arg, size_t size) {
-  pb_tag(o, field, WT_LEN);
-  pb_varint(o, size);
-  if (o->sb) body(o, arg);
-  else o->n += size;
-}
-
 /* ------------------------------------------------ names and label values */
-
-/* A label value as the text exposition shows it once unescaped: at most cap
- * bytes of v (a fixed field that may lack its NUL when the snapshot is
- * corrupt), every maximal invalid UTF-8 subsequence replaced by U+FFFD.
- * Writes when o is given, returns the length either way. */
-static size_t clean_value(pb_out *o, const char *v, size_t cap) {
-  static const char fffd[3] = {'\xEF', '\xBF', '\xBD'};
-  const unsigned char *p = (const unsigned char *)v;
-  size_t n = 0, len = 0, run = 0, i = 0;
-  while (n < cap && p[n]) n++;
-  while (i < n) {
-    size_t adv = 1, bad;
-    if (p[i] >= 0x80 && (adv = ttft__utf8_seq(p + i, n - i, NULL, &bad)) == 0) {
-      if (o) {
-        pb_raw(o, p + run, i - run);
-        pb_raw(o, fffd, 3);
-      }
-      len += (i - run) + 3;
-      i += bad;
-      run = i;
-      continue;
-    }
-    i += adv;
-  }
-  if (o) pb_raw(o, p + run, n - run);
-  return len + (n - run);
-}
 
 typedef struct label_arg {
   const char *name;
@@ -205,9 +104,7 @@ typedef struct label_arg {
 static void label_body(pb_out *o, const void *arg) {
   const label_arg *l = arg;
   pb_str(o, 1, l->name);
-  pb_tag(o, 2, WT_LEN);
-  pb_varint(o, clean_value(NULL, l->value, l->cap));
-  clean_value(o, l->value, l->cap);
+  pb_clean_str(o, 2, l->value, l->cap); /* as the text exposition shows it once unescaped */
 }
 
 /* ----------------------------------------------------------- families
@@ -245,14 +142,7 @@ typedef struct pbx {
   ttft_allocator alloc;
 } pbx;
 
-/* Classes that appear: exported (ttft__class_exported) and not a repeat of
- * an earlier class's name (only a corrupt snapshot has one). */
-static int class_shown(const ttft_snapshot *s, uint32_t i) {
-  if (!ttft__class_exported(s, i)) return 0;
-  for (uint32_t j = 0; j < i; j++)
-    if (strncmp(s->cls[j].name, s->cls[i].name, TTFT__NAME_MAX) == 0) return 0;
-  return 1;
-}
+#define class_shown pb_class_shown
 
 /* ------------------------------------------------------------- series */
 
@@ -333,21 +223,6 @@ static uint32_t classic_bounds(const ttft_snapshot *s, ttft_metric m, uint64_t *
   return k;
 }
 
-/* The first populated bucket of h at or after i and before last (its count
- * in *c), or last. Steps through a run with ttft__shist_at and jumps a gap
- * with ttft__shist_next, so a walk costs one lookup per bucket. */
-static uint32_t next_populated(const ttft__shist *h, uint32_t i, uint32_t last, uint64_t *c) {
-  while (i < last) {
-    uint64_t n = ttft__shist_at(h, i);
-    if (n) {
-      *c = n;
-      return i;
-    }
-    i = ttft__shist_next(h, i + 1);
-  }
-  return last;
-}
-
 /* Classic cumulative counts: cum[j] = observations in internal buckets
  * whose largest value is <= b[j] (format_prom.c's rule: fixed per bucket,
  * so a cumulative count never falls between scrapes), built during the
@@ -412,86 +287,6 @@ static void bucket_body(pb_out *o, const void *arg) {
 
 /* ------------------------------------------------------- native buckets */
 
-/* Native bucket index of v > 0 at schema s: the k with
- * 2^((k-1) 2^-s) < v <= 2^(k 2^-s). log2 is exact at powers of two, so a
- * value on a boundary goes to the bucket it closes. */
-static int32_t native_index(double v, int schema) {
-  double l = log2(v);
-  double k = schema >= 0 ? ceil(l * (double)(1u << schema)) : ceil(l / (double)(1u << -schema));
-  return (int32_t)k;
-}
-
-static uint64_t bucket_mid(uint32_t i) {
-  uint64_t lo = ttft__bucket_lo(i);
-  uint64_t hi = (i + 1 >= TTFT__HIST_BUCKETS) ? TTFT__HIST_MAX : ttft__bucket_lo(i + 1) - 1;
-  return lo + (hi - lo) / 2;
-}
-
-static double unit_value(uint64_t v, int seconds) { return seconds ? as_seconds(v) : (double)v; }
-/* a histogram's sum (128 bits wide, common/hist.h) in its unit */
-static double sum_value(const ttft__shist *h, int seconds) {
-  if (!h) return 0.0;
-  if (!h->sum_hi) return unit_value(h->sum, seconds);
-  double v = ttft__shist_sum_double(h);
-  return seconds ? v / 1e9 : v;
-}
-
-/* Fill the table of native indices of every internal bucket's midpoint,
- * for seconds (1) or plain counts (0). */
-static void native_map(pbx *x, int seconds) {
-  int32_t *m = x->map[seconds];
-  m[0] = 0; /* bucket 0 holds the value 0: the zero bucket, never looked up */
-  for (uint32_t i = 1; i < TTFT__HIST_BUCKETS; i++)
-    m[i] = native_index(unit_value(bucket_mid(i), seconds), x->schema);
-}
-
-/* The native buckets of one histogram, computed once per series into the
- * call's scratch (pbx.nkey / pbx.ncnt): populated indices ascending, and
- * the zero bucket. */
-typedef struct native_list {
-  const int32_t *key;
-  const uint64_t *cnt;
-  uint32_t n;
-  uint64_t zero;
-} native_list;
-
-/* Native buckets, built during the walk by native_step: each populated
- * internal bucket goes to the native bucket of its midpoint (the table),
- * a map fixed for the schema, so a native bucket only ever gains counts
- * and Prometheus never reads a reset (see the top of the file). The map is
- * monotone; a key smaller than the one before (only a corrupt table could
- * give one) joins the bucket before. Bucket 0 (the value 0) is the zero
- * bucket. */
-typedef struct native_walk {
-  const pbx *x;
-  const int32_t *map;
-  int32_t prev;
-  native_list nl;
-} native_walk;
-
-static void native_begin(native_walk *w, const pbx *x, int seconds) {
-  w->x = x;
-  w->map = x->map[seconds];
-  w->prev = INT32_MIN;
-  w->nl.key = x->nkey, w->nl.cnt = x->ncnt, w->nl.n = 0, w->nl.zero = 0;
-}
-
-static void native_step(native_walk *w, uint32_t i, uint64_t c) {
-  if (i == 0) {
-    w->nl.zero += c;
-    return;
-  }
-  int32_t k = w->map[i];
-  if (k < w->prev) k = w->prev;
-  if (w->nl.n && k == w->prev) {
-    w->x->ncnt[w->nl.n - 1] += c;
-  } else {
-    w->x->nkey[w->nl.n] = k;
-    w->x->ncnt[w->nl.n++] = c;
-  }
-  w->prev = k;
-}
-
 typedef struct span_arg {
   int32_t offset;
   uint32_t length;
@@ -505,13 +300,13 @@ static void span_body(pb_out *o, const void *arg) {
 
 /* Whether native bucket j continues the span of bucket j - 1 (a gap of at
  * most MAX_GAP_IN_SPAN empty buckets, written as zeros). */
-static int same_span(const native_list *nl, uint32_t j) {
+static int same_span(const pb_native_list *nl, uint32_t j) {
   return (int64_t)nl->key[j] - nl->key[j - 1] - 1 <= MAX_GAP_IN_SPAN;
 }
 
 /* positive_span (12): one per run of buckets; a no-op span when there is
  * no populated bucket. */
-static void put_spans(pb_out *o, const native_list *nl) {
+static void put_spans(pb_out *o, const pb_native_list *nl) {
   span_arg cur = {0, 0};
   for (uint32_t j = 0; j < nl->n; j++) {
     if (j == 0) {
@@ -528,7 +323,7 @@ static void put_spans(pb_out *o, const native_list *nl) {
 
 /* positive_delta (13, packed sint64): each bucket's count minus the one
  * before it in the spans (zeros filled in), the first against 0. */
-static void put_delta_values(pb_out *o, const native_list *nl) {
+static void put_delta_values(pb_out *o, const pb_native_list *nl) {
   uint64_t last = 0;
   for (uint32_t j = 0; j < nl->n; j++) {
     if (j && same_span(nl, j))
@@ -541,13 +336,13 @@ static void put_delta_values(pb_out *o, const native_list *nl) {
   }
 }
 
-static size_t delta_size(const native_list *nl) {
+static size_t delta_size(const pb_native_list *nl) {
   pb_out sz = {NULL, 0};
   put_delta_values(&sz, nl);
   return sz.n;
 }
 
-static void put_deltas(pb_out *o, const native_list *nl, size_t size) {
+static void put_deltas(pb_out *o, const pb_native_list *nl, size_t size) {
   if (!nl->n) return; /* an empty histogram has no deltas */
   pb_tag(o, 13, WT_LEN);
   pb_varint(o, size);
@@ -561,7 +356,7 @@ static void put_deltas(pb_out *o, const native_list *nl, size_t size) {
 typedef struct hist_data {
   uint32_t nb;
   uint64_t b[TTFT_MAX_PROM_BUCKETS], cum[TTFT_MAX_PROM_BUCKETS];
-  native_list nl;
+  pb_native_list nl;
   const ttft__slow *ex[TTFT_MAX_PROM_BUCKETS + 1]; /* per classic bucket, then
                                       above the last bound (native only) */
   uint32_t ex_classic; /* with native buckets: the one classic bucket that
@@ -578,10 +373,10 @@ static void histogram_body(pb_out *o, const void *arg) {
   const hist_data *hd = se->hd;
   uint64_t count = h ? h->count : 0;
   pb_uint(o, 1, count);
-  pb_double(o, 2, sum_value(h, se->d->seconds));
+  pb_double(o, 2, pb_sum_value(h, se->d->seconds));
   for (uint32_t j = 0; j < hd->nb; j++) { /* +Inf is implied by sample_count */
     const ttft__slow *ex = (!se->x->native || j == hd->ex_classic) ? hd->ex[j] : NULL;
-    bucket_arg ba = {hd->cum[j], unit_value(hd->b[j], se->d->seconds), ex, se->d->seconds};
+    bucket_arg ba = {hd->cum[j], pb_unit_value(hd->b[j], se->d->seconds), ex, se->d->seconds};
     pb_message(o, 3, bucket_body, &ba);
   }
   if (!se->x->native) return;
@@ -607,13 +402,13 @@ static void hist_prepare(series *se, hist_data *hd) {
   uint64_t run = 0, c = 0;
   if (h && h->count) first = ttft__shist_lo(h), last = ttft__shist_hi(h);
   hd->nb = classic_bounds(se->x->s, se->d->m, hd->b);
-  native_walk w;
-  native_begin(&w, se->x, se->d->seconds);
-  for (uint32_t i = next_populated(h, first, last, &c); i < last;
-       i = next_populated(h, i + 1, last, &c)) {
+  pb_native_walk w;
+  pb_native_begin(&w, se->x->map[se->d->seconds], se->x->nkey, se->x->ncnt);
+  for (uint32_t i = pb_next_populated(h, first, last, &c); i < last;
+       i = pb_next_populated(h, i + 1, last, &c)) {
     if (j < hd->nb) classic_step(i, c, hd->b, hd->nb, &j, &run, hd->cum);
     else run += c;
-    if (se->x->native) native_step(&w, i, c);
+    if (se->x->native) pb_native_step(&w, i, c);
   }
   classic_finish(h, hd->b, hd->nb, j, run, hd->cum);
   /* each bucket's exemplar: the slowest traced request inside it, when
@@ -675,10 +470,10 @@ static void summary_body(pb_out *o, const void *arg) {
   const ttft__shist *h = se->h;
   uint64_t count = h ? h->count : 0;
   pb_uint(o, 1, count);
-  pb_double(o, 2, sum_value(h, se->d->seconds));
+  pb_double(o, 2, pb_sum_value(h, se->d->seconds));
   for (size_t q = 0; q < sizeof qs / sizeof qs[0]; q++) {
     quantile_arg qa = {qs[q], NAN};
-    if (count) qa.v = unit_value(ttft__shist_quantile(h, qs[q]), se->d->seconds);
+    if (count) qa.v = pb_unit_value(ttft__shist_quantile(h, qs[q]), se->d->seconds);
     pb_message(o, 3, quantile_body, &qa);
   }
 }
@@ -776,20 +571,12 @@ static void family_samples(pb_out *o, const family *f, const ttft_snapshot *s, c
     break;
   }
   case FK_SPLIT_BAND: {
-    uint32_t nb = s->n_band_edges + 1;
-    if (nb > TTFT_MAX_BANDS) nb = TTFT_MAX_BANDS;
+    uint32_t nb = pb_nbands(s);
     se.d = &split_def;
     se.xname = "prompt_tokens";
     for (uint32_t i = 0; i < nb; i++) {
       char band[48];
-      uint64_t lo = i ? s->band_edges[i - 1] : 0;
-      uint64_t hi = i + 1 < nb ? s->band_edges[i] : 0;
-      if (i + 1 < nb && hi <= lo) continue; /* not ascending: corrupt, skip */
-      ttft__sb bs;
-      ttft__sb_init(&bs, band, sizeof band);
-      ttft__sb_printf(&bs, "%llu", (unsigned long long)lo);
-      if (i + 1 < nb) ttft__sb_printf(&bs, "-%llu", (unsigned long long)(hi - 1));
-      else ttft__sb_puts(&bs, "+");
+      if (!pb_band_label(s, i, nb, band, sizeof band)) continue;
       se.xval = band;
       se.xcap = sizeof band;
       se.h = s->split_band[i];
@@ -1037,7 +824,7 @@ int ttft__format_protobuf(const ttft_snapshot *s, ttft__sb *sb) {
   memset(&x, 0, sizeof x);
   x.s = s;
   x.native = s->native_histograms != 0;
-  x.schema = s->native_schema < -4 ? -4 : s->native_schema > 8 ? 8 : s->native_schema;
+  x.schema = pb_schema(s);
   ttft__allocator_current(&x.alloc);
   ttft__prom_sanitize_ns(x.ns, s->ns, sizeof s->ns);
   uint32_t nconst = s->n_const_labels;
@@ -1052,8 +839,8 @@ int ttft__format_protobuf(const ttft_snapshot *s, ttft__sb *sb) {
     x.map[1] = (int32_t *)(x.ncnt + TTFT__HIST_BUCKETS);
     x.map[0] = x.map[1] + TTFT__HIST_BUCKETS;
     x.nkey = x.map[0] + TTFT__HIST_BUCKETS;
-    native_map(&x, 1);
-    native_map(&x, 0);
+    pb_native_map(x.map[1], x.schema, 1);
+    pb_native_map(x.map[0], x.schema, 0);
   }
   put_all(&x, sb);
   ttft__free(&x.alloc, scratch);

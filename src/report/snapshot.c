@@ -231,6 +231,7 @@ long ttft_snapshot_format(const ttft_snapshot *s, ttft_format f, char *buf, size
   case TTFT_FORMAT_PROMETHEUS: rc = ttft__format_prometheus(s, &sb, 0); break;
   case TTFT_FORMAT_OPENMETRICS: rc = ttft__format_prometheus(s, &sb, 1); break;
   case TTFT_FORMAT_PROMETHEUS_PROTOBUF: rc = ttft__format_protobuf(s, &sb); break;
+  case TTFT_FORMAT_OTLP_PROTOBUF: rc = ttft__format_otlp(s, NULL, &sb); break;
   default: rc = TTFT_EINVAL; break;
   }
 #ifdef LC_ALL_MASK

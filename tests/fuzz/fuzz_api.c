@@ -760,6 +760,9 @@ static void check_format(const ttft_snapshot *s, ttft_format f, char **out, long
   if (f == TTFT_FORMAT_PROMETHEUS_PROTOBUF) /* binary: NUL bytes allowed, framing checked */
     FUZZ_CHECK(buf[n] == '\0' && fz_protobuf_delimited_ok((const uint8_t *)buf, (size_t)n),
                "protobuf exposition is not a sequence of length-delimited messages");
+  else if (f == TTFT_FORMAT_OTLP_PROTOBUF) /* binary: one message */
+    FUZZ_CHECK(buf[n] == '\0' && fz_pb_message_ok((const uint8_t *)buf, (const uint8_t *)buf + n),
+               "OTLP request is not a protobuf message");
   else
     FUZZ_CHECK(buf[n] == '\0' && strlen(buf) == (size_t)n, "format %d: NUL at %zu, length %ld", (int)f,
                strlen(buf), n);

@@ -74,6 +74,8 @@ static void check_snapshot(const ttft_snapshot *s) {
     FUZZ_CHECK(ttft_snapshot_format(s, (ttft_format)f, buf, (size_t)n + 1) == n && buf[n] == '\0', "format %d length", f);
     if (f == TTFT_FORMAT_PROMETHEUS_PROTOBUF)
       FUZZ_CHECK(fz_protobuf_delimited_ok((const uint8_t *)buf, (size_t)n), "protobuf framing of a decoded snapshot");
+    else if (f == TTFT_FORMAT_OTLP_PROTOBUF)
+      FUZZ_CHECK(fz_pb_message_ok((const uint8_t *)buf, (const uint8_t *)buf + n), "OTLP request of a decoded snapshot");
     else
       FUZZ_CHECK(strlen(buf) == (size_t)n, "format %d has a NUL inside", f);
     if (f == TTFT_FORMAT_JSON) FUZZ_CHECK(fz_json_valid(buf, (size_t)n), "JSON of a decoded snapshot:\n%s", buf);

@@ -272,6 +272,7 @@ fn constants_match_the_header() {
         ("TTFT_FORMAT_PROMETHEUS", Format::PROMETHEUS.0.into()),
         ("TTFT_FORMAT_OPENMETRICS", Format::OPENMETRICS.0.into()),
         ("TTFT_FORMAT_PROMETHEUS_PROTOBUF", Format::PROMETHEUS_PROTOBUF.0.into()),
+        ("TTFT_FORMAT_OTLP_PROTOBUF", Format::OTLP_PROTOBUF.0.into()),
         ("TTFT_PHASE_SCHEDULED", Phase::SCHEDULED.0.into()),
         ("TTFT_PHASE_PREEMPTED", Phase::PREEMPTED.0.into()),
         ("TTFT_PHASE_RESUMED", Phase::RESUMED.0.into()),

@@ -389,6 +389,8 @@ c_enum!(
     OPENMETRICS = 3,
     /// Length-delimited Prometheus protobuf (binary; use [`Snapshot::format_bytes`]).
     PROMETHEUS_PROTOBUF = 4,
+    /// An OTLP `ExportMetricsServiceRequest` (binary; use [`Snapshot::format_bytes`]).
+    OTLP_PROTOBUF = 5,
 });
 
 c_enum!(
