@@ -20,6 +20,7 @@
  * start(2), time(3), count(4)) for gen_ai.server.time_to_first_token.
  */
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -38,8 +39,7 @@
 #include "task.h"
 
 #if defined(TTFT_TEST_STATIC)
-typedef struct ttft_otlp ttft_otlp_;
-void ttft__otlp_counts(ttft_otlp *o, uint64_t *failed, uint64_t *dropped);
+#  include "report/otlp.h" /* white-box: the parsers and the counts */
 #endif
 
 /* ------------------------------------------------------------- receiver */
@@ -711,6 +711,72 @@ TEST(fork_child_stops_its_copy) {
   EXPECT_EQ_INT(3, rcv_count(r));
   rcv_free(r);
   ttft_registry_free(reg);
+}
+
+/* The parsers alone (white-box, static library): Retry-After's two forms,
+ * URLs (base and whole, v6, default port), header lines. */
+TEST(parsers) {
+#if defined(TTFT_TEST_STATIC)
+  uint64_t ns = 7;
+  ttft__otlp_url u;
+  const char *why = NULL;
+  char hb[256], whyb[160];
+  ttft__sb sb;
+  const int64_t now = 784111777; /* Sun, 06 Nov 1994 08:49:37 GMT */
+  EXPECT_EQ_INT(0, ttft__otlp_retry_after(" 3 ", 3, now, &ns));
+  EXPECT_EQ_U64(UINT64_C(3000000000), ns);
+  EXPECT_EQ_INT(0, ttft__otlp_retry_after("Sun, 06 Nov 1994 08:49:39 GMT", 29, now, &ns));
+  EXPECT_EQ_U64(UINT64_C(2000000000), ns);
+  EXPECT_EQ_INT(0, ttft__otlp_retry_after("Sun, 06 Nov 1994 08:49:30 GMT", 29, now, &ns));
+  EXPECT_EQ_U64(0, ns); /* in the past: now */
+  EXPECT_EQ_INT(0, ttft__otlp_retry_after("Thu, 01 Jan 1970 00:00:10 GMT", 29, 0, &ns));
+  EXPECT_EQ_U64(UINT64_C(10000000000), ns);
+  EXPECT_EQ_INT(0, ttft__otlp_retry_after("Tue, 29 Feb 2028 12:00:00 GMT", 29, 1835438400 - 5, &ns));
+  EXPECT_EQ_U64(UINT64_C(5000000000), ns);
+  EXPECT_EQ_INT(-1, ttft__otlp_retry_after("soon", 4, now, &ns));
+  EXPECT_EQ_INT(-1, ttft__otlp_retry_after("-1", 2, now, &ns));
+  EXPECT_EQ_INT(-1, ttft__otlp_retry_after("1.5", 3, now, &ns));
+  EXPECT_EQ_INT(-1, ttft__otlp_retry_after("Sun, 06 Foo 1994 08:49:39 GMT", 29, now, &ns));
+  EXPECT_EQ_INT(-1, ttft__otlp_retry_after("Sunday, 06-Nov-94 08:49:37 GMT", 30, now, &ns));
+  EXPECT_EQ_INT(-1, ttft__otlp_retry_after("", 0, now, &ns));
+
+  EXPECT_EQ_INT(0, ttft__otlp_url_parse("http://collector", 1, &u, &why));
+  EXPECT_STREQ("collector", u.host);
+  EXPECT_STREQ("80", u.port);
+  EXPECT_STREQ("/v1/metrics", u.path);
+  EXPECT_STREQ("collector", u.authority);
+  EXPECT_EQ_INT(0, ttft__otlp_url_parse("http://[::1]:4318/otlp", 1, &u, &why));
+  EXPECT_STREQ("::1", u.host);
+  EXPECT_STREQ("4318", u.port);
+  EXPECT_STREQ("/otlp/v1/metrics", u.path);
+  EXPECT_STREQ("[::1]:4318", u.authority);
+  EXPECT_EQ_INT(0, ttft__otlp_url_parse("http://10.0.0.1:4318/x/y?tenant=a#frag", 0, &u, &why));
+  EXPECT_STREQ("/x/y?tenant=a", u.path);
+  EXPECT_EQ_INT(-1, ttft__otlp_url_parse("http://h:4318/b?q=1", 1, &u, &why));
+  EXPECT_EQ_INT(-1, ttft__otlp_url_parse("http://h:65536", 1, &u, &why));
+  EXPECT_EQ_INT(-1, ttft__otlp_url_parse("http://h:12x", 1, &u, &why));
+
+  ttft__sb_init(&sb, hb, sizeof hb);
+  EXPECT_EQ_INT(0, ttft__otlp_headers_parse(" a = 1 ,, b=%41%2c%7e ,c= ", &sb, whyb, sizeof whyb));
+  EXPECT_STREQ("a: 1\r\nb: A,~\r\nc: \r\n", hb);
+  ttft__sb_init(&sb, hb, sizeof hb);
+  EXPECT_EQ_INT(-1, ttft__otlp_headers_parse("a b=1", &sb, whyb, sizeof whyb));
+  EXPECT_EQ_INT(-1, ttft__otlp_headers_parse("=1", &sb, whyb, sizeof whyb));
+  EXPECT_EQ_INT(-1, ttft__otlp_headers_parse("a=%0a", &sb, whyb, sizeof whyb));
+  EXPECT_EQ_INT(-1, ttft__otlp_headers_parse("a=%4", &sb, whyb, sizeof whyb));
+  EXPECT_EQ_INT(-1, ttft__otlp_headers_parse("HOST=x", &sb, whyb, sizeof whyb));
+
+  EXPECT_TRUE(ttft__otlp_retryable(429) && ttft__otlp_retryable(502) && ttft__otlp_retryable(503) &&
+              ttft__otlp_retryable(504));
+  EXPECT_FALSE(ttft__otlp_retryable(500) || ttft__otlp_retryable(400) || ttft__otlp_retryable(408) ||
+               ttft__otlp_retryable(501) || ttft__otlp_retryable(200));
+#else
+  /* the parsers are hidden: the static build tests them; the shared
+   * library must not export them */
+  EXPECT_NULL(dlsym(RTLD_DEFAULT, "ttft__otlp_retry_after"));
+  EXPECT_NULL(dlsym(RTLD_DEFAULT, "ttft__otlp_post"));
+  EXPECT_NOT_NULL(dlsym(RTLD_DEFAULT, "ttft_otlp_start"));
+#endif
 }
 
 TU_MAIN()
