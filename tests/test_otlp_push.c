@@ -200,7 +200,7 @@ static void rcv_close_listener(rcv *r) {
 static rcv *rcv_start(const enum act *script, int n) {
   rcv *r = calloc(1, sizeof *r);
   pthread_mutex_init(&r->mu, NULL);
-  memcpy(r->script, script, sizeof *script * (size_t)n);
+  if (n) memcpy(r->script, script, sizeof *script * (size_t)n);
   r->nscript = n;
   rcv_listen(r, 0);
   return r;
@@ -208,7 +208,7 @@ static rcv *rcv_start(const enum act *script, int n) {
 
 static void rcv_script(rcv *r, const enum act *script, int n) {
   pthread_mutex_lock(&r->mu);
-  memcpy(r->script, script, sizeof *script * (size_t)n);
+  if (n) memcpy(r->script, script, sizeof *script * (size_t)n);
   r->nscript = n;
   r->next = 0;
   pthread_mutex_unlock(&r->mu);
