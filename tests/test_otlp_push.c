@@ -713,6 +713,32 @@ TEST(fork_child_stops_its_copy) {
   ttft_registry_free(reg);
 }
 
+/* A stop during a retry wait (Retry-After: 60, timeout 120 s) ends the
+ * wait: the last push follows at once. Were the wait sat out, the retry
+ * would be a third request before the last push. */
+TEST(stop_ends_a_retry_wait) {
+  enum act s[] = {A_429_RA60};
+  rcv *r = rcv_start(s, 1);
+  ttft_registry *reg = ttft_registry_new(NULL);
+  ttft_otlp_config c;
+  ttft_otlp *o;
+  char url[64];
+  ttft_otlp_config_init(&c);
+  snprintf(url, sizeof url, "http://127.0.0.1:%d", r->port);
+  c.endpoint = url;
+  c.interval_ms = 20; /* the first periodic push meets the 429 */
+  c.timeout_ms = 120000;
+  o = ttft_otlp_start(reg, &c);
+  EXPECT_NOT_NULL(o);
+  while (rcv_count(r) < 1) usleep(1000);
+  ttft_otlp_stop(o);
+  EXPECT_EQ_INT(2, rcv_count(r));
+  EXPECT_EQ_INT(A_429_RA60, r->reqs[0].act);
+  EXPECT_EQ_INT(A_200, r->reqs[1].act);
+  rcv_free(r);
+  ttft_registry_free(reg);
+}
+
 /* The parsers alone (white-box, static library): Retry-After's two forms,
  * URLs (base and whole, v6, default port), header lines. */
 TEST(parsers) {
