@@ -1854,7 +1854,7 @@ static void run_otlp_push(void) {
 
   static const struct { const char *key, *name; int temporality; } modes[2] = {
       {"otlp_push", "OTLP push, cumulative (snapshot + encode + POST)", TTFT_OTLP_CUMULATIVE},
-      {"otlp_push_delta", "OTLP push, delta (+ ttft_snapshot_delta)", TTFT_OTLP_DELTA}};
+      {"otlp_push_delta", "OTLP push, delta, nothing new (+ snapshot_delta)", TTFT_OTLP_DELTA}};
   uint32_t bytes[2] = {0, 0};
   for (int m = 0; m < 2; m++) {
     ttft_otlp_config oc;
@@ -1866,6 +1866,7 @@ static void run_otlp_push(void) {
     ttft_otlp *o = NULL;
     if (ttft_otlp_start_msg(r, &oc, &o, why, sizeof why) != TTFT_OK) die(why);
     int per = opt.quick ? 5 : 20;
+    uint32_t last_len = 0;
     double v[MAX_REPS], w[MAX_REPS];
     check_rc(ttft_otlp_flush(o) != TTFT_OK, "ttft_otlp_flush (warm-up)");
     if (read(pfd[0], &bytes[m], sizeof bytes[m]) != (ssize_t)sizeof bytes[m]) die("otlp_push: sink");
@@ -1877,7 +1878,7 @@ static void run_otlp_push(void) {
       for (int k = 0; k < per; k++) {
         uint32_t len;
         if (read(pfd[0], &len, sizeof len) != (ssize_t)sizeof len) die("otlp_push: sink");
-        if (m == 0) bytes[0] = len;
+        last_len = len;
       }
     }
     ttft_otlp_stop(o);
@@ -1887,8 +1888,8 @@ static void run_otlp_push(void) {
     row_set_samples(rw, v, opt.reps);
     rw->iters = (uint64_t)per;
     rw->wall = median_of(w, opt.reps);
-    snprintf(rw->note, sizeof rw->note, "(process CPU per push; %u-byte body %s)", bytes[m],
-             m ? "(first: whole)" : "");
+    snprintf(rw->note, sizeof rw->note, "(process CPU per push; body %u bytes, the first %u)", last_len,
+             bytes[m]);
     row_print(rw);
   }
   row *rb = row_add("otlp_bytes", "otlp_push", "OTLP body bytes, default registry, cumulative", "bytes");
