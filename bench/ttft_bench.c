@@ -37,6 +37,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -1832,6 +1836,150 @@ static void run_gather_merge(void) {
 }
 #endif
 
+
+/* ========================================================= otlp_push (1.3)
+ * The CPU of one OTLP push of a default registry (one class, 2000 streams
+ * of varied TTFT, gaps and lengths; SPEC §11: <= 2 ms): take the snapshot,
+ * encode it as OTLP protobuf, POST it to a sink on loopback, read the
+ * answer. The push runs on the pusher's thread, so what is measured is
+ * this process's CPU time (CLOCK_PROCESS_CPUTIME_ID) across
+ * ttft_otlp_flush, the flushing thread only waiting; the sink is a forked
+ * child (its CPU is not ours) that answers 200 and reports each body's
+ * size through a pipe. Median over reps of 20 pushes (5 with --quick),
+ * cumulative and delta. */
+#if !defined(TTFT_BENCH_IS_BASELINE)
+static uint64_t proc_cpu_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (uint64_t)ts.tv_sec * UINT64_C(1000000000) + (uint64_t)ts.tv_nsec;
+}
+
+/* the sink: accept, read the head and Content-Length bytes, answer 200,
+ * write the body's size (uint32) to out; until the listener is shut */
+static void otlp_sink(int lfd, int out) {
+  static char buf[1 << 20];
+  for (;;) {
+    int fd = accept(lfd, NULL, NULL);
+    if (fd < 0) _exit(0);
+    size_t n = 0, hl = 0, cl = 0;
+    for (;;) {
+      ssize_t k = recv(fd, buf + n, sizeof buf - 1 - n, 0);
+      if (k <= 0) break;
+      n += (size_t)k;
+      buf[n] = 0;
+      char *e = hl ? NULL : strstr(buf, "\r\n\r\n");
+      if (e) {
+        char *c = strcasestr(buf, "\r\ncontent-length:");
+        hl = (size_t)(e - buf) + 4;
+        cl = c ? strtoul(c + 17, NULL, 10) : 0;
+      }
+      if (hl && n >= hl + cl) break;
+      if (n == sizeof buf - 1) n = hl = 0; /* too big for the sink: keep draining */
+    }
+    static const char ok[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+    if (send(fd, ok, sizeof ok - 1, MSG_NOSIGNAL) < 0) {}
+    uint32_t len = (uint32_t)cl;
+    if (write(out, &len, sizeof len) < 0) {}
+    close(fd);
+  }
+}
+
+static void run_otlp_push(void) {
+  section("OTLP push (1.3): CPU of one push of a default registry to a loopback sink");
+  int pfd[2];
+  struct sockaddr_in a;
+  socklen_t sl = sizeof a;
+  int lfd = socket(AF_INET, SOCK_STREAM, 0);
+  memset(&a, 0, sizeof a);
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (lfd < 0 || bind(lfd, (struct sockaddr *)&a, sizeof a) < 0 || listen(lfd, 64) < 0 ||
+      getsockname(lfd, (struct sockaddr *)&a, &sl) < 0 || pipe(pfd) < 0)
+    die("otlp_push: cannot set up the sink");
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid < 0) die("otlp_push: fork");
+  if (pid == 0) {
+    close(pfd[0]);
+    otlp_sink(lfd, pfd[1]);
+    _exit(0);
+  }
+  close(pfd[1]);
+  char url[64];
+  snprintf(url, sizeof url, "http://127.0.0.1:%d", ntohs(a.sin_port));
+
+  ttft_config c;
+  ttft_config_init(&c);
+  ttft_registry *r = registry_or_die(&c);
+  uint64_t t = mono_ns();
+  int streams = 2000;
+  for (int i = 0; i < streams; i++) {
+    ttft_seq s = ttft_begin(r, t);
+    if (!s) die("ttft_begin refused a sequence while filling");
+    uint64_t u = t + 20000000 + g_gaps[(uint64_t)i & GAP_MASK] * 50;
+    int toks = 2 + i % 60;
+    for (int j = 0; j < toks; j++) {
+      u += g_gaps[(uint64_t)(i + j) & GAP_MASK];
+      check_rc(ttft_token_emitted(r, s, 1, u) != TTFT_OK, "ttft_token_emitted (otlp fill)");
+    }
+    check_rc(ttft_stream_end(r, s, i % 50 ? TTFT_COMPLETED : TTFT_CANCELLED, u + 1000) != TTFT_OK,
+             "ttft_stream_end (otlp fill)");
+    t += 1000000;
+  }
+
+  static const struct { const char *key, *name; int temporality; } modes[2] = {
+      {"otlp_push", "OTLP push, cumulative (snapshot + encode + POST)", TTFT_OTLP_CUMULATIVE},
+      {"otlp_push_delta", "OTLP push, delta, nothing new (+ snapshot_delta)", TTFT_OTLP_DELTA}};
+  uint32_t bytes[2] = {0, 0};
+  for (int m = 0; m < 2; m++) {
+    ttft_otlp_config oc;
+    ttft_otlp_config_init(&oc);
+    oc.endpoint = url;
+    oc.interval_ms = 3600000; /* only the flushes push */
+    oc.temporality = modes[m].temporality;
+    char why[256];
+    ttft_otlp *o = NULL;
+    if (ttft_otlp_start_msg(r, &oc, &o, why, sizeof why) != TTFT_OK) die(why);
+    int per = opt.quick ? 5 : 20;
+    uint32_t last_len = 0;
+    double v[MAX_REPS], w[MAX_REPS];
+    check_rc(ttft_otlp_flush(o) != TTFT_OK, "ttft_otlp_flush (warm-up)");
+    if (read(pfd[0], &bytes[m], sizeof bytes[m]) != (ssize_t)sizeof bytes[m]) die("otlp_push: sink");
+    for (int i = 0; i < opt.reps; i++) {
+      uint64_t c0 = proc_cpu_ns(), w0 = mono_ns();
+      for (int k = 0; k < per; k++) check_rc(ttft_otlp_flush(o) != TTFT_OK, "ttft_otlp_flush");
+      v[i] = (double)(proc_cpu_ns() - c0) / per / 1000.0;
+      w[i] = (double)(mono_ns() - w0) / per / 1000.0;
+      for (int k = 0; k < per; k++) {
+        uint32_t len;
+        if (read(pfd[0], &len, sizeof len) != (ssize_t)sizeof len) die("otlp_push: sink");
+        last_len = len;
+      }
+    }
+    ttft_otlp_stop(o);
+    uint32_t len;
+    if (read(pfd[0], &len, sizeof len) != (ssize_t)sizeof len) die("otlp_push: sink");
+    row *rw = row_add(modes[m].key, "otlp_push", modes[m].name, "us");
+    row_set_samples(rw, v, opt.reps);
+    rw->iters = (uint64_t)per;
+    rw->wall = median_of(w, opt.reps);
+    snprintf(rw->note, sizeof rw->note, "(process CPU per push; body %u bytes, the first %u)", last_len,
+             bytes[m]);
+    row_print(rw);
+  }
+  row *rb = row_add("otlp_bytes", "otlp_push", "OTLP body bytes, default registry, cumulative", "bytes");
+  double b = bytes[0];
+  row_set_samples(rb, &b, 1); /* one exact figure, not a timing */
+  row_print(rb);
+  shutdown(lfd, SHUT_RDWR);
+  close(lfd);
+  kill(pid, SIGTERM);
+  waitpid(pid, NULL, 0);
+  close(pfd[0]);
+  ttft_registry_free(r);
+}
+#endif
+
 /* ================================================================ main */
 static void usage(FILE *f) {
   fprintf(f,
@@ -1843,6 +1991,7 @@ static void usage(FILE *f) {
           "  --reps N      repetitions per row, 5 .. %d (default 7; medians are reported)\n"
           "  --only GROUPS comma-separated subset of: compare,baseline,hot,threads,clock,\n"
           "                peer,step,engine,lifecycle,publish,gather_merge,otlp_render,\n"
+          "                otlp_push,\n"
           "                snapshot,growth,memory\n"
           "  --rounds N    compare: rounds of this library and the 1.1 baseline, run\n"
           "                alternately (default 9; --quick: 2)\n"
@@ -2178,6 +2327,7 @@ int main(int argc, char **argv) {
 #if !defined(TTFT_BENCH_IS_BASELINE)
   if (group_on("gather_merge")) run_gather_merge();
   if (group_on("otlp_render")) run_otlp_render();
+  if (group_on("otlp_push")) run_otlp_push();
 #endif
 
   /* --------------------------------------------------------- snapshot */
@@ -2329,6 +2479,7 @@ int main(int argc, char **argv) {
   target_add("ttft_begin + ttft_stream_end, 1 thread", "life_1t", NULL, 150, "ns");
   target_add("ttft_begin + ttft_stream_end, 2 threads", "life_2t", NULL, 150, "ns");
   target_add("snapshot of a default registry", "snapshot", NULL, 2.0, "ms");
+  target_add("OTLP push of a default registry, CPU (1.3)", "otlp_push", NULL, 2000, "us");
   target_add("token_emitted, shared_dir set / not (1.3)", "pub_tok_on", "pub_tok_off", 1.05, "x");
   target_add("begin + stream_end, shared_dir set / not (1.3)", "pub_life_on", "pub_life_off", 1.05, "x");
   target_add("one quantile query", "quantile", NULL, 5.0, "us");

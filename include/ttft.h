@@ -1405,6 +1405,67 @@ typedef struct ttft_otlp_config {
                                (default cumulative)                        */
 } ttft_otlp_config;
 
+/* Fill c with the defaults and the OTEL_* environment (the OpenTelemetry
+ * SDK's variables; docs/opentelemetry.md): every string NULL (resolved by
+ * ttft_otlp_start from the environment, see the fields), interval_ms from
+ * OTEL_METRIC_EXPORT_INTERVAL (else 60000), timeout_ms from
+ * OTEL_EXPORTER_OTLP_METRICS_TIMEOUT, else OTEL_EXPORTER_OTLP_TIMEOUT
+ * (else 10000), temporality from
+ * OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE ("cumulative", "delta"
+ * or "lowmemory", case-insensitive). A value that is not a positive
+ * integer of milliseconds below 2^32, or not one of the three words, is
+ * ignored (the default stands), as the spec asks. NULL is a no-op. Reads
+ * the environment: not to be called while another thread calls setenv. */
+TTFT_API void ttft_otlp_config_init(ttft_otlp_config *c);
+
+/* Start pushing r to an OTLP/HTTP collector with configuration c (NULL:
+ * ttft_otlp_config_init's). The URL is metrics_endpoint as is, else
+ * endpoint with "v1/metrics" appended to its path (one '/' between), else
+ * OTEL_EXPORTER_OTLP_METRICS_ENDPOINT, else OTEL_EXPORTER_OTLP_ENDPOINT +
+ * v1/metrics, else http://localhost:4318/v1/metrics; the host is a name
+ * (getaddrinfo, at every push), an IPv4 literal or an [IPv6] literal. The
+ * strings of c are copied; c may be freed after the call. One background
+ * thread (every signal blocked) pushes every interval_ms: a snapshot
+ * (ttft_snapshot_take, the pusher's only contact with the registry: a hook
+ * never waits for it), encoded as TTFT_FORMAT_OTLP_PROTOBUF, POSTed with
+ * Content-Type application/x-protobuf and the configured headers. A push
+ * is retried on 429, 502, 503, 504 and connection failures (exponential
+ * backoff from 250 ms to 5 s with jitter, or Retry-After in seconds or as
+ * an HTTP-date), never past timeout_ms from its start; any other status
+ * drops that batch. Failed pushes lose nothing (cumulative: the next push
+ * carries the totals; delta: the next push's delta starts where the last
+ * accepted one ended), memory stays two snapshots and the encoded body;
+ * the first failure and the first drop are each said once on stderr.
+ * Returns the pusher, or NULL: r NULL, a bad or https:// URL (refused: no
+ * TLS in libttft; push to a local collector), bad headers, a bad
+ * struct_size or temporality, out of memory. r must outlive the pusher.
+ * Thread-safe. */
+TTFT_API ttft_otlp *ttft_otlp_start(ttft_registry *r, const ttft_otlp_config *c);
+
+/* ttft_otlp_start, with a code and the reason as one line in msg (snprintf
+ * rules: at most cap bytes, NUL-terminated; "" on success), e.g.
+ * "otlp: endpoint https://c:4318: https is not supported: ...". *out
+ * receives the pusher (NULL on failure). Returns TTFT_OK, TTFT_EINVAL (r
+ * or out NULL, URL, headers, struct_size, temporality), TTFT_ENOMEM,
+ * TTFT_ENOTSUP (a build without HTTP). msg may be NULL when cap is 0. */
+TTFT_API int ttft_otlp_start_msg(ttft_registry *r, const ttft_otlp_config *c, ttft_otlp **out,
+                                 char *msg, size_t cap);
+
+/* Push now, on the pusher's thread, and wait for the outcome (at most
+ * about timeout_ms, retries included, plus a push already under way).
+ * Returns TTFT_OK (the collector answered 2xx), TTFT_EIO (retries ran out,
+ * or the collector refused the batch for good: it is dropped), TTFT_ENOMEM,
+ * TTFT_EINVAL (NULL, or a pusher copied into a forked child). Thread-safe;
+ * must not race ttft_otlp_stop on o. */
+TTFT_API int ttft_otlp_flush(ttft_otlp *o);
+
+/* Stop: a last push (bounded by timeout_ms; a retry wait in progress ends
+ * at once and the last push begins), join the thread, free. In a child
+ * forked while the pusher ran (where its thread does not exist) it only
+ * frees the child's copy: no push, no join. NULL is a no-op. Once per
+ * pusher. */
+TTFT_API void ttft_otlp_stop(ttft_otlp *o);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

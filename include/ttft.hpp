@@ -1142,6 +1142,40 @@ class HttpServer {
   ttft_http *h_ = nullptr;
 };
 
+// ------------------------------------------------------------ OTLP pusher
+
+/* An OpenTelemetry pusher (ttft_otlp_start, since 1.3). Move-only; the
+ * destructor (or stop()) makes a last push, joins the thread and frees it
+ * (in a forked child: frees the copy only). */
+class OtlpPusher {
+ public:
+  OtlpPusher() noexcept = default;
+  explicit OtlpPusher(ttft_otlp *adopt) noexcept : o_(adopt) {}
+  ~OtlpPusher() { ttft_otlp_stop(o_); }
+  OtlpPusher(OtlpPusher &&o) noexcept : o_(std::exchange(o.o_, nullptr)) {}
+  OtlpPusher &operator=(OtlpPusher &&o) noexcept {
+    if (this != &o) {
+      ttft_otlp_stop(o_);
+      o_ = std::exchange(o.o_, nullptr);
+    }
+    return *this;
+  }
+  OtlpPusher(const OtlpPusher &) = delete;
+  OtlpPusher &operator=(const OtlpPusher &) = delete;
+  /* Push now and wait for the answer; throws Error(TTFT_EIO) when retries
+   * ran out or the collector refused the batch, Error(TTFT_EINVAL) when
+   * stopped. */
+  void flush() {
+    const int rc = ttft_otlp_flush(o_);
+    if (rc != TTFT_OK) throw Error(rc, "ttft_otlp_flush");
+  }
+  void stop() noexcept { ttft_otlp_stop(std::exchange(o_, nullptr)); }
+  explicit operator bool() const noexcept { return o_ != nullptr; }
+
+ private:
+  ttft_otlp *o_ = nullptr;
+};
+
 // ---------------------------------------------------------------- registry
 
 /* Owns a ttft_registry. Move-only. Must outlive its Streams and HttpServer. */
@@ -1294,6 +1328,25 @@ class Registry {
     const int rc = ttft_http_start(r_, addr, &h);
     if (rc != TTFT_OK) throw Error(rc, "ttft_http_start");
     return HttpServer(h);
+  }
+  /* Push to an OpenTelemetry Collector (see ttft_otlp_start): c nullptr
+   * means ttft_otlp_config_init's (the OTEL_* environment). Throws Error
+   * with the library's reason in what() (an https:// or bad URL, bad
+   * headers: TTFT_EINVAL). The Registry must outlive the pusher. Since 1.3. */
+  OtlpPusher otlp_start(const ttft_otlp_config *c = nullptr) {
+    ttft_otlp *o = nullptr;
+    char msg[512];
+    const int rc = ttft_otlp_start_msg(r_, c, &o, msg, sizeof msg);
+    if (rc != TTFT_OK) throw Error(rc, ("ttft_otlp_start: " + std::string(msg)).c_str());
+    return OtlpPusher(o);
+  }
+  /* The same with endpoint (a base URL: /v1/metrics is appended) over the
+   * environment's configuration. */
+  OtlpPusher otlp_start(const char *endpoint) {
+    ttft_otlp_config c;
+    ttft_otlp_config_init(&c);
+    c.endpoint = endpoint;
+    return otlp_start(&c);
   }
 
  private:

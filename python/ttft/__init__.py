@@ -26,7 +26,7 @@ It is loaded on first use; ttft.library_path() tells which.
 """
 
 from . import _lib
-from ._core import (MAX_TOKENS_PER_EMISSION, Class, Gather, HttpServer, Registry, SeqStats,
+from ._core import (MAX_TOKENS_PER_EMISSION, Class, Gather, HttpServer, OtlpPusher, Registry, SeqStats,
                     Stream, gather, now_ns)
 from ._errors import (ClockError, ClosedError, CorruptError, Error, ExistsError, FullError,
                       InvalidArgumentError, IoError, LibraryNotFoundError,
@@ -57,7 +57,7 @@ def library_version():
 
 
 __all__ = [
-    "Registry", "Class", "Stream", "SeqStats", "Snapshot", "SlowRequest", "HttpServer",
+    "Registry", "Class", "Stream", "SeqStats", "Snapshot", "SlowRequest", "HttpServer", "OtlpPusher",
     "Gather", "gather", "merge", "now_ns", "library_path", "library_version",
     "Error", "InvalidArgumentError", "StaleHandleError", "FullError",
     "OutOfMemoryError", "RangeError", "CorruptError", "ExistsError", "IoError",

@@ -752,6 +752,7 @@ class Registry:
                  shared_dir=None, process_name=None, publish_interval_ms=None):
         self._o = None
         self._servers = []
+        self._pushers = []
         self._lock = threading.Lock()
         self._key = object()
         lib = _bind()
@@ -870,7 +871,10 @@ class Registry:
         Snapshots already taken stay valid. Idempotent."""
         with self._lock:
             servers, self._servers = self._servers, []
+            pushers, self._pushers = self._pushers, []
             o, self._o = self._o, None
+        for pusher in pushers:
+            pusher.stop()
         for srv in servers:
             srv.stop()
         if o is not None:
@@ -1309,6 +1313,64 @@ class Registry:
             self._servers.append(srv)
         return srv
 
+    def otlp_start(self, endpoint=None, *, metrics_endpoint=None, headers=None,
+                   service_name=None, resource_attributes=None, interval_ms=0,
+                   timeout_ms=0, temporality=None):
+        """Push this registry to an OpenTelemetry Collector over OTLP/HTTP
+        (protobuf, plain http:// only) from a background C thread, every
+        interval_ms. Every argument left out comes from the OTEL_*
+        environment as the OpenTelemetry SDKs read it (endpoint: a base
+        URL, /v1/metrics appended; metrics_endpoint: the whole URL;
+        headers: a dict or "k=v,k2=v2"; temporality: "cumulative",
+        "delta" or "lowmemory"). Returns an OtlpPusher (.flush(), .stop(),
+        a context manager); it stops (with a last push) when the Registry
+        closes. An https:// or bad URL raises InvalidArgumentError with
+        the library's reason."""
+        start_msg = _optional("ttft_otlp_start_msg", "Registry.otlp_start")
+        cfg = _lib.OtlpConfig()
+        _L.ttft_otlp_config_init(ctypes.byref(cfg))
+        keep = []
+
+        def s(v, what):
+            if v is None:
+                return None
+            b = _str_arg(v, what)
+            keep.append(b)
+            return b
+        if isinstance(headers, dict):
+            from urllib.parse import quote
+            headers = ",".join("%s=%s" % (k, quote(str(v), safe="")) for k, v in headers.items())
+        cfg.endpoint = s(endpoint, "endpoint")
+        cfg.metrics_endpoint = s(metrics_endpoint, "metrics_endpoint")
+        cfg.headers = s(headers, "headers")
+        cfg.service_name = s(service_name, "service_name")
+        cfg.resource_attributes = s(resource_attributes, "resource_attributes")
+        if interval_ms:
+            cfg.interval_ms = int(interval_ms)
+        if timeout_ms:
+            cfg.timeout_ms = int(timeout_ms)
+        if temporality is not None:
+            words = {"cumulative": 0, "delta": 1, "lowmemory": 2}
+            if isinstance(temporality, str):
+                if temporality.lower() not in words:
+                    raise from_code(_lib.TTFT_EINVAL, "Registry.otlp_start",
+                                    "temporality must be cumulative, delta or lowmemory, not %r"
+                                    % (temporality,))
+                temporality = words[temporality.lower()]
+            cfg.temporality = int(temporality)
+        with self._lock:
+            o = self._o
+            p = _registry_ptr(o)
+            out = ctypes.c_void_p()
+            why = ctypes.create_string_buffer(512)
+            rc = start_msg(p, ctypes.byref(cfg), ctypes.byref(out), why, ctypes.sizeof(why))
+            if rc:
+                raise from_code(rc, "Registry.otlp_start",
+                                why.value.decode("utf-8", "replace") or None)
+            pusher = OtlpPusher(o, out.value)
+            self._pushers.append(pusher)
+        return pusher
+
 
 def _publish_quietly(owner):
     p = owner.ptr
@@ -1477,6 +1539,57 @@ def gather(dir, by_process=False):
     Keep a Gather open instead to take repeatedly or to serve it."""
     with Gather(dir, by_process) as g:
         return g.take()
+
+
+class OtlpPusher:
+    """A running OTLP pusher (Registry.otlp_start). flush() pushes now and
+    waits for the collector's answer; stop() (or leaving the context
+    manager, or closing the Registry) makes a last push and stops."""
+
+    def __init__(self, owner, raw):
+        self._o = owner      # the registry must outlive the pusher
+        self._raw = raw
+        self._lock = threading.Lock()
+        self._stop = _L.ttft_otlp_stop
+        self._pid = os.getpid()
+
+    @property
+    def running(self):
+        return self._raw is not None
+
+    def flush(self):
+        """Push now and wait for the answer (at most about the timeout,
+        retries included). Raises IoError when the push failed (retries ran
+        out, or the collector refused the batch: it is dropped)."""
+        raw = self._raw
+        if raw is None:
+            raise ClosedError("OtlpPusher.flush: the pusher is stopped")
+        rc = _L.ttft_otlp_flush(raw)
+        if rc:
+            raise from_code(rc, "OtlpPusher.flush")
+
+    def stop(self):
+        with self._lock:
+            raw, self._raw = self._raw, None
+        if raw:
+            self._stop(raw)  # in a forked child: frees the copy only
+        self._o = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+    def __del__(self):
+        try:
+            self.stop()
+        except Exception:
+            pass
+
+    def __repr__(self):
+        return "<ttft.OtlpPusher %s>" % ("running" if self.running else "stopped")
 
 
 class HttpServer:

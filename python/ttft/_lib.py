@@ -102,6 +102,19 @@ class Label(ctypes.Structure):
                 ("value", ctypes.c_char_p)]
 
 
+class OtlpConfig(ctypes.Structure):
+    """struct ttft_otlp_config (1.3)"""
+    _fields_ = [("struct_size", ctypes.c_size_t),
+                ("endpoint", ctypes.c_char_p),
+                ("metrics_endpoint", ctypes.c_char_p),
+                ("headers", ctypes.c_char_p),
+                ("service_name", ctypes.c_char_p),
+                ("resource_attributes", ctypes.c_char_p),
+                ("interval_ms", ctypes.c_uint32),
+                ("timeout_ms", ctypes.c_uint32),
+                ("temporality", ctypes.c_int)]
+
+
 class Config(ctypes.Structure):
     """struct ttft_config"""
     _fields_ = [("struct_size", ctypes.c_size_t),
@@ -329,6 +342,12 @@ OPTIONAL_PROTOTYPES = {
     "ttft_gather_take": (_vp, [_vp]),
     "ttft_gather_close": (None, [_vp]),
     "ttft_http_start_gather": (_int, [_vp, _str, _P(_vp), ctypes.c_char_p, _size]),
+    # 1.3: OpenTelemetry push (OTLP/HTTP protobuf to a collector)
+    "ttft_otlp_config_init": (None, [_P(OtlpConfig)]),
+    "ttft_otlp_start": (_vp, [_vp, _P(OtlpConfig)]),
+    "ttft_otlp_start_msg": (_int, [_vp, _P(OtlpConfig), _P(_vp), ctypes.c_char_p, _size]),
+    "ttft_otlp_flush": (_int, [_vp]),
+    "ttft_otlp_stop": (None, [_vp]),
 }
 
 # ---------------------------------------------------------------- lookup

@@ -22,6 +22,9 @@
 #include <vector>
 
 #if defined(__unix__)
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -100,6 +103,7 @@ static_assert(!std::is_copy_constructible<ttft::Snapshot>::value, "Snapshot is m
 static_assert(std::is_nothrow_move_constructible<ttft::Snapshot>::value, "");
 static_assert(std::is_nothrow_move_assignable<ttft::Snapshot>::value, "");
 static_assert(!std::is_copy_constructible<ttft::HttpServer>::value, "");
+static_assert(!std::is_copy_constructible<ttft::OtlpPusher>::value && std::is_nothrow_move_constructible<ttft::OtlpPusher>::value, "");
 static_assert(std::is_base_of<std::runtime_error, ttft::Error>::value, "Error is a runtime_error");
 static_assert(noexcept(std::declval<ttft::Stream &>().token()), "hooks never throw");
 static_assert(noexcept(std::declval<ttft::Stream &>().end(TTFT_COMPLETED)), "hooks never throw");
@@ -1166,6 +1170,42 @@ void test_http() {
   srv.stop();
   EXPECT_TRUE(!srv);
 }
+
+/* 1.3: the OTLP pusher's RAII: https:// refused with the reason; a push to
+ * a port nobody listens on fails (flush throws TTFT_EIO) and the pusher
+ * moves and stops. */
+void test_otlp() {
+  ttft::Registry reg = small_registry();
+  try {
+    (void)reg.otlp_start("https://collector.example:4318");
+    EXPECT_TRUE(false);
+  } catch (const ttft::Error &e) {
+    EXPECT_EQ(e.code(), TTFT_EINVAL);
+    EXPECT_TRUE(std::string(e.what()).find("https is not supported") != std::string::npos);
+  }
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  socklen_t sl = sizeof a;
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a), 0);
+  EXPECT_EQ(getsockname(fd, reinterpret_cast<sockaddr *>(&a), &sl), 0);
+  close(fd);  // nobody listens there now: connection refused
+  const std::string url = "http://127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+  ttft_otlp_config c;
+  ttft_otlp_config_init(&c);
+  c.endpoint = url.c_str();
+  c.interval_ms = 3600000;
+  c.timeout_ms = 300;
+  ttft::OtlpPusher p = reg.otlp_start(&c);
+  EXPECT_TRUE(static_cast<bool>(p));
+  EXPECT_THROWS_CODE(p.flush(), TTFT_EIO);
+  ttft::OtlpPusher q = std::move(p);
+  EXPECT_TRUE(!p && static_cast<bool>(q));
+  q.stop();
+  EXPECT_TRUE(!q);
+  EXPECT_THROWS_CODE(q.flush(), TTFT_EINVAL);
+}
 #endif
 
 #if defined(__unix__)
@@ -1297,6 +1337,7 @@ int main() {
   test_slo_fluidity();
 #ifdef TTFT_TEST_HTTP
   test_http();
+  test_otlp();
 #endif
   std::printf("test_hpp (%s, C++%ld): %d checks, %d failures\n",
 #if defined(__clang__)
