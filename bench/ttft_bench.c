@@ -423,6 +423,21 @@ static void loop_rdtsc(void *ctx, uint64_t n, int tid) {
 }
 #endif
 
+#if HAVE_RDTSC && (defined(__x86_64__) || defined(__i386__))
+/* the counter read the TSC clock makes (clock.c): lfence, then rdtsc */
+static void loop_rdtsc_ordered(void *ctx, uint64_t n, int tid) {
+  (void)ctx, (void)tid;
+  uint64_t acc = 0;
+  for (uint64_t i = 0; i < n; i++) {
+    uint32_t lo, hi;
+    __asm__ __volatile__("lfence\n\trdtsc" : "=a"(lo), "=d"(hi) : : "memory");
+    acc += ((uint64_t)hi << 32) | lo;
+  }
+  g_sink = acc;
+}
+#define HAVE_RDTSC_ORDERED 1
+#endif
+
 typedef struct per_thread {
   uint64_t t[NSEQ];       /* each sequence's last timestamp */
   ttft_seq seq[NSEQ];
@@ -2185,6 +2200,21 @@ int main(int argc, char **argv) {
     row_print(measure("tok_now_tsc", "clock", "token_emitted(TTFT_NOW), TSC", loop_tok_now, ht, 1, 0));
     hot_free(ht, 1, "ttft_token_emitted (TTFT_NOW, TSC)");
     ttft_registry_free(rt);
+#ifdef HAVE_RDTSC_ORDERED
+    row_print(measure("rdtsc_ordered", "clock", "lfence; rdtsc (the TSC clock's read)", loop_rdtsc_ordered, NULL, 1, 0));
+#endif
+#if !defined(TTFT_BENCH_IS_BASELINE)
+    /* (1.3) the faster of the two, measured once at the first such registry */
+    tc.clock = TTFT_CLOCK_FASTEST;
+    ttft_registry *rf = registry_or_die(&tc);
+    printf("  TTFT_CLOCK_FASTEST chose %s\n",
+           ttft_registry_clock(rf) == TTFT_CLOCK_TSC ? "the CPU counter (TSC)" : "CLOCK_MONOTONIC");
+    hot_ctx *hf = hot_new(rf, 1, 1);
+    row_print(measure("now_fastest", "clock", "ttft_registry_now_ns, FASTEST registry", loop_lib_now, hf, 1, 0));
+    row_print(measure("tok_now_fastest", "clock", "token_emitted(TTFT_NOW), FASTEST", loop_tok_now, hf, 1, 0));
+    hot_free(hf, 1, "ttft_token_emitted (TTFT_NOW, FASTEST)");
+    ttft_registry_free(rf);
+#endif
   }
 
   /* ------------------------------------------------------------- step */
@@ -2470,6 +2500,9 @@ int main(int argc, char **argv) {
   target_add("token_emitted 2 threads / 1 thread (per op)", "tok_2t", "tok_1t", 1.3, NULL);
   target_add("token_emitted(TTFT_NOW) MONOTONIC / clock_gettime", "tok_now_mono", "clock_mono", 1.2, NULL);
   target_add("token_emitted(TTFT_NOW) TSC / rdtsc", "tok_now_tsc", "rdtsc", 1.2, NULL);
+#if !defined(TTFT_BENCH_IS_BASELINE)
+  target_add("library clock, FASTEST / clock_gettime", "now_fastest", "clock_mono", 1.0, NULL);
+#endif
   target_add("step_emitted, 64 seqs, TTFT_NOW, per token / floor", "step_now", "floor", 3.0, NULL);
   target_add("ttft_engine_step (caller timestamps)", "engine_step_ts", NULL, 50, "ns");
   target_add("engine_step + step_emitted / step_emitted, per token", "step_engine_ts", "step_ts", 1.10, NULL);

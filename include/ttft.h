@@ -900,10 +900,18 @@ typedef struct ttft_allocator {
 
 typedef enum ttft_clock {
   TTFT_CLOCK_MONOTONIC = 0, /* clock_gettime(CLOCK_MONOTONIC)                      */
-  TTFT_CLOCK_TSC = 1,       /* calibrated invariant TSC on CLOCK_MONOTONIC's epoch
-                               and rate; falls back to MONOTONIC when the CPU has
-                               no invariant TSC                                   */
-  TTFT_CLOCK_COUNT_ = 2
+  TTFT_CLOCK_TSC = 1,       /* the CPU's counter calibrated onto CLOCK_MONOTONIC's
+                               epoch and rate: an invariant TSC on x86, (1.3) the
+                               generic timer CNTVCT_EL0 on aarch64 Linux; falls
+                               back to MONOTONIC when there is none, or it does
+                               not agree with CLOCK_MONOTONIC at start-up. Never
+                               goes back, per thread and across threads; stays
+                               within microseconds of CLOCK_MONOTONIC          */
+  TTFT_CLOCK_FASTEST = 2,   /* (1.3) whichever of the two reads faster here,
+                               measured once per process (about 2 us, at the
+                               first registry that asks); ttft_registry_clock
+                               says which                                       */
+  TTFT_CLOCK_COUNT_ = 3
 } ttft_clock;
 
 /* Registry configuration. Always start from ttft_config_init(): it sets
@@ -1215,6 +1223,12 @@ TTFT_API int ttft_thread_release(ttft_registry *r);
  * epoch and rate as ttft_now_ns). This is what TTFT_NOW means in r's hooks.
  * NULL: same as ttft_now_ns(). Thread-safe. */
 TTFT_API uint64_t ttft_registry_now_ns(const ttft_registry *r);
+
+/* (1.3) The clock r's TTFT_NOW reads: TTFT_CLOCK_MONOTONIC or
+ * TTFT_CLOCK_TSC, never FASTEST (resolved at ttft_registry_new), MONOTONIC
+ * for a TSC registry on a machine without a usable counter, and for NULL.
+ * Thread-safe; fixed for r's lifetime. */
+TTFT_API ttft_clock ttft_registry_clock(const ttft_registry *r);
 
 /* ------------------------------------------------------ snapshots that travel */
 

@@ -73,7 +73,7 @@ TEST(every_rule_has_a_reason) {
   c = base(); c.max_classes = 0;                       refused(&c, "classes 0", "max_classes 0", "1..1024");
   c = base(); c.max_classes = 1025;                    refused(&c, "classes big", "max_classes 1025", NULL);
   c = base(); c.stall_threshold_ns = 0;                refused(&c, "stall", "stall_threshold_ns is 0", NULL);
-  c = base(); c.clock = (ttft_clock)2;                 refused(&c, "clock", "clock 2", "ttft_clock");
+  c = base(); c.clock = (ttft_clock)3;                 refused(&c, "clock", "clock 3", "ttft_clock");
   c = base(); c.clock = (ttft_clock)-1;                refused(&c, "clock -1", "clock -1", NULL);
   c = base(); c.metric_namespace = "1abc";             refused(&c, "ns digit", "metric_namespace \"1abc\"", NULL);
   c = base(); c.metric_namespace = "a-b";              refused(&c, "ns dash", "metric_namespace \"a-b\"", NULL);
@@ -220,7 +220,7 @@ TEST(registry_new_refuses_exactly_what_check_refuses) {
     c.max_threads = (uint32_t[]){0, 1, 3, 257}[rnd(4)];
     c.max_classes = (uint32_t[]){0, 1, 2, 1025}[rnd(4)];
     c.stall_threshold_ns = rnd(6) ? 1 + rnd(1000000000) : 0;
-    c.clock = (ttft_clock)(rnd(8) ? 0 : (int)rnd(4) - 1);
+    c.clock = (ttft_clock)(rnd(8) ? 0 : (int)rnd(5) - 1);
     c.metric_namespace = rnd(3) ? "llm_" : spaces[rnd(6)];
     c.n_const_labels = rnd(3) ? 0 : (uint32_t)rnd(TTFT_MAX_CONST_LABELS + 2);
     for (uint32_t i = 0; i < TTFT_MAX_CONST_LABELS + 2; i++) {

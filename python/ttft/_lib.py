@@ -256,6 +256,7 @@ PROTOTYPES = {
     "ttft_thread_release": (_int, [_vp]),
     "ttft_now_ns": (_u64, []),
     "ttft_registry_now_ns": (_u64, [_vp]),
+    "ttft_registry_clock": (_int, [_vp]),
     "ttft_slo_init": (None, [_P(Slo)]),
     "ttft_slo_init_sized": (None, [_P(Slo), ctypes.c_size_t]),
     "ttft_class_add": (_int, [_vp, _str, _P(Slo)]),

@@ -112,6 +112,45 @@
  * back its own slot until it stamps it. Rounds take no lock: any number
  * run at once (each claim is a CAS), so a preempted round delays nobody.
  *
+ * ON A WEAKLY ORDERED MACHINE (ARMv8; issue 33). The argument above is in
+ * the C11 model only; what it assumes of the hardware and the kernel:
+ *  A1. membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) returns only after
+ *      every CPU running a thread of this process has executed a full
+ *      barrier (on arm64 the IPI handler's smp_mb(), dmb ish; the syscall
+ *      puts smp_mb() before and after on the caller's side), and a thread
+ *      not running passed one at its context switch (the kernel's
+ *      documented requirement on switch_mm / rq->curr updates). The
+ *      interrupted thread's later loads (its state load) are performed
+ *      after the handler: exceptions are precise, a load performed
+ *      speculatively before the interrupt is discarded and re-executed.
+ *      This is the fence F_o above: it orders the owner's hazard store
+ *      (stlr, possibly still in its store buffer) before its state load
+ *      (ldar) as seen by every other CPU. Not assumed: that the hazard
+ *      store alone, or stlr followed by ldar, is visible to a reader on
+ *      another core in time (ARMv8 does order an stlr before a later ldar
+ *      of the same thread — RCsc — but the proof does not lean on that).
+ *  A2. A seq_cst fence is dmb ish on ARMv8 (GCC and Clang): a full
+ *      barrier for loads and stores in the inner shareable domain, which
+ *      holds every core that runs this process. The fence mode's Dekker
+ *      (hazard store; dmb ish; state load — against — rgen RMW; dmb ish;
+ *      hazard loads) needs exactly store->load order on both sides, which
+ *      dmb ish gives; ARMv8 is other-multi-copy atomic, so the two sides
+ *      cannot see the two stores in opposite orders.
+ *  A3. seq_cst RMWs (the ending CAS, the rgen fetch_add, the refs
+ *      increment) are ldaxr/stlxr loops or LSE casal/ldaddal: both are in
+ *      the single order S with the seq_cst loads (ldar), as the C11 mapping
+ *      for AArch64 requires; the release stores (hz := 0, rstamp, the free
+ *      stack's push) are stlr, the acquire loads ldar (or ldapr): the
+ *      synchronises-with edges of case (b) are those instructions'.
+ *  A4. Nothing relies on x86-TSO: no relaxed store is assumed to be seen
+ *      in order with another, no relaxed load is assumed not to be
+ *      satisfied early. A relaxed pre-check of the state (above) only
+ *      lets a caller give up; every write is guarded by the seq_cst load
+ *      after its hazard.
+ * qemu-user runs the litmus tests (tests/test_litmus.c slot_reuse) with
+ * guest threads on host threads; on an x86 host it cannot reorder what
+ * A1-A4 forbid, so it tests the atomicity and the protocol, not A1-A4.
+ *
  * FAULT MODEL (what a caller may do, and what each case costs).
  *  F1. A thread dies inside a call: pthread_exit from a signal handler, an
  *      asynchronous pthread_cancel, or siglongjmp out of a hook followed by

@@ -134,7 +134,7 @@ static int config_problem(const ttft_config *c, char *why, size_t n) {
     REFUSE("max_classes %u is outside 1..1024 (class 0, \"default\", counts)", c->max_classes);
   if (c->stall_threshold_ns == 0) REFUSE("stall_threshold_ns is 0; the stall budget must be positive");
   if ((unsigned)c->clock >= TTFT_CLOCK_COUNT_)
-    REFUSE("clock %d is not a ttft_clock (TTFT_CLOCK_MONOTONIC or TTFT_CLOCK_TSC)", (int)c->clock);
+    REFUSE("clock %d is not a ttft_clock (TTFT_CLOCK_MONOTONIC, TTFT_CLOCK_TSC or TTFT_CLOCK_FASTEST)", (int)c->clock);
   if (!valid_namespace(c->metric_namespace ? c->metric_namespace : ""))
     REFUSE("metric_namespace \"%s\" is not empty or [a-zA-Z_:][a-zA-Z0-9_:]* of at most 63 bytes",
            shown(c->metric_namespace, a));
@@ -778,7 +778,9 @@ ttft_registry *ttft_registry_new(const ttft_config *cfg) {
   r->max_classes = c.max_classes;
   r->stall_ns = c.stall_threshold_ns;
   r->clock = c.clock;
-  if (r->clock == TTFT_CLOCK_TSC && !ttft__tsc_usable()) r->clock = TTFT_CLOCK_MONOTONIC;
+  /* the source the hooks read: FASTEST is resolved here, once */
+  if (r->clock == TTFT_CLOCK_FASTEST) r->clock = ttft__clock_fastest();
+  if (r->clock == TTFT_CLOCK_TSC && !ttft__counter_usable()) r->clock = TTFT_CLOCK_MONOTONIC;
   r->prefix_min = c.prefix_hit_min_tokens;
   r->n_band_edges = c.n_prompt_bands;
   memcpy(r->band_edges, c.prompt_band_edges, sizeof r->band_edges);

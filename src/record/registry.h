@@ -639,7 +639,9 @@ TTFT_HIDDEN void ttft__slow_abandoned(ttft_registry *r, ttft__shard *sh);
 TTFT_HIDDEN void ttft__slow_claim_drop(void);
 /* clock.c */
 TTFT_HIDDEN uint64_t ttft__clock_read(ttft_clock c);
-TTFT_HIDDEN int ttft__tsc_usable(void);
+TTFT_HIDDEN int ttft__counter_usable(void); /* calibrates once, then refines */
+TTFT_HIDDEN ttft_clock ttft__clock_fastest(void); /* MONOTONIC or TSC, measured once */
+TTFT_HIDDEN int ttft__counter_refine_now(void);   /* white-box: a re-anchor now */
 TTFT_HIDDEN void ttft__clock_fork_child(void);
 
 /* The stall budget of slot sl's sequence. The slot keeps it capped at

@@ -247,7 +247,7 @@ static int take_all(ttft_registry *r, ttft_snapshot *s, uint32_t nc, uint64_t *c
 
 ttft_snapshot *ttft_snapshot_take(ttft_registry *r) {
   if (!r) return NULL;
-  if (r->clock == TTFT_CLOCK_TSC) (void)ttft__tsc_usable(); /* refines the calibration */
+  if (r->clock == TTFT_CLOCK_TSC) (void)ttft__counter_usable(); /* refines the calibration */
   /* keep the chunk pool ahead of the hooks' consumption (pool.c) */
   ttft__pool_refill(r);
   uint64_t coarse = 0;
