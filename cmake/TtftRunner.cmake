@@ -38,3 +38,31 @@ function(ttft_runner var name program)
        FILE_PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE WORLD_READ WORLD_EXECUTE)
   set(${var} ${_w} PARENT_SCOPE)
 endfunction()
+
+# Under an emulator every test program runs several times slower (qemu-user
+# translates each instruction: 5-15x for the CPU-bound tests here), so the
+# tests' TIMEOUTs, written for native runs, are multiplied by
+# TTFT_TEST_TIMEOUT_SCALE (4 under an emulator, else 1). They stay safety
+# nets: no test asserts a time. ttft_scale_test_timeouts() applies it to
+# the tests of the calling directory, at its end.
+if(TTFT_EMULATOR)
+  set(_ttft_scale 4)
+else()
+  set(_ttft_scale 1)
+endif()
+set(TTFT_TEST_TIMEOUT_SCALE ${_ttft_scale} CACHE STRING
+    "Multiply every test's TIMEOUT by this (4 under an emulator)")
+function(ttft_scale_test_timeouts)
+  if(TTFT_TEST_TIMEOUT_SCALE EQUAL 1)
+    return()
+  endif()
+  get_property(_tests DIRECTORY PROPERTY TESTS)
+  foreach(_t IN LISTS _tests)
+    get_test_property(${_t} TIMEOUT _to)
+    if(NOT _to)
+      set(_to 1500) # ctest's default
+    endif()
+    math(EXPR _to "${_to} * ${TTFT_TEST_TIMEOUT_SCALE}")
+    set_tests_properties(${_t} PROPERTIES TIMEOUT ${_to})
+  endforeach()
+endfunction()
