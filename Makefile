@@ -80,15 +80,18 @@ install: configure
 # Four packages, as Debian splits a library (docs/install.md): libttft1,
 # libttft-dev, ttft-tools, python3-ttft. Compiled with Debian's hardening
 # flags (dpkg-buildflags: stack protector, _FORTIFY_SOURCE, relro) when
-# dpkg-dev is there — those of ARCH (DEB_HOST_ARCH: no x86 -fcf-protection
-# for arm64), which dpkg-shlibdeps (run by cpack) also reads to look up the
-# target's libc (libc6-arm64-cross's shlibs: Depends libc6).
+# dpkg-dev is there — those of ARCH (DEB_HOST_ARCH=arm64: the flags for
+# arm64, not this machine's). The cross packages' libc6 dependency comes
+# from the cross libc's shlibs (CMakeLists.txt, the package part).
 DEB_ENV = $(if $(ARCH),DEB_HOST_ARCH=$(ARCH))
 DEB_FLAGS = $(shell command -v dpkg-buildflags >/dev/null 2>&1 && export $(DEB_ENV) && \
   echo "-DCMAKE_C_FLAGS='$$(dpkg-buildflags --get CFLAGS) $$(dpkg-buildflags --get CPPFLAGS)'" \
        "-DCMAKE_SHARED_LINKER_FLAGS='$$(dpkg-buildflags --get LDFLAGS) -Wl,-z,now'" \
        "-DCMAKE_EXE_LINKER_FLAGS='$$(dpkg-buildflags --get LDFLAGS) -Wl,-z,now'")
-DEB_CROSS = $(if $(ARCH),$(if $(DEB_TOOLCHAIN_$(ARCH)),-DCMAKE_TOOLCHAIN_FILE=$(DEB_TOOLCHAIN_$(ARCH)),\
+# (GNUInstallDirs picks lib/<multiarch> for /usr only in native builds:
+# the cross build is told, from dpkg-architecture)
+DEB_CROSS = $(if $(ARCH),$(if $(DEB_TOOLCHAIN_$(ARCH)),-DCMAKE_TOOLCHAIN_FILE=$(DEB_TOOLCHAIN_$(ARCH)) \
+  -DCMAKE_INSTALL_LIBDIR=lib/$(shell dpkg-architecture -a$(ARCH) -qDEB_HOST_MULTIARCH 2>/dev/null),\
   $(error make deb ARCH=$(ARCH): no toolchain file for it; ARCH=arm64 is the one there is)))
 deb:
 	rm -f $(DEB_BUILD)/*.deb
