@@ -67,13 +67,14 @@ for t in aarch64-linux-gnu-gcc aarch64-linux-gnu-g++ qemu-aarch64 file lintian d
 done
 [ -e /usr/aarch64-linux-gnu/lib/ld-linux-aarch64.so.1 ] || fail "no aarch64 libc (libc6-dev-arm64-cross)"
 step0=$(date +%s)
+mkdir -p "$B" # its logs: step-*.log
 
 echo "== aarch64: cross build ($B, $(aarch64-linux-gnu-gcc -dumpversion), $(qemu-aarch64 --version | head -n1))"
 t0=$(date +%s)
 cmake -S . -B "$B" -DCMAKE_TOOLCHAIN_FILE=cmake/toolchain-aarch64-linux-gnu.cmake \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTTFT_WERROR=ON >"$B.configure.log" 2>&1 ||
-  { cat "$B.configure.log"; fail "configure"; }
-cmake --build "$B" -j "$JOBS" >"$B.build.log" 2>&1 || { tail -60 "$B.build.log"; fail "build"; }
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTTFT_WERROR=ON >"$B/step-configure.log" 2>&1 ||
+  { cat "$B/step-configure.log"; fail "configure"; }
+cmake --build "$B" -j "$JOBS" >"$B/step-build.log" 2>&1 || { tail -60 "$B/step-build.log"; fail "build"; }
 file -b "$B"/libttft.so.1.* | grep -q 'ARM aarch64' || fail "libttft.so is not aarch64: $(file -b "$B"/libttft.so.1.*)"
 t1=$(date +%s)
 echo "   built in $((t1 - t0)) s (load $(cut -d' ' -f1-3 /proc/loadavg)); libttft.so: $(file -b "$B"/libttft.so.1.* | cut -d, -f1-2)"
@@ -87,7 +88,7 @@ for l in python valgrind install; do
 done
 echo "   excluded by name: $(count -LE "$EXCLUDE_LABELS" -R "$EXCLUDE_TESTS") ($(count -LE "$EXCLUDE_LABELS" -R '\.shared$|^test_[a-z_]*_shared$') of them .shared unit tests)"
 echo "   registered $all, to run $planned (floor $FLOOR)"
-log="$B.ctest.log"
+log="$B/step-ctest.log"
 set +e
 CI=true ctest --test-dir "$B" --output-on-failure -j "$JOBS" -LE "$EXCLUDE_LABELS" -E "$EXCLUDE_TESTS" >"$log" 2>&1
 rc=$?
@@ -108,7 +109,7 @@ echo "   aarch64: $((total - failed)) passed, $failed failed, $((all - planned))
 echo "== aarch64: make deb ARCH=arm64"
 t3=$(date +%s)
 debdir="$B-deb"
-make deb ARCH=arm64 DEB_BUILD="$debdir" JOBS="$JOBS" >"$B.deb.log" 2>&1 || { tail -40 "$B.deb.log"; fail "make deb ARCH=arm64"; }
+make deb ARCH=arm64 DEB_BUILD="$debdir" JOBS="$JOBS" >"$B/step-deb.log" 2>&1 || { tail -40 "$B/step-deb.log"; fail "make deb ARCH=arm64"; }
 for p in libttft1 libttft-dev ttft-tools python3-ttft; do
   f=$(ls "$debdir/${p}_"*_arm64.deb 2>/dev/null | head -n1)
   [ -n "$f" ] || fail "make deb ARCH=arm64 wrote no ${p}_*_arm64.deb"
@@ -133,13 +134,13 @@ grep -q 'LIBRARY = "/usr/lib/aarch64-linux-gnu/libttft.so.1"' "$x"/usr/lib/pytho
 qemu-aarch64 -L /usr/aarch64-linux-gnu "$x/usr/bin/ttft-report" --help >/dev/null 2>&1 ||
   fail "the packaged ttft-report does not run under qemu-aarch64"
 set +e
-lintian --fail-on error --pedantic --info "$debdir"/*.deb >"$B.lintian.log" 2>&1
+lintian --fail-on error --pedantic --info "$debdir"/*.deb >"$B/step-lintian.log" 2>&1
 rc_lintian=$?
 set -e
-grep -E '^[EWIPX]: ' "$B.lintian.log" | sort | uniq -c | sed 's/^/   /' || true
-echo "   lintian: exit $rc_lintian, $(grep -c '^E: ' "$B.lintian.log" || true) errors, $(grep -c '^W: ' "$B.lintian.log" || true) warnings"
-[ "$rc_lintian" -eq 0 ] && ! grep '^E: ' "$B.lintian.log" >/dev/null || { cat "$B.lintian.log"; fail "lintian found errors"; }
-other=$(grep -E '^W: ' "$B.lintian.log" | grep -vE ': (initial-upload-closes-no-bugs|maintscript-calls-ldconfig) ' || true)
+grep -E '^[EWIPX]: ' "$B/step-lintian.log" | sort | uniq -c | sed 's/^/   /' || true
+echo "   lintian: exit $rc_lintian, $(grep -c '^E: ' "$B/step-lintian.log" || true) errors, $(grep -c '^W: ' "$B/step-lintian.log" || true) warnings"
+[ "$rc_lintian" -eq 0 ] && ! grep '^E: ' "$B/step-lintian.log" >/dev/null || { cat "$B/step-lintian.log"; fail "lintian found errors"; }
+other=$(grep -E '^W: ' "$B/step-lintian.log" | grep -vE ': (initial-upload-closes-no-bugs|maintscript-calls-ldconfig) ' || true)
 [ -z "$other" ] || fail "lintian warnings docs/install.md does not explain: $other"
 t4=$(date +%s)
 echo "   make deb ARCH=arm64 + checks: $((t4 - t3)) s"
