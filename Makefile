@@ -4,6 +4,7 @@
 #   make test                  build everything, run every test
 #   make install PREFIX=DIR    install (DIR may be relative: it is made absolute)
 #   make deb                   Debian packages (build-deb/*.deb: libttft1, libttft-dev, ttft-tools, python3-ttft)
+#   make deb ARCH=arm64        the same for arm64, cross-built (build-deb-arm64/*.deb; docs/install.md)
 #   make bench                 the benchmarks, in a Release build
 # The Makefile works from any directory (make -f path/to/Makefile ...);
 # BUILD and PREFIX are relative to where make runs.
@@ -15,7 +16,12 @@ JOBS    ?= 2
 CMAKE_ARGS ?=
 CTEST_ARGS ?=
 DEMO_ARGS ?= --snapshot $(BUILD)/demo.ttfs
-DEB_BUILD ?= $(BUILD)-deb
+# ARCH: the Debian architecture `make deb` builds for; empty = this
+# machine's. arm64 is cross-built with cmake/toolchain-aarch64-linux-gnu.cmake
+# (gcc-aarch64-linux-gnu, libc6-dev-arm64-cross) into its own directory.
+ARCH    ?=
+DEB_TOOLCHAIN_arm64 := $(SRC)/cmake/toolchain-aarch64-linux-gnu.cmake
+DEB_BUILD ?= $(BUILD)-deb$(if $(ARCH),-$(ARCH))
 
 # what `make demo` runs, and nothing else: a first run does not wait for
 # the test suite, the benchmarks or the C++ checks
@@ -74,19 +80,27 @@ install: configure
 # Four packages, as Debian splits a library (docs/install.md): libttft1,
 # libttft-dev, ttft-tools, python3-ttft. Compiled with Debian's hardening
 # flags (dpkg-buildflags: stack protector, _FORTIFY_SOURCE, relro) when
-# dpkg-dev is there.
-DEB_FLAGS = $(shell command -v dpkg-buildflags >/dev/null 2>&1 && \
+# dpkg-dev is there — those of ARCH (DEB_HOST_ARCH=arm64: the flags for
+# arm64, not this machine's). The cross packages' libc6 dependency comes
+# from the cross libc's shlibs (CMakeLists.txt, the package part).
+DEB_ENV = $(if $(ARCH),DEB_HOST_ARCH=$(ARCH))
+DEB_FLAGS = $(shell command -v dpkg-buildflags >/dev/null 2>&1 && export $(DEB_ENV) && \
   echo "-DCMAKE_C_FLAGS='$$(dpkg-buildflags --get CFLAGS) $$(dpkg-buildflags --get CPPFLAGS)'" \
        "-DCMAKE_SHARED_LINKER_FLAGS='$$(dpkg-buildflags --get LDFLAGS) -Wl,-z,now'" \
        "-DCMAKE_EXE_LINKER_FLAGS='$$(dpkg-buildflags --get LDFLAGS) -Wl,-z,now'")
+# (GNUInstallDirs picks lib/<multiarch> for /usr only in native builds:
+# the cross build is told, from dpkg-architecture)
+DEB_CROSS = $(if $(ARCH),$(if $(DEB_TOOLCHAIN_$(ARCH)),-DCMAKE_TOOLCHAIN_FILE=$(DEB_TOOLCHAIN_$(ARCH)) \
+  -DCMAKE_INSTALL_LIBDIR=lib/$(shell dpkg-architecture -a$(ARCH) -qDEB_HOST_MULTIARCH 2>/dev/null),\
+  $(error make deb ARCH=$(ARCH): no toolchain file for it; ARCH=arm64 is the one there is)))
 deb:
 	rm -f $(DEB_BUILD)/*.deb
 	cmake -S $(SRC) -B $(DEB_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=/usr \
 	  -DTTFT_BUILD_TESTS=OFF -DTTFT_BUILD_BENCH=OFF -DTTFT_BUILD_EXAMPLES=OFF -DTTFT_DEB_DOCS=ON \
-	  -DTTFT_PYTHON_INSTALL_DIR=lib/python3/dist-packages $(DEB_FLAGS) $(CMAKE_ARGS)
+	  -DTTFT_PYTHON_INSTALL_DIR=lib/python3/dist-packages $(DEB_CROSS) $(DEB_FLAGS) $(CMAKE_ARGS)
 	cmake --build $(DEB_BUILD) -j $(JOBS)
-	cd $(DEB_BUILD) && cpack -G DEB
+	cd $(DEB_BUILD) && $(DEB_ENV) cpack -G DEB
 	@for f in $(DEB_BUILD)/*.deb; do echo "package: $$f"; done
 
 clean:
-	rm -rf $(BUILD) $(BUILD)-bench $(DEB_BUILD)
+	rm -rf $(BUILD) $(BUILD)-bench $(DEB_BUILD) $(BUILD)-deb-arm64

@@ -36,7 +36,14 @@ endif()
 
 # (C compiler, C++ compiler) pairs to test with.
 set(TTFT_CPP_FAMILIES gnu clang)
-if(TTFT_SANITIZE)
+if(CMAKE_CROSSCOMPILING)
+  # a cross build (cmake/toolchain-aarch64-linux-gnu.cmake): the target's
+  # gcc and g++ (aarch64-linux-gnu-g++, the toolchain's CMAKE_CXX_COMPILER),
+  # the programs run under the emulator (TTFT_EMULATOR). clang is not
+  # tried: the header checks are about the language, not the target, and
+  # run natively with both compilers.
+  set(TTFT_CPP_FAMILIES cross)
+elseif(TTFT_SANITIZE)
   if(CMAKE_C_COMPILER_ID MATCHES "Clang")
     set(TTFT_CPP_FAMILIES clang)
   else()
@@ -62,63 +69,73 @@ function(ttft_cpp_test)
   add_test(NAME ${T_NAME}
     COMMAND sh ${TTFT_CPP_RUN} ${T_COMPILER} ${TTFT_CPP_OUT}/${T_NAME} 1
             ${T_FLAGS} ${TTFT_CPP_SAN} -I${TTFT_CPP_INC} ${T_SOURCE} ${link} -pthread)
-  set_tests_properties(${T_NAME} PROPERTIES LABELS "cpp;${T_LIB}" TIMEOUT 300 SKIP_RETURN_CODE 77)
+  set_tests_properties(${T_NAME} PROPERTIES LABELS "cpp;${T_LIB}" TIMEOUT 300 SKIP_RETURN_CODE 77
+                       ENVIRONMENT "TTFT_EMULATOR=${TTFT_EMULATOR}")
 endfunction()
 
 foreach(fam ${TTFT_CPP_FAMILIES})
   if(fam STREQUAL "gnu")
     set(cc gcc)
     set(cxx g++)
+  elseif(fam STREQUAL "cross")
+    set(cc ${CMAKE_C_COMPILER})
+    set(cxx ${CMAKE_CXX_COMPILER})
+    if(NOT cxx)
+      set(cxx ${CMAKE_C_COMPILER}-no-cxx) # run_compiler.sh then says it is missing
+    endif()
   else()
     set(cc clang)
     set(cxx clang++)
   endif()
 
+  # in test names: aarch64-linux-gnu-g++, not /usr/bin/aarch64-linux-gnu-g++
+  get_filename_component(_cxx_name ${cxx} NAME)
+  get_filename_component(_cc_name ${cc} NAME)
   # a system_clock time point does not compile, with a message naming the
   # clock (ttft::Time); the message is the pass condition
-  add_test(NAME cpp_system_clock_refused_${cxx}
-    COMMAND sh ${TTFT_CPP_RUN} ${cxx} ${TTFT_CPP_OUT}/cpp_system_clock_refused_${cxx} 0
+  add_test(NAME cpp_system_clock_refused_${_cxx_name}
+    COMMAND sh ${TTFT_CPP_RUN} ${cxx} ${TTFT_CPP_OUT}/cpp_system_clock_refused_${_cxx_name} 0
             -std=c++17 -I${TTFT_CPP_INC} ${TTFT_CPP_SRC}/system_clock_refused.cpp
             $<TARGET_FILE:ttft_shared>)
-  set_tests_properties(cpp_system_clock_refused_${cxx} PROPERTIES LABELS "cpp;shared" TIMEOUT 300
+  set_tests_properties(cpp_system_clock_refused_${_cxx_name} PROPERTIES LABELS "cpp;shared" TIMEOUT 300
     SKIP_RETURN_CODE 77
     PASS_REGULAR_EXPRESSION "system_clock is a wall clock; the library's clock is CLOCK_MONOTONIC")
 
   foreach(std 17 20)
-    ttft_cpp_test(NAME cpp_hpp_${cxx}_cxx${std}_shared COMPILER ${cxx} LIB shared
+    ttft_cpp_test(NAME cpp_hpp_${_cxx_name}_cxx${std}_shared COMPILER ${cxx} LIB shared
       SOURCE ${TTFT_CPP_SRC}/test_hpp.cpp FLAGS -std=c++${std} -O1 -g ${TTFT_CXX_WARN} ${TTFT_CPP_HTTP})
   endforeach()
-  ttft_cpp_test(NAME cpp_hpp_${cxx}_cxx17_static COMPILER ${cxx} LIB static
+  ttft_cpp_test(NAME cpp_hpp_${_cxx_name}_cxx17_static COMPILER ${cxx} LIB static
     SOURCE ${TTFT_CPP_SRC}/test_hpp.cpp FLAGS -std=c++17 -O1 -g ${TTFT_CXX_WARN} ${TTFT_CPP_HTTP})
 
   foreach(std c99 c11)
-    ttft_cpp_test(NAME cpp_header_c_${cc}_${std} COMPILER ${cc} LIB shared
+    ttft_cpp_test(NAME cpp_header_c_${_cc_name}_${std} COMPILER ${cc} LIB shared
       SOURCE ${TTFT_CPP_SRC}/header_c.c FLAGS -std=${std} ${TTFT_C_STRICT} -Wdeclaration-after-statement)
   endforeach()
-  ttft_cpp_test(NAME cpp_header_noshort_${cc} COMPILER ${cc} LIB shared
+  ttft_cpp_test(NAME cpp_header_noshort_${_cc_name} COMPILER ${cc} LIB shared
     SOURCE ${TTFT_CPP_SRC}/header_noshort.c FLAGS -std=c99 ${TTFT_C_STRICT})
 
   foreach(std 11 20)
-    ttft_cpp_test(NAME cpp_header_cxx_${cxx}_cxx${std} COMPILER ${cxx} LIB shared
+    ttft_cpp_test(NAME cpp_header_cxx_${_cxx_name}_cxx${std} COMPILER ${cxx} LIB shared
       SOURCE ${TTFT_CPP_SRC}/header_cxx.cpp FLAGS -std=c++${std} -pedantic -Wall -Wextra -Werror -Wshadow -Wconversion -Wundef)
   endforeach()
 
   foreach(example slot_server callback_server)
-    ttft_cpp_test(NAME cpp_example_${example}_${cxx} COMPILER ${cxx} LIB shared
+    ttft_cpp_test(NAME cpp_example_${example}_${_cxx_name} COMPILER ${cxx} LIB shared
       SOURCE ${PROJECT_SOURCE_DIR}/examples/cpp/${example}.cpp FLAGS -std=c++17 -O1 ${TTFT_CXX_WARN})
   endforeach()
 
   if(TTFT_SAMPLES_PYTHON)
-    add_test(NAME cpp_samples_${cxx}
+    add_test(NAME cpp_samples_${_cxx_name}
       COMMAND ${TTFT_SAMPLES_PYTHON} ${TTFT_CPP_SRC}/samples.py --cxx ${cxx}
               --root ${PROJECT_SOURCE_DIR} --lib $<TARGET_FILE:ttft_shared>
-              --out ${TTFT_CPP_OUT}/samples_${cxx} -- ${TTFT_CPP_SAN})
-    set_tests_properties(cpp_samples_${cxx} PROPERTIES LABELS "cpp;shared;docs" TIMEOUT 600
-                         SKIP_RETURN_CODE 77)
+              --out ${TTFT_CPP_OUT}/samples_${_cxx_name} -- ${TTFT_CPP_SAN})
+    set_tests_properties(cpp_samples_${_cxx_name} PROPERTIES LABELS "cpp;shared;docs" TIMEOUT 600
+                         SKIP_RETURN_CODE 77 ENVIRONMENT "TTFT_EMULATOR=${TTFT_EMULATOR}")
   else()
     # No silent skip: a test that says what is missing and fails.
-    add_test(NAME cpp_samples_${cxx} COMMAND ${CMAKE_COMMAND} -E echo
+    add_test(NAME cpp_samples_${_cxx_name} COMMAND ${CMAKE_COMMAND} -E echo
       "FAIL: cpp_samples needs python3 to extract the samples")
-    set_tests_properties(cpp_samples_${cxx} PROPERTIES FAIL_REGULAR_EXPRESSION "FAIL:" LABELS cpp)
+    set_tests_properties(cpp_samples_${_cxx_name} PROPERTIES FAIL_REGULAR_EXPRESSION "FAIL:" LABELS cpp)
   endif()
 endforeach()

@@ -7,6 +7,7 @@
 # A missing tool (promtool, prometheus, python3-prometheus-client) fails the
 # test under CI (CI set) and skips it (exit 77) elsewhere.
 
+ttft_runner(_expose ttft_prom_expose $<TARGET_FILE:ttft_prom_expose>)
 add_executable(ttft_prom_expose ${CMAKE_CURRENT_SOURCE_DIR}/prom/expose.c)
 target_link_libraries(ttft_prom_expose PRIVATE ttft_static m)
 target_include_directories(ttft_prom_expose PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
@@ -28,32 +29,34 @@ endif()
 
 add_test(NAME prom_promtool
   COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/prom/check_promtool.sh
-          $<TARGET_FILE:ttft_prom_expose> ${CMAKE_CURRENT_BINARY_DIR}/prom_promtool)
+          ${_expose} ${CMAKE_CURRENT_BINARY_DIR}/prom_promtool)
 add_test(NAME prom_python_parse
   COMMAND ${TTFT_PROM_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/prom/parse_client.py
-          $<TARGET_FILE:ttft_prom_expose> ${CMAKE_CURRENT_BINARY_DIR}/prom_python)
+          ${_expose} ${CMAKE_CURRENT_BINARY_DIR}/prom_python)
 set_tests_properties(prom_promtool prom_python_parse PROPERTIES
   LABELS "prometheus" SKIP_RETURN_CODE 77 TIMEOUT 120)
 
 if(TTFT_WITH_HTTP AND TTFT_HAVE_PTHREADS)
+  ttft_runner(_workload ttft_prom_workload $<TARGET_FILE:ttft_prom_workload>)
   add_executable(ttft_prom_workload ${CMAKE_CURRENT_SOURCE_DIR}/prom/workload.c)
   target_link_libraries(ttft_prom_workload PRIVATE ttft_static m)
   target_include_directories(ttft_prom_workload PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
   target_compile_options(ttft_prom_workload PRIVATE ${TTFT_WARNINGS})
   add_test(NAME prom_scrape
     COMMAND ${TTFT_PROM_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/prom/scrape_test.py
-            $<TARGET_FILE:ttft_prom_workload> "${TTFT_PROMETHEUS_BIN}")
+            ${_workload} "${TTFT_PROMETHEUS_BIN}")
   set_tests_properties(prom_scrape PROPERTIES
     LABELS "prometheus;integration" SKIP_RETURN_CODE 77 TIMEOUT 90)
   # prom_exemplars: two real Prometheus servers (exemplar-storage, and
   # exemplar-storage,native-histograms) scrape exemplars; query_exemplars
   # returns the slowest requests' trace ids (issue 19)
+  ttft_runner(_exemplar_workload ttft_prom_exemplar_workload $<TARGET_FILE:ttft_prom_exemplar_workload>)
   add_executable(ttft_prom_exemplar_workload ${CMAKE_CURRENT_SOURCE_DIR}/prom/exemplar_workload.c)
   target_link_libraries(ttft_prom_exemplar_workload PRIVATE ttft_static m)
   target_compile_options(ttft_prom_exemplar_workload PRIVATE ${TTFT_WARNINGS})
   add_test(NAME prom_exemplars
     COMMAND ${TTFT_PROM_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/prom/exemplar_test.py
-            $<TARGET_FILE:ttft_prom_exemplar_workload> "${TTFT_PROMETHEUS_BIN}")
+            ${_exemplar_workload} "${TTFT_PROMETHEUS_BIN}")
   set_tests_properties(prom_exemplars PROPERTIES
     LABELS "prometheus;integration" SKIP_RETURN_CODE 77 TIMEOUT 90)
 endif()
@@ -70,13 +73,14 @@ endif()
 #                            within 1 % of the exact union; every dashboard
 #                            expression and rule evaluated on the real server;
 #                            injected stall causes (>= 95 % attributed each)
+ttft_runner(_expose_pb ttft_prom_expose_pb $<TARGET_FILE:ttft_prom_expose_pb>)
 add_executable(ttft_prom_expose_pb ${CMAKE_CURRENT_SOURCE_DIR}/prom/expose_pb.c)
 target_link_libraries(ttft_prom_expose_pb PRIVATE ttft_static m)
 target_include_directories(ttft_prom_expose_pb PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 target_compile_options(ttft_prom_expose_pb PRIVATE ${TTFT_WARNINGS})
 add_test(NAME prom_protobuf_roundtrip
   COMMAND ${TTFT_PROM_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/prom/pb_roundtrip.py
-          $<TARGET_FILE:ttft_prom_expose_pb> ${CMAKE_CURRENT_BINARY_DIR}/prom_protobuf)
+          ${_expose_pb} ${CMAKE_CURRENT_BINARY_DIR}/prom_protobuf)
 add_test(NAME prom_dashboard_lint
   COMMAND ${TTFT_PROM_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/prom/check_dashboard.py
           ${PROJECT_SOURCE_DIR}/deploy/grafana/ttft-dashboard.json
@@ -89,12 +93,13 @@ set_tests_properties(prom_protobuf_roundtrip prom_dashboard_lint prom_rules_chec
   PROPERTIES LABELS "prometheus" SKIP_RETURN_CODE 77 TIMEOUT 120)
 
 if(TTFT_WITH_HTTP AND TTFT_HAVE_PTHREADS)
+  ttft_runner(_replica ttft_prom_replica $<TARGET_FILE:ttft_prom_replica>)
   add_executable(ttft_prom_replica ${CMAKE_CURRENT_SOURCE_DIR}/prom/replica.c)
   target_link_libraries(ttft_prom_replica PRIVATE ttft_static m)
   target_compile_options(ttft_prom_replica PRIVATE ${TTFT_WARNINGS})
   add_test(NAME prom_fleet
     COMMAND ${TTFT_PROM_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/prom/fleet_test.py
-            $<TARGET_FILE:ttft_prom_replica> "${TTFT_PROMETHEUS_BIN}"
+            ${_replica} "${TTFT_PROMETHEUS_BIN}"
             --dashboard ${PROJECT_SOURCE_DIR}/deploy/grafana/ttft-dashboard.json
             --rules ${PROJECT_SOURCE_DIR}/deploy/prometheus/ttft.rules.yml)
   # one Prometheus-server test at a time on a 2-core machine; ~50 s alone,
@@ -127,12 +132,14 @@ if(TTFT_WITH_HTTP AND TTFT_HAVE_PTHREADS)
   # the workers' ledgers, every rule and dashboard expression within 1 %,
   # the --by-process view sums to the merged one. ~3 min.
   if(TTFT_BUILD_TOOLS AND TARGET ttft_shared)
+    ttft_runner(_mp_exporter ttft-exporter $<TARGET_FILE:ttft-exporter>)
+    ttft_runner(_mp_worker ttft_prom_mp_worker $<TARGET_FILE:ttft_prom_mp_worker>)
     add_executable(ttft_prom_mp_worker ${CMAKE_CURRENT_SOURCE_DIR}/prom/mp_worker.c)
     target_link_libraries(ttft_prom_mp_worker PRIVATE ttft_static m)
     target_compile_options(ttft_prom_mp_worker PRIVATE ${TTFT_WARNINGS})
     add_test(NAME prom_multiproc
       COMMAND ${TTFT_PROM_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/prom/multiproc_test.py
-              $<TARGET_FILE:ttft_prom_mp_worker> $<TARGET_FILE:ttft-exporter>
+              ${_mp_worker} ${_mp_exporter}
               "${TTFT_PROMETHEUS_BIN}"
               --python-worker ${CMAKE_CURRENT_SOURCE_DIR}/prom/mp_worker.py
               --dashboard ${PROJECT_SOURCE_DIR}/deploy/grafana/ttft-dashboard.json

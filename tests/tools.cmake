@@ -6,9 +6,10 @@ if(TTFT_BUILD_TOOLS)
   target_link_libraries(ttft-mksnap PRIVATE ttft_static m)
   target_compile_options(ttft-mksnap PRIVATE ${TTFT_WARNINGS})
   target_compile_definitions(ttft-mksnap PRIVATE _GNU_SOURCE)
+  ttft_runner(_report ttft-report $<TARGET_FILE:ttft-report>)
+  ttft_runner(_mksnap ttft-mksnap $<TARGET_FILE:ttft-mksnap>)
   add_test(NAME tools_report
-           COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/tools/test_report.sh
-                   $<TARGET_FILE:ttft-report> $<TARGET_FILE:ttft-mksnap>
+           COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/tools/test_report.sh ${_report} ${_mksnap}
                    ${CMAKE_CURRENT_BINARY_DIR}/tools_report.d)
   set_tests_properties(tools_report PROPERTIES LABELS "tools" TIMEOUT 300)
   # ttft-report --capacity over a synthetic sweep with an exact answer
@@ -26,9 +27,10 @@ endif()
 # tools/ttft-exporter end to end (tests/tools/test_exporter.sh): start,
 # scrape, SIGTERM/SIGINT, bad directories, a busy port. Needs python3.
 if(TTFT_BUILD_TOOLS AND TTFT_HAVE_HTTP) # (the tools directory comes later)
+  ttft_runner(_exporter ttft-exporter $<TARGET_FILE:ttft-exporter>)
   add_test(NAME tools_exporter
            COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/tools/test_exporter.sh
-                   $<TARGET_FILE:ttft-exporter> ${CMAKE_CURRENT_BINARY_DIR}/tools_exporter.d)
+                   ${_exporter} ${CMAKE_CURRENT_BINARY_DIR}/tools_exporter.d)
   set_tests_properties(tools_exporter PROPERTIES LABELS "tools" TIMEOUT 120 SKIP_RETURN_CODE 77)
 endif()
 # tools/ttft-top as a person uses it (tests/tools/test_top.sh): a server of
@@ -41,9 +43,10 @@ if(TTFT_BUILD_TOOLS AND TTFT_HAVE_HTTP)
   target_link_libraries(ttft-top-server PRIVATE ttft_static)
   target_compile_options(ttft-top-server PRIVATE ${TTFT_WARNINGS})
   target_compile_definitions(ttft-top-server PRIVATE _GNU_SOURCE)
+  ttft_runner(_top ttft-top ${CMAKE_BINARY_DIR}/tools/ttft-top)
+  ttft_runner(_top_server ttft-top-server $<TARGET_FILE:ttft-top-server>)
   add_test(NAME tools_top
-           COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/tools/test_top.sh
-                   ${CMAKE_BINARY_DIR}/tools/ttft-top $<TARGET_FILE:ttft-top-server>
+           COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/tools/test_top.sh ${_top} ${_top_server}
                    ${CMAKE_CURRENT_BINARY_DIR}/tools_top.d)
   set_tests_properties(tools_top PROPERTIES LABELS "tools" TIMEOUT 240 SKIP_RETURN_CODE 77)
 endif()
@@ -58,9 +61,10 @@ if(TTFT_BUILD_TOOLS AND TTFT_HAVE_HTTP)
   target_link_libraries(ttft-top-dir-worker PRIVATE ttft_static)
   target_compile_options(ttft-top-dir-worker PRIVATE ${TTFT_WARNINGS})
   target_compile_definitions(ttft-top-dir-worker PRIVATE _GNU_SOURCE)
+  ttft_runner(_top ttft-top ${CMAKE_BINARY_DIR}/tools/ttft-top)
+  ttft_runner(_top_dir_worker ttft-top-dir-worker $<TARGET_FILE:ttft-top-dir-worker>)
   add_test(NAME tools_top_dir
-           COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/tools/test_top_dir.sh
-                   ${CMAKE_BINARY_DIR}/tools/ttft-top $<TARGET_FILE:ttft-top-dir-worker>
+           COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/tools/test_top_dir.sh ${_top} ${_top_dir_worker}
                    ${CMAKE_CURRENT_BINARY_DIR}/tools_top_dir.d)
   set_tests_properties(tools_top_dir PROPERTIES LABELS "tools" TIMEOUT 240 SKIP_RETURN_CODE 77)
 endif()

@@ -130,9 +130,13 @@ static void json_by_status(ttft__sb *sb, const ttft__sclass *c) {
     json_key(sb, ttft_status_name((ttft_status)st), &first);
     int f2 = 1;
     ttft__sb_puts(sb, "{");
+    /* views[] is in view order, ttft__status_view(views[v]) == v: indexed
+     * by v, as aarch64 gcc 12 cannot see that the lookup is never -1
+     * (-Warray-bounds) */
     for (int v = 0; v < TTFT__STATUS_VIEWS; v++) {
+      TTFT_ASSERT(ttft__status_view(views[v]) == v);
       json_key(sb, ttft_metric_name(views[v]), &f2);
-      json_hist(sb, c->sv[st][ttft__status_view(views[v])],
+      json_hist(sb, c->sv[st][v],
                 views[v] == TTFT_METRIC_OUTPUT_TOKENS ? "tokens" : "ns");
     }
     ttft__sb_puts(sb, "}");

@@ -1,8 +1,9 @@
 #!/bin/sh
 # run_compiler.sh COMPILER OUTPUT RUN ARGS...
 # Compile ARGS with COMPILER into OUTPUT (a program), then run it when RUN
-# is 1. A missing compiler fails under CI (CI set) and is reported as a
-# skip (exit 77, shown by ctest as "Skipped") elsewhere.
+# is 1 (through $TTFT_EMULATOR when set: a cross build, tests/cpp.cmake).
+# A missing compiler fails under CI (CI set) and is reported as a skip
+# (exit 77, shown by ctest as "Skipped") elsewhere.
 set -eu
 cc=$1 out=$2 run=$3
 shift 3
@@ -18,6 +19,7 @@ mkdir -p "$(dirname "$out")"
 echo "+ $cc $* -o $out"
 "$cc" "$@" -o "$out"
 if [ "$run" = 1 ]; then
-  echo "+ $out"
-  "$out"
+  echo "+ ${TTFT_EMULATOR:+$TTFT_EMULATOR }$out"
+  # shellcheck disable=SC2086 # the emulator's command line is words
+  ${TTFT_EMULATOR:-} "$out"
 fi

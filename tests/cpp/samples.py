@@ -18,6 +18,7 @@ import argparse
 import glob
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -105,6 +106,8 @@ def main():
 
     os.makedirs(a.out, exist_ok=True)
     libdir = os.path.dirname(os.path.abspath(a.lib))
+    # a cross build runs the samples under its emulator (tests/cpp.cmake)
+    emulator = shlex.split(os.environ.get("TTFT_EMULATOR", ""))
     failures = ran = 0
     for rel, line, code in samples:
         name = re.sub(r"[^A-Za-z0-9]+", "_", rel) + "_%d" % line
@@ -126,7 +129,7 @@ def main():
             continue
         if has_main:
             try:
-                run = subprocess.run([exe], capture_output=True, text=True, timeout=120)
+                run = subprocess.run(emulator + [exe], capture_output=True, text=True, timeout=120)
             except subprocess.TimeoutExpired:
                 failures += 1
                 print("FAILED %s: did not finish within 120 s" % what)

@@ -978,6 +978,7 @@ def main():
         print("ok   %d rounds recorded: %d TTFT, %d TPOT, %d ITL, %d E2E values in the union"
               % (ROUNDS + 1, counts[0], counts[1], counts[2], counts[3]), flush=True)
         for prom, fmt in ((native, "histogram_count(sum(%s))"), (classic, "sum(%s_count)")):
+            got = None  # (the budget may be spent before the first query)
             while left() > 30:
                 got = [scalar(prom.addr, fmt % fam) for _, fam in METRICS]
                 if got == [float(c) for c in counts]:

@@ -232,7 +232,9 @@ a, b, m = (json.load(open(p)) for p in sys.argv[1:4])
 sec = a["interval"]["seconds"] + b["interval"]["seconds"]
 tok = m["counters"]["tokens"] if "counters" in m else None
 ms = m["interval"]["seconds"]
-ok = abs(ms - sec) <= 1e-6 * max(sec, 1e-9) + 1e-9 and ms < 0.5
+# (no bound on the windows' own length: under an emulator each mksnap run
+# is slower; equal to their sum, the merged interval excludes the pause)
+ok = abs(ms - sec) <= 1e-6 * max(sec, 1e-9) + 1e-9
 tps = m["throughput"]["tokens_per_second"]
 want = (a["throughput"]["tokens_per_second"] * a["interval"]["seconds"] +
         b["throughput"]["tokens_per_second"] * b["interval"]["seconds"]) / sec
