@@ -505,7 +505,14 @@ static int start(ttft_registry *r, ttft_gather *g, const char *addr, const ttft_
    * the application are never delivered to it. */
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
-  i = pthread_create(&srv->thread, NULL, serve, srv);
+  {
+    pthread_attr_t attr; /* musl's default stack is 128 KiB: at least TTFT__THREAD_STACK */
+    i = ttft__thread_attr(&attr);
+    if (i == 0) {
+      i = pthread_create(&srv->thread, &attr, serve, srv);
+      pthread_attr_destroy(&attr);
+    }
+  }
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   if (i != 0) {
     fork_unlink(srv);
