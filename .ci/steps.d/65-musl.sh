@@ -21,15 +21,17 @@ cd "$(dirname "$0")/../.."
 JOBS="${JOBS:-2}"
 FLOOR="${TTFT_MUSL_FLOOR:-800}"
 B="${BUILD_MUSL:-build-ci-musl}"
+L="$B-logs" # (the build directories are ignored by git: /build*/)
+mkdir -p "$L"
 fail() { echo "musl: FAIL: $*"; exit 1; }
 command -v musl-gcc >/dev/null || fail "musl-gcc is missing (.ci/packages.d/musl.txt)"
 start=$(date +%s)
 
 t0=$(date +%s)
 cmake -S . -B "$B" -DCMAKE_TOOLCHAIN_FILE=cmake/toolchain-musl.cmake -DTTFT_WERROR=ON \
-  -DTTFT_BUILD_BENCH=OFF >"$B.configure.log" 2>&1 || { cat "$B.configure.log"; fail "configure"; }
-grep "musl:" "$B.configure.log" || true
-cmake --build "$B" -j "$JOBS" >"$B.build.log" 2>&1 || { tail -40 "$B.build.log"; fail "build"; }
+  -DTTFT_BUILD_BENCH=OFF >"$L/configure.log" 2>&1 || { cat "$L/configure.log"; fail "configure"; }
+grep "musl:" "$L/configure.log" || true
+cmake --build "$B" -j "$JOBS" >"$L/build.log" 2>&1 || { tail -40 "$L/build.log"; fail "build"; }
 echo "   (musl build: $(( $(date +%s) - t0 ))s)"
 
 t0=$(date +%s)
@@ -54,16 +56,16 @@ echo "== musl ctest: $((total - failed)) passed, $failed failed, $total run (flo
 t0=$(date +%s)
 cmake -S . -B "$B-nokh" -DCMAKE_TOOLCHAIN_FILE=cmake/toolchain-musl.cmake -DTTFT_WERROR=ON \
   -DTTFT_MUSL_KERNEL_HEADERS=OFF -DTTFT_BUILD_TESTS=OFF -DTTFT_BUILD_BENCH=OFF \
-  -DTTFT_BUILD_TOOLS=OFF -DTTFT_BUILD_EXAMPLES=OFF -DTTFT_INSTALL_PYTHON=OFF >"$B-nokh.log" 2>&1 ||
-  { cat "$B-nokh.log"; fail "configure without kernel headers"; }
-grep "linux/membarrier.h - not found" "$B-nokh.log" >/dev/null ||
+  -DTTFT_BUILD_TOOLS=OFF -DTTFT_BUILD_EXAMPLES=OFF -DTTFT_INSTALL_PYTHON=OFF >"$L/nokh.log" 2>&1 ||
+  { cat "$L/nokh.log"; fail "configure without kernel headers"; }
+grep "linux/membarrier.h - not found" "$L/nokh.log" >/dev/null ||
   fail "the build without kernel headers found <linux/membarrier.h>"
-cmake --build "$B-nokh" -j "$JOBS" --target ttft_static ttft_shared >>"$B-nokh.log" 2>&1 ||
-  { tail -40 "$B-nokh.log"; fail "the library without kernel headers"; }
+cmake --build "$B-nokh" -j "$JOBS" --target ttft_static ttft_shared >>"$L/nokh.log" 2>&1 ||
+  { tail -40 "$L/nokh.log"; fail "the library without kernel headers"; }
 echo "   (musl library without kernel headers: $(( $(date +%s) - t0 ))s)"
 
 t0=$(date +%s)
-make static-tools BUILD="$B" JOBS="$JOBS" >"$B.static.log" 2>&1 || { tail -40 "$B.static.log"; fail "make static-tools"; }
+make static-tools BUILD="$B" JOBS="$JOBS" >"$L/static.log" 2>&1 || { tail -40 "$L/static.log"; fail "make static-tools"; }
 sh tests/tools/check_static.sh "$B-static" "$B-static/examples/ttft-demo" || fail "static tools"
 echo "   (static tools: $(( $(date +%s) - t0 ))s)"
 el=$(( $(date +%s) - start ))
