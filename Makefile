@@ -6,6 +6,8 @@
 #   make deb                   Debian packages (build-deb/*.deb: libttft1, libttft-dev, ttft-tools, python3-ttft)
 #   make deb ARCH=arm64        the same for arm64, cross-built (build-deb-arm64/*.deb; docs/install.md)
 #   make bench                 the benchmarks, in a Release build
+#   make static-tools          ttft-report and ttft-exporter linked fully static against musl
+#                              ($(BUILD)-static/tools/; needs musl-gcc: docs/install.md, "musl")
 # The Makefile works from any directory (make -f path/to/Makefile ...);
 # BUILD and PREFIX are relative to where make runs.
 SRC     := $(patsubst %/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))
@@ -30,7 +32,7 @@ DEMO_TARGETS := ttft-demo ttft-report $(if $(wildcard /usr/include/ncurses.h /us
 # ttft-tools: ttft-report, ttft-exporter and ttft-top, those this build has)
 INSTALL_TARGETS := ttft_shared ttft_static ttft-tools
 
-.PHONY: all build demo test bench install deb clean configure
+.PHONY: all build demo test bench install deb clean configure static-tools
 
 all: build
 
@@ -102,5 +104,21 @@ deb:
 	cd $(DEB_BUILD) && $(DEB_ENV) cpack -G DEB
 	@for f in $(DEB_BUILD)/*.deb; do echo "package: $$f"; done
 
+# Release artefacts that run on any x86-64 (or aarch64, built there) Linux,
+# glibc or musl, with no library beside them: the tools linked statically
+# against musl (cmake/toolchain-musl.cmake). ttft-top is not among them:
+# it needs ncurses, and there is no musl ncurses to link here (Debian
+# packages none); on Alpine, `apk add ncurses-static` would provide one.
+# tests/tools/check_static.sh checks the result (CI: .ci/steps.d/65-musl.sh).
+STATIC_BUILD ?= $(BUILD)-static
+STATIC_TOOLS := ttft-report ttft-exporter
+static-tools:
+	cmake -S $(SRC) -B $(STATIC_BUILD) -DCMAKE_TOOLCHAIN_FILE=$(SRC)/cmake/toolchain-musl.cmake \
+	  -DCMAKE_BUILD_TYPE=Release -DCMAKE_EXE_LINKER_FLAGS=-static -DTTFT_BUILD_TESTS=OFF \
+	  -DTTFT_BUILD_BENCH=OFF -DTTFT_BUILD_EXAMPLES=ON -DTTFT_INSTALL_PYTHON=OFF $(CMAKE_ARGS)
+	cmake --build $(STATIC_BUILD) -j $(JOBS) --target $(STATIC_TOOLS) ttft-demo
+	@for t in $(STATIC_TOOLS); do strip -o $(STATIC_BUILD)/$$t $(STATIC_BUILD)/tools/$$t; \
+	  echo "static: $(STATIC_BUILD)/$$t ($$(wc -c <$(STATIC_BUILD)/$$t) bytes)"; done
+
 clean:
-	rm -rf $(BUILD) $(BUILD)-bench $(DEB_BUILD) $(BUILD)-deb-arm64
+	rm -rf $(BUILD) $(BUILD)-bench $(DEB_BUILD) $(BUILD)-deb-arm64 $(BUILD)-static

@@ -18,6 +18,10 @@
 #                              main() are linked and run
 # Under TTFT_SANITIZE only the compiler family that built the library is used
 # (sanitizer runtimes of gcc and clang do not mix), with the same flags.
+if(TTFT_MUSL) # cmake/toolchain-musl.cmake: no C++ library for musl-gcc
+  message(STATUS "musl: tests/cpp.cmake not registered (C++ needs a musl libstdc++; the host's g++/clang++ link glibc)")
+  return()
+endif()
 
 set(TTFT_CPP_SRC ${CMAKE_CURRENT_SOURCE_DIR}/cpp)
 set(TTFT_CPP_OUT ${CMAKE_CURRENT_BINARY_DIR}/cpp)

@@ -3,6 +3,10 @@
 # header documents the markers for fragments, wrappers and compile-only
 # samples). Labelled python and cpp as well: it loads libttft into Python
 # and compiles C++ outside CMake's flags, which the sanitizer builds skip.
+if(TTFT_MUSL) # the samples run in the host's CPython and C++ (glibc)
+  message(STATUS "musl: docs_samples not registered (Python and C++ samples: the host's glibc CPython cannot load a musl libttft.so)")
+  return()
+endif()
 find_program(TTFT_DOCS_PYTHON NAMES python3)
 find_program(TTFT_DOCS_CXX NAMES g++ c++)
 if(NOT TTFT_DOCS_PYTHON)

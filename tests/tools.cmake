@@ -38,7 +38,7 @@ endif()
 # the screen), batch JSON frames against the exact workload deltas, a
 # restart, fake endpoints (garbage, a newer snapshot version, silent, down).
 # Needs tmux (and python3 to read the JSON): missing under CI fails.
-if(TTFT_BUILD_TOOLS AND TTFT_HAVE_HTTP)
+if(TTFT_BUILD_TOOLS AND TTFT_HAVE_HTTP AND NOT TTFT_MUSL) # musl: no ncurses, no ttft-top
   add_executable(ttft-top-server ${CMAKE_CURRENT_SOURCE_DIR}/tools/top_server.c)
   target_link_libraries(ttft-top-server PRIVATE ttft_static)
   target_compile_options(ttft-top-server PRIVATE ${TTFT_WARNINGS})
@@ -56,7 +56,7 @@ endif()
 # process that exits and one that starts between frames, an empty, a
 # missing and a group-writable directory, and the screen in tmux. Needs
 # tmux and python3: missing under CI fails.
-if(TTFT_BUILD_TOOLS AND TTFT_HAVE_HTTP)
+if(TTFT_BUILD_TOOLS AND TTFT_HAVE_HTTP AND NOT TTFT_MUSL) # musl: no ncurses, no ttft-top
   add_executable(ttft-top-dir-worker ${CMAKE_CURRENT_SOURCE_DIR}/tools/top_dir_worker.c)
   target_link_libraries(ttft-top-dir-worker PRIVATE ttft_static)
   target_compile_options(ttft-top-dir-worker PRIVATE ${TTFT_WARNINGS})

@@ -26,6 +26,18 @@
 #endif
 
 /* ------------------------------------------------------------ allocation */
+#if TTFT_HAVE_PTHREADS
+#include <pthread.h>
+/* The library's own threads (the endpoint's, the publisher's) are created
+ * with at least TTFT__THREAD_STACK bytes of stack, whatever the C
+ * library's default: glibc's follows RLIMIT_STACK (8 MiB here), musl's is
+ * 128 KiB. Their deepest path (the endpoint gathering a shared directory:
+ * gather's take_once alone has a 35 KB frame, -fstack-usage) needs some
+ * 60 KB: 512 KiB leaves room for the C library's own frames. A larger
+ * default is kept. 0 or an errno (attr is then destroyed). */
+#define TTFT__THREAD_STACK ((size_t)512 << 10)
+TTFT_HIDDEN int ttft__thread_attr(pthread_attr_t *attr);
+#endif
 TTFT_HIDDEN void ttft__allocator_current(ttft_allocator *out);
 TTFT_HIDDEN void *ttft__alloc(const ttft_allocator *a, size_t n);  /* zeroed */
 TTFT_HIDDEN void ttft__free(const ttft_allocator *a, void *p);

@@ -12,8 +12,10 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#if defined(__linux__)
+#if TTFT_HAVE_GETRANDOM
 #include <sys/random.h>
+#endif
+#if defined(__linux__)
 #include <sys/vfs.h>
 #endif
 
@@ -147,7 +149,7 @@ void ttft__seg_self(ttft__seg_id *id) {
   id->pid = (uint64_t)getpid();
   id->start_ticks = start_ticks_self();
   uint64_t r = 0;
-#if defined(__linux__)
+#if TTFT_HAVE_GETRANDOM
   if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r) r = 0;
 #endif
   if (r == 0) {

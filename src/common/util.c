@@ -5,6 +5,19 @@
 
 #include "common/internal.h"
 
+#if TTFT_HAVE_PTHREADS
+int ttft__thread_attr(pthread_attr_t *attr) {
+  int e = pthread_attr_init(attr);
+  if (e) return e;
+  size_t now = 0;
+  if (pthread_attr_getstacksize(attr, &now) != 0 || now < TTFT__THREAD_STACK) {
+    e = pthread_attr_setstacksize(attr, TTFT__THREAD_STACK);
+    if (e) pthread_attr_destroy(attr);
+  }
+  return e;
+}
+#endif
+
 /* ---------------------------------------------------------------- version */
 unsigned ttft_version_number(void) { return TTFT_VERSION_NUMBER; }
 const char *ttft_version_string(void) { return TTFT_VERSION_STRING; }

@@ -313,7 +313,12 @@ static int thread_start(struct ttft__pub *p) {
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
   p->stop = 0;
-  int e = pthread_create(&p->thread, NULL, pub_main, p);
+  pthread_attr_t attr; /* musl's default stack is 128 KiB: at least TTFT__THREAD_STACK */
+  int e = ttft__thread_attr(&attr);
+  if (e == 0) {
+    e = pthread_create(&p->thread, &attr, pub_main, p);
+    pthread_attr_destroy(&attr);
+  }
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   p->running = e == 0;
   return e;

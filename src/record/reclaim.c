@@ -253,7 +253,17 @@
 
 #if defined(__linux__)
 #include <fcntl.h>
+#if TTFT_HAVE_LINUX_MEMBARRIER_H
 #include <linux/membarrier.h>
+#elif TTFT_HAVE_SYS_MEMBARRIER_H
+#include <sys/membarrier.h> /* musl: the constants (membarrier() itself is not used) */
+#else
+/* the kernel's ABI (include/uapi/linux/membarrier.h), for a libc without
+ * either header */
+#define MEMBARRIER_CMD_QUERY 0
+#define MEMBARRIER_CMD_PRIVATE_EXPEDITED (1 << 3)
+#define MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED (1 << 4)
+#endif
 #include <sys/syscall.h>
 #include <unistd.h>
 #endif

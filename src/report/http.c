@@ -283,7 +283,7 @@ void ttft__http_route(ttft_http *srv, http_conn *c, const ttft__http_req *q, uin
 static void *serve(void *arg) {
   ttft_http *srv = arg;
   int i;
-#if defined(__GLIBC__)
+#if TTFT_HAVE_PTHREAD_SETNAME_NP
   pthread_setname_np(pthread_self(), "ttft-http");
 #endif
   ttft__http_server_lock(srv);
@@ -414,9 +414,9 @@ static int listen_on(const struct sockaddr_storage *ss, socklen_t len, int *port
 
 /* errno e as text, thread-safe (strerror is not). */
 static const char *err_text(int e, char *buf, size_t cap) {
-#if defined(__GLIBC__) && defined(_GNU_SOURCE)
+#if TTFT_STRERROR_R_CHAR_P
   return strerror_r(e, buf, cap); /* GNU: may return a static string */
-#else
+#else /* XSI (musl): 0 or an error number */
   if (strerror_r(e, buf, cap) != 0) snprintf(buf, cap, "errno %d", e);
   return buf;
 #endif
@@ -505,7 +505,14 @@ static int start(ttft_registry *r, ttft_gather *g, const char *addr, const ttft_
    * the application are never delivered to it. */
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
-  i = pthread_create(&srv->thread, NULL, serve, srv);
+  {
+    pthread_attr_t attr; /* musl's default stack is 128 KiB: at least TTFT__THREAD_STACK */
+    i = ttft__thread_attr(&attr);
+    if (i == 0) {
+      i = pthread_create(&srv->thread, &attr, serve, srv);
+      pthread_attr_destroy(&attr);
+    }
+  }
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   if (i != 0) {
     fork_unlink(srv);
