@@ -65,7 +65,7 @@ extern "C" {
 
 /* ----------------------------------------------------------------- version */
 #define TTFT_VERSION_MAJOR 1
-#define TTFT_VERSION_MINOR 2
+#define TTFT_VERSION_MINOR 3
 #define TTFT_VERSION_PATCH 0
 /* MAJOR*10000 + MINOR*100 + PATCH, e.g. 10000 for 1.0.0 */
 #define TTFT_VERSION_NUMBER \

@@ -34,7 +34,7 @@ from ._errors import (ClockError, ClosedError, CorruptError, Error, ExistsError,
                       StaleHandleError)
 from ._snapshot import SlowRequest, Snapshot, merge
 
-__version__ = "1.2.0"
+__version__ = "1.3.0"
 
 METRICS = _lib.METRICS
 COUNTERS = _lib.COUNTERS
@@ -52,7 +52,7 @@ def library_path():
 
 
 def library_version():
-    """The loaded C library's version string, e.g. "1.2.0"."""
+    """The loaded C library's version string, e.g. "1.3.0"."""
     return _lib.load().ttft_version_string().decode("ascii")
 
 

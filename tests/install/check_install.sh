@@ -10,7 +10,7 @@
 #     install records (the Python package's library path) is absolute;
 #  3. pkg-config --static against the archive;
 #  4. the installed shared library exports only ttft_ symbols, SONAME
-#     libttft.so.1, version 1.2.0.
+#     libttft.so.1, version 1.3.0.
 #   usage: check_install.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build_dir=$(cd "$1" && pwd)
@@ -64,9 +64,9 @@ ok "README commands: Python package through PYTHONPATH uses $prefix/lib/libttft.
 out=$("$work/app/build/app")
 [ "$out" = "$expect_app" ] || die "README: find_package build of examples/consumer printed '$out'"
 ok "README commands: examples/consumer from a fresh directory, find_package(ttft) through CMAKE_PREFIX_PATH"
-test "$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --modversion ttft)" = "1.2.0" ||
-  die "pkg-config --modversion ttft is not 1.2.0"
-ok "pkg-config version 1.2.0"
+test "$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --modversion ttft)" = "1.3.0" ||
+  die "pkg-config --modversion ttft is not 1.3.0"
+ok "pkg-config version 1.3.0"
 
 # ---------------------------------------------------------------- 2. relative PREFIX
 mkdir -p "$work/rel"
