@@ -1449,7 +1449,8 @@ TTFT_API void ttft_otlp_config_init(ttft_otlp_config *c);
  * drops that batch. Failed pushes lose nothing (cumulative: the next push
  * carries the totals; delta: the next push's delta starts where the last
  * accepted one ended), memory stays two snapshots and the encoded body;
- * the first failure and the first drop are each said once on stderr.
+ * the first failure and the first drop are each said once on stderr, and
+ * every outcome is counted (ttft_otlp_stats).
  * Returns the pusher, or NULL: r NULL, a bad or https:// URL (refused: no
  * TLS in libttft; push to a local collector), bad headers, a bad
  * struct_size or temporality, out of memory. r must outlive the pusher.
