@@ -1449,7 +1449,8 @@ TTFT_API void ttft_otlp_config_init(ttft_otlp_config *c);
  * drops that batch. Failed pushes lose nothing (cumulative: the next push
  * carries the totals; delta: the next push's delta starts where the last
  * accepted one ended), memory stays two snapshots and the encoded body;
- * the first failure and the first drop are each said once on stderr.
+ * the first failure and the first drop are each said once on stderr, and
+ * every outcome is counted (ttft_otlp_stats).
  * Returns the pusher, or NULL: r NULL, a bad or https:// URL (refused: no
  * TLS in libttft; push to a local collector), bad headers, a bad
  * struct_size or temporality, out of memory. r must outlive the pusher.
@@ -1472,6 +1473,39 @@ TTFT_API int ttft_otlp_start_msg(ttft_registry *r, const ttft_otlp_config *c, tt
  * TTFT_EINVAL (NULL, or a pusher copied into a forked child). Thread-safe;
  * must not race ttft_otlp_stop on o. */
 TTFT_API int ttft_otlp_flush(ttft_otlp *o);
+
+/* What a pusher has done so far (ttft_otlp_stats fills it; named as
+ * ttft_seq_stats fills ttft_seq_info). Counts only grow. */
+typedef struct ttft_otlp_info {
+  size_t struct_size;   /* set by the caller: sizeof(ttft_otlp_info)      */
+  uint64_t pushes;      /* pushes finished: accepted + failed + dropped    */
+  uint64_t accepted;    /* pushes the collector answered 2xx               */
+  uint64_t failed;      /* pushes whose retries ran out (or a stop ended
+                           them): nothing lost, the next push carries
+                           their data (cumulative totals; delta from the
+                           last accepted push)                             */
+  uint64_t dropped;     /* batches refused for good (a status other than
+                           2xx, 429, 502, 503, 504): in delta mode their
+                           observations are lost for the collector          */
+  uint64_t retries;     /* POSTs repeated after 429/502/503/504 or a
+                           connection failure (not counted in pushes)      */
+  uint64_t bytes_sent;  /* request bodies sent, retries included (a POST
+                           whose connection never came up sends nothing)   */
+  int last_status;      /* the last POST's HTTP status; 0 before the first
+                           or when it got no answer                        */
+  char last_error[128]; /* the last failed POST, one line ("HTTP 503",
+                           "connect: Connection refused"); "" when none
+                           has failed; kept after later successes          */
+} ttft_otlp_info;
+
+/* Copy o's counts into *out, filled up to out->struct_size (an older,
+ * smaller struct gets its fields; last_error is cut and NUL-terminated).
+ * The pusher's failures are counted here, not only said once on stderr.
+ * Returns TTFT_OK, or TTFT_EINVAL (o or out NULL, struct_size below the
+ * 1.3 fields up to last_status, a pusher copied into a forked child).
+ * Thread-safe (a short lock the pusher's thread takes once per POST; never
+ * a lock a hook takes); may run beside flush, not beside ttft_otlp_stop. */
+TTFT_API int ttft_otlp_stats(const ttft_otlp *o, ttft_otlp_info *out);
 
 /* Stop: a last push (bounded by timeout_ms; a retry wait in progress ends
  * at once and the last push begins), join the thread, free. In a child

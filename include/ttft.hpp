@@ -1169,6 +1169,16 @@ class OtlpPusher {
     const int rc = ttft_otlp_flush(o_);
     if (rc != TTFT_OK) throw Error(rc, "ttft_otlp_flush");
   }
+  /* What the pusher has done so far (ttft_otlp_stats: pushes, accepted,
+   * failed, dropped, retries, bytes_sent, last_status, last_error); throws
+   * Error(TTFT_EINVAL) when stopped. Not beside stop(). */
+  ttft_otlp_info stats() const {
+    ttft_otlp_info info{};
+    info.struct_size = sizeof info;
+    const int rc = ttft_otlp_stats(o_, &info);
+    if (rc != TTFT_OK) throw Error(rc, "ttft_otlp_stats");
+    return info;
+  }
   void stop() noexcept { ttft_otlp_stop(std::exchange(o_, nullptr)); }
   explicit operator bool() const noexcept { return o_ != nullptr; }
 

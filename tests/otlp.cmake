@@ -19,3 +19,24 @@ add_test(NAME otlp_decode
   COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/otlp/run.sh
           $<TARGET_FILE:ttft_otlp_dump> ${CMAKE_CURRENT_BINARY_DIR}/otlp_decode)
 set_tests_properties(otlp_decode PROPERTIES LABELS "otlp" SKIP_RETURN_CODE 77 TIMEOUT 300)
+
+# The pusher end to end (issue 31.4, the push half):
+#   otlp_push_e2e  tests/otlp/run.sh push: otlp_push_e2e pushes scripted
+#                  timelines with ttft_otlp_start (cumulative, then delta) to
+#                  receiver.js on loopback, which answers 429 (Retry-After: 1),
+#                  503 and a closed connection on purpose and is stopped and
+#                  restarted on the same port; push_check.js asserts what it
+#                  decoded against the final snapshot. About 10 s.
+add_executable(ttft_otlp_push_e2e ${CMAKE_CURRENT_SOURCE_DIR}/otlp/otlp_push_e2e.c)
+target_link_libraries(ttft_otlp_push_e2e PRIVATE ttft_static m)
+target_include_directories(ttft_otlp_push_e2e PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+target_compile_options(ttft_otlp_push_e2e PRIVATE ${TTFT_WARNINGS})
+target_compile_definitions(ttft_otlp_push_e2e PRIVATE _GNU_SOURCE)
+if(TTFT_HAVE_PTHREADS)
+  target_link_libraries(ttft_otlp_push_e2e PRIVATE Threads::Threads)
+endif()
+
+add_test(NAME otlp_push_e2e
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/otlp/run.sh
+          $<TARGET_FILE:ttft_otlp_push_e2e> ${CMAKE_CURRENT_BINARY_DIR}/otlp_push_e2e push)
+set_tests_properties(otlp_push_e2e PROPERTIES LABELS "otlp" SKIP_RETURN_CODE 77 TIMEOUT 300)

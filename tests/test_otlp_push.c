@@ -360,16 +360,15 @@ static ttft_otlp *start_at(ttft_registry *reg, rcv *r, uint32_t timeout_ms, int 
 }
 
 static void counts(ttft_otlp *o, uint64_t failed, uint64_t dropped) {
-#if defined(TTFT_TEST_STATIC)
-  uint64_t f, d;
-  ttft__otlp_counts(o, &f, &d);
-  EXPECT_EQ_U64(failed, f);
-  EXPECT_EQ_U64(dropped, d);
-#else
-  (void)o;
-  (void)failed;
-  (void)dropped;
-#endif
+  ttft_otlp_info st;
+  memset(&st, 0xa5, sizeof st);
+  st.struct_size = sizeof st;
+  EXPECT_ERR(TTFT_OK, ttft_otlp_stats(o, &st));
+  EXPECT_EQ_U64(sizeof st, st.struct_size);
+  EXPECT_EQ_U64(failed, st.failed);
+  EXPECT_EQ_U64(dropped, st.dropped);
+  EXPECT_EQ_U64(st.pushes, st.accepted + st.failed + st.dropped);
+  EXPECT_LT_U64(strlen(st.last_error), sizeof st.last_error);
 }
 
 /* ------------------------------------------------------------------ tests */
@@ -406,6 +405,68 @@ TEST(retries_only_retryable) {
   ttft_otlp_stop(o); /* the last push */
   EXPECT_EQ_INT(9, rcv_count(r));
   rcv_free(r);
+  ttft_registry_free(reg);
+}
+
+/* ttft_otlp_stats: every POST, retry, byte and outcome counted; an older
+ * (smaller) struct filled up to its size; bad arguments refused */
+TEST(stats_count_everything) {
+  enum act s1[] = {A_503, A_CLOSE, A_200, A_400};
+  rcv *r = rcv_start(s1, 4);
+  ttft_registry *reg = ttft_registry_new(NULL);
+  ttft_otlp *o = start_at(reg, r, 2000, TTFT_OTLP_DELTA);
+  ttft_otlp_info st;
+  uint64_t bytes = 0;
+  int i;
+  memset(&st, 0, sizeof st);
+  st.struct_size = sizeof st;
+  EXPECT_ERR(TTFT_OK, ttft_otlp_stats(o, &st));
+  EXPECT_EQ_U64(0, st.pushes);
+  EXPECT_EQ_INT(0, st.last_status);
+  EXPECT_STREQ("", st.last_error);
+  record(reg, 2);
+  EXPECT_ERR(TTFT_OK, ttft_otlp_flush(o)); /* 503, closed, 200 */
+  record(reg, 1);
+  EXPECT_ERR(TTFT_EIO, ttft_otlp_flush(o)); /* 400: dropped */
+  EXPECT_EQ_INT(4, rcv_count(r));
+  for (i = 0; i < 4; i++) bytes += r->reqs[i].len;
+  EXPECT_ERR(TTFT_OK, ttft_otlp_stats(o, &st));
+  EXPECT_EQ_U64(2, st.pushes);
+  EXPECT_EQ_U64(1, st.accepted);
+  EXPECT_EQ_U64(0, st.failed);
+  EXPECT_EQ_U64(1, st.dropped);
+  EXPECT_EQ_U64(2, st.retries);
+  EXPECT_EQ_U64(bytes, st.bytes_sent);
+  EXPECT_EQ_INT(400, st.last_status);
+  EXPECT_STREQ("HTTP 400", st.last_error);
+  /* an older struct: up to last_status, nothing written past it */
+  {
+    unsigned char buf[sizeof(ttft_otlp_info) + 8];
+    size_t old = offsetof(ttft_otlp_info, last_error);
+    ttft_otlp_info *p = (ttft_otlp_info *)(void *)buf;
+    memset(buf, 0x5a, sizeof buf);
+    p->struct_size = old;
+    EXPECT_ERR(TTFT_OK, ttft_otlp_stats(o, p));
+    EXPECT_EQ_U64(2, p->pushes);
+    EXPECT_EQ_INT(400, p->last_status);
+    for (i = (int)old; i < (int)sizeof buf; i++) EXPECT_EQ_INT(0x5a, buf[i]);
+    p->struct_size = offsetof(ttft_otlp_info, last_status);
+    EXPECT_ERR(TTFT_EINVAL, ttft_otlp_stats(o, p));
+  }
+  EXPECT_ERR(TTFT_EINVAL, ttft_otlp_stats(NULL, &st));
+  EXPECT_ERR(TTFT_EINVAL, ttft_otlp_stats(o, NULL));
+  /* the receiver gone: connection failures, no bytes, said in last_error */
+  rcv_free(r);
+  record(reg, 1);
+  EXPECT_ERR(TTFT_EIO, ttft_otlp_flush(o));
+  EXPECT_ERR(TTFT_OK, ttft_otlp_stats(o, &st));
+  EXPECT_EQ_U64(3, st.pushes);
+  EXPECT_EQ_U64(1, st.failed);
+  EXPECT_EQ_U64(bytes, st.bytes_sent);
+  EXPECT_EQ_INT(0, st.last_status);
+  EXPECT_CONTAINS(st.last_error, "connect: ");
+  EXPECT_FALSE(strstr(st.last_error, "unknown error") != NULL);
+  ttft_otlp_stop(o);
   ttft_registry_free(reg);
 }
 

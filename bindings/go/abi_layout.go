@@ -128,6 +128,30 @@ func cgoLayout() map[string]uintptr {
 	off("ttft_slow_request", "ttft_slo_ns", unsafe.Offsetof(w.ttft_slo_ns))
 	off("ttft_slow_request", "tpot_slo_ns", unsafe.Offsetof(w.tpot_slo_ns))
 
+	var oc C.ttft_otlp_config
+	sz("ttft_otlp_config", unsafe.Sizeof(oc), unsafe.Alignof(oc))
+	off("ttft_otlp_config", "struct_size", unsafe.Offsetof(oc.struct_size))
+	off("ttft_otlp_config", "endpoint", unsafe.Offsetof(oc.endpoint))
+	off("ttft_otlp_config", "metrics_endpoint", unsafe.Offsetof(oc.metrics_endpoint))
+	off("ttft_otlp_config", "headers", unsafe.Offsetof(oc.headers))
+	off("ttft_otlp_config", "service_name", unsafe.Offsetof(oc.service_name))
+	off("ttft_otlp_config", "resource_attributes", unsafe.Offsetof(oc.resource_attributes))
+	off("ttft_otlp_config", "interval_ms", unsafe.Offsetof(oc.interval_ms))
+	off("ttft_otlp_config", "timeout_ms", unsafe.Offsetof(oc.timeout_ms))
+	off("ttft_otlp_config", "temporality", unsafe.Offsetof(oc.temporality))
+
+	var oi C.ttft_otlp_info
+	sz("ttft_otlp_info", unsafe.Sizeof(oi), unsafe.Alignof(oi))
+	off("ttft_otlp_info", "struct_size", unsafe.Offsetof(oi.struct_size))
+	off("ttft_otlp_info", "pushes", unsafe.Offsetof(oi.pushes))
+	off("ttft_otlp_info", "accepted", unsafe.Offsetof(oi.accepted))
+	off("ttft_otlp_info", "failed", unsafe.Offsetof(oi.failed))
+	off("ttft_otlp_info", "dropped", unsafe.Offsetof(oi.dropped))
+	off("ttft_otlp_info", "retries", unsafe.Offsetof(oi.retries))
+	off("ttft_otlp_info", "bytes_sent", unsafe.Offsetof(oi.bytes_sent))
+	off("ttft_otlp_info", "last_status", unsafe.Offsetof(oi.last_status))
+	off("ttft_otlp_info", "last_error", unsafe.Offsetof(oi.last_error))
+
 	m["sizeof ttft_seq"] = unsafe.Sizeof(C.ttft_seq(0))
 	m["sizeof ttft_metric"] = unsafe.Sizeof(C.ttft_metric(0))
 	m["sizeof ttft_status"] = unsafe.Sizeof(C.ttft_status(0))

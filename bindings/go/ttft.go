@@ -410,6 +410,7 @@ type Clock int32
 const (
 	ClockMonotonic Clock = 0 // clock_gettime(CLOCK_MONOTONIC)
 	ClockTSC       Clock = 1 // calibrated invariant TSC, same epoch and rate
+	ClockFastest   Clock = 2 // 1.3: whichever of the two reads faster here (measured once per process)
 )
 
 // Class is a class id from AddClass (0 = "default").
@@ -1906,6 +1907,171 @@ func (h *HTTPServer) Close() error {
 		runtime.SetFinalizer(h, nil)
 		C.ttft_http_stop(h.srv)
 	})
+	return nil
+}
+
+// ---------------------------------------------------------------- otlp
+
+// Temporality is what an OTLP push carries
+// (OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE's words).
+type Temporality string
+
+// The temporalities; "" takes the environment's (else cumulative).
+const (
+	TemporalityCumulative Temporality = "cumulative" // the totals since the registry was created
+	TemporalityDelta      Temporality = "delta"      // what changed since the last accepted push
+	TemporalityLowMemory  Temporality = "lowmemory"  // delta for every libttft counter and histogram
+)
+
+// OTLPConfig is where and how Registry.StartOTLP pushes (ttft_otlp_config,
+// 1.3). Every zero field takes the OTEL_* environment's value, else the
+// library's default (docs/opentelemetry.md).
+type OTLPConfig struct {
+	Endpoint           string        // "http://host:port"; /v1/metrics is appended (OTEL_EXPORTER_OTLP_ENDPOINT)
+	MetricsEndpoint    string        // the whole URL, used as is (OTEL_EXPORTER_OTLP_METRICS_ENDPOINT)
+	Headers            string        // "k1=v1,k2=v2", values percent-decoded (OTEL_EXPORTER_OTLP_HEADERS)
+	ServiceName        string        // service.name (OTEL_SERVICE_NAME)
+	ResourceAttributes string        // "k1=v1,k2=v2" (OTEL_RESOURCE_ATTRIBUTES)
+	Interval           time.Duration // between pushes, whole ms (OTEL_METRIC_EXPORT_INTERVAL)
+	Timeout            time.Duration // one push, retries included (OTEL_EXPORTER_OTLP_TIMEOUT)
+	Temporality        Temporality   // "" (environment), cumulative, delta or lowmemory
+}
+
+// OTLPStats is what a pusher has done so far (ttft_otlp_stats).
+type OTLPStats struct {
+	Pushes     uint64 // pushes finished: Accepted + Failed + Dropped
+	Accepted   uint64 // answered 2xx
+	Failed     uint64 // retries ran out: the next push carries their data
+	Dropped    uint64 // refused for good (a non-retryable status)
+	Retries    uint64 // POSTs repeated after 429/502/503/504 or a connection failure
+	BytesSent  uint64 // request bodies sent, retries included
+	LastStatus int    // the last POST's HTTP status (0: none yet, or no answer)
+	LastError  string // the last failed POST in one line ("HTTP 503", "connect: ..."), or ""
+}
+
+// OTLPPusher is a running OTLP pusher (Registry.StartOTLP): one background
+// thread. Flush and Stats are safe for concurrent use; Close waits for them.
+type OTLPPusher struct {
+	mu  sync.RWMutex // Close (write) never races Flush or Stats (read)
+	o   *C.ttft_otlp
+	reg *Registry
+}
+
+func durMs(d time.Duration) C.uint32_t {
+	if d <= 0 {
+		return 0 // the environment's
+	}
+	ms := d.Milliseconds()
+	if ms < 1 {
+		ms = 1
+	}
+	if ms > 1<<32-1 {
+		ms = 1<<32 - 1
+	}
+	return C.uint32_t(ms)
+}
+
+// StartOTLP pushes r to an OpenTelemetry collector over OTLP/HTTP protobuf
+// every interval (ttft_otlp_start). Plain HTTP only: an https:// endpoint
+// is refused (push to a local collector). Close the pusher (a last push)
+// before the registry. A *ConfigError with the library's reason (a bad or
+// https URL, bad headers, an unknown temporality, a NUL byte),
+// ErrNotSupported (built without HTTP), ErrNoMem.
+func (r *Registry) StartOTLP(c OTLPConfig) (*OTLPPusher, error) {
+	defer runtime.KeepAlive(r)
+	if err := r.live(); err != nil {
+		return nil, err
+	}
+	var cfg C.ttft_otlp_config
+	C.ttft_otlp_config_init(&cfg)
+	for _, f := range []struct {
+		name string
+		v    string
+		dst  **C.char
+	}{{"Endpoint", c.Endpoint, &cfg.endpoint}, {"MetricsEndpoint", c.MetricsEndpoint, &cfg.metrics_endpoint},
+		{"Headers", c.Headers, &cfg.headers}, {"ServiceName", c.ServiceName, &cfg.service_name},
+		{"ResourceAttributes", c.ResourceAttributes, &cfg.resource_attributes}} {
+		if f.v == "" {
+			continue
+		}
+		if strings.IndexByte(f.v, 0) >= 0 {
+			return nil, &ConfigError{Reason: fmt.Sprintf("otlp: %s %q contains a NUL byte", f.name, f.v)}
+		}
+		p := C.CString(f.v)
+		defer C.free(unsafe.Pointer(p))
+		*f.dst = p
+	}
+	if ms := durMs(c.Interval); ms != 0 {
+		cfg.interval_ms = ms
+	}
+	if ms := durMs(c.Timeout); ms != 0 {
+		cfg.timeout_ms = ms
+	}
+	switch c.Temporality {
+	case "":
+	case TemporalityCumulative:
+		cfg.temporality = C.TTFT_OTLP_CUMULATIVE
+	case TemporalityDelta:
+		cfg.temporality = C.TTFT_OTLP_DELTA
+	case TemporalityLowMemory:
+		cfg.temporality = C.TTFT_OTLP_LOWMEMORY
+	default:
+		return nil, &ConfigError{Reason: fmt.Sprintf("otlp: temporality %q is not cumulative, delta or lowmemory", string(c.Temporality))}
+	}
+	var o *C.ttft_otlp
+	var msg [512]C.char
+	rc := C.ttft_otlp_start_msg(r.r, &cfg, &o, &msg[0], C.size_t(len(msg)))
+	if rc == C.TTFT_EINVAL {
+		return nil, &ConfigError{Reason: C.GoString(&msg[0])}
+	}
+	if err := check(rc); err != nil {
+		return nil, err
+	}
+	p := &OTLPPusher{o: o, reg: r}
+	// dropped without Close: stopped before its registry can be finalized
+	runtime.SetFinalizer(p, (*OTLPPusher).Close)
+	return p, nil
+}
+
+// Flush pushes now and waits for the outcome: ErrIO when the retries ran
+// out or the collector refused the batch, ErrClosed after Close.
+func (p *OTLPPusher) Flush() error {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.o == nil {
+		return ErrClosed
+	}
+	return check(C.ttft_otlp_flush(p.o))
+}
+
+// Stats is the pusher's counts; ErrClosed after Close.
+func (p *OTLPPusher) Stats() (OTLPStats, error) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.o == nil {
+		return OTLPStats{}, ErrClosed
+	}
+	var i C.ttft_otlp_info
+	i.struct_size = C.size_t(unsafe.Sizeof(i))
+	if err := check(C.ttft_otlp_stats(p.o, &i)); err != nil {
+		return OTLPStats{}, err
+	}
+	return OTLPStats{Pushes: uint64(i.pushes), Accepted: uint64(i.accepted), Failed: uint64(i.failed),
+		Dropped: uint64(i.dropped), Retries: uint64(i.retries), BytesSent: uint64(i.bytes_sent),
+		LastStatus: int(i.last_status), LastError: C.GoString(&i.last_error[0])}, nil
+}
+
+// Close makes a last push (bounded by the timeout), stops the thread and
+// frees the pusher. Idempotent.
+func (p *OTLPPusher) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.o != nil {
+		runtime.SetFinalizer(p, nil)
+		C.ttft_otlp_stop(p.o)
+		p.o = nil
+		p.reg = nil
+	}
 	return nil
 }
 

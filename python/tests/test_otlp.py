@@ -93,7 +93,15 @@ class OtlpPushTest(unittest.TestCase):
         with self.assertRaises(ttft.IoError):
             p.flush()
         p.flush()  # the next one is accepted
+        st = p.stats()
+        self.assertEqual((2, 1, 0, 1, 0), (st["pushes"], st["accepted"], st["failed"],
+                                           st["dropped"], st["retries"]))
+        self.assertEqual(sum(len(r[2]) for r in self.rcv.requests), st["bytes_sent"])
+        self.assertEqual(200, st["last_status"])
+        self.assertEqual("HTTP 400", st["last_error"])
         p.stop()
+        with self.assertRaises(ttft.ClosedError):
+            p.stats()
 
     def test_refusals(self):
         with self.assertRaises(ttft.InvalidArgumentError) as cm:

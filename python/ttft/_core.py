@@ -1568,6 +1568,25 @@ class OtlpPusher:
         if rc:
             raise from_code(rc, "OtlpPusher.flush")
 
+    def stats(self):
+        """What the pusher has done so far (ttft_otlp_stats), a dict:
+        pushes, accepted, failed (retries ran out; the next push carries
+        the data), dropped (refused for good), retries, bytes_sent,
+        last_status (0: none yet or no answer), last_error ("" when no
+        POST has failed). Raises ClosedError once stopped."""
+        fn = _optional("ttft_otlp_stats", "OtlpPusher.stats")
+        info = _lib.OtlpInfo()
+        info.struct_size = ctypes.sizeof(info)
+        with self._lock:  # not beside stop (the C rule)
+            if self._raw is None:
+                raise ClosedError("OtlpPusher.stats: the pusher is stopped")
+            rc = fn(self._raw, ctypes.byref(info))
+        if rc:
+            raise from_code(rc, "OtlpPusher.stats")
+        out = {k: getattr(info, k) for k, _ in _lib.OtlpInfo._fields_[1:-1]}
+        out["last_error"] = info.last_error.decode("utf-8", "replace")
+        return out
+
     def stop(self):
         with self._lock:
             raw, self._raw = self._raw, None

@@ -115,6 +115,19 @@ class OtlpConfig(ctypes.Structure):
                 ("temporality", ctypes.c_int)]
 
 
+class OtlpInfo(ctypes.Structure):
+    """struct ttft_otlp_info (1.3): ttft_otlp_stats fills it"""
+    _fields_ = [("struct_size", ctypes.c_size_t),
+                ("pushes", ctypes.c_uint64),
+                ("accepted", ctypes.c_uint64),
+                ("failed", ctypes.c_uint64),
+                ("dropped", ctypes.c_uint64),
+                ("retries", ctypes.c_uint64),
+                ("bytes_sent", ctypes.c_uint64),
+                ("last_status", ctypes.c_int),
+                ("last_error", ctypes.c_char * 128)]
+
+
 class Config(ctypes.Structure):
     """struct ttft_config"""
     _fields_ = [("struct_size", ctypes.c_size_t),
@@ -349,6 +362,7 @@ OPTIONAL_PROTOTYPES = {
     "ttft_otlp_start_msg": (_int, [_vp, _P(OtlpConfig), _P(_vp), ctypes.c_char_p, _size]),
     "ttft_otlp_flush": (_int, [_vp]),
     "ttft_otlp_stop": (None, [_vp]),
+    "ttft_otlp_stats": (_int, [_vp, _P(OtlpInfo)]),
 }
 
 # ---------------------------------------------------------------- lookup

@@ -30,8 +30,9 @@
  *
  * What is said: the first failed push and the first dropped batch, once
  * each per pusher, one line on stderr (the library's only output, as the
- * publisher's). Counts are kept in the pusher (ttft_otlp_flush returns
- * each push's outcome).
+ * publisher's). Every outcome is counted in the pusher's stats (under mu,
+ * updated once per POST: ttft_otlp_stats reads them), and ttft_otlp_flush
+ * returns each push's outcome.
  *
  * Fork: a child forked while a pusher runs has a copy without the thread.
  * ttft_otlp_stop there frees the copy's memory (never joins, never
@@ -78,6 +79,7 @@ struct ttft_otlp {
 
   /* under mu */
   int stopping;
+  ttft_otlp_info st; /* struct_size unused */
   uint64_t flush_asked, flush_done; /* generations */
   int flush_rc;
 
@@ -88,7 +90,6 @@ struct ttft_otlp {
   size_t body_cap;
   uint64_t rng;
   int said_failed, said_dropped;
-  _Atomic uint64_t failed, dropped; /* relaxed: counts read by tests only */
 };
 
 /* ---------------------------------------------------------- environment */
@@ -183,17 +184,44 @@ static int wakes_push(const ttft_otlp *o) { return o->stopping || o->flush_asked
 
 /* -------------------------------------------------------------- one push */
 
-static void say_once(ttft_otlp *o, int *said, const char *what, const ttft__otlp_answer *a) {
+/* errno e as text, thread-safe (strerror is not) */
+static const char *err_text(int e, char *buf, size_t cap) {
+#if defined(__GLIBC__) && defined(_GNU_SOURCE)
+  return strerror_r(e, buf, cap); /* GNU: may return a static string */
+#else
+  if (strerror_r(e, buf, cap) != 0) snprintf(buf, cap, "errno %d", e);
+  return buf;
+#endif
+}
+
+/* what answer a says, one line: "HTTP 503" or "connect: Connection refused" */
+static void answer_text(const ttft__otlp_answer *a, char *buf, size_t cap) {
   char eb[96];
+  if (a->status) snprintf(buf, cap, "HTTP %d", a->status);
+  else snprintf(buf, cap, "%s: %s", a->step ? a->step : "error", err_text(a->err, eb, sizeof eb));
+}
+
+static void say_once(ttft_otlp *o, int *said, const char *what, const ttft__otlp_answer *a) {
+  char t[160];
   if (*said) return;
   *said = 1;
-  if (a->status)
-    fprintf(stderr, "libttft: OTLP push to http://%s%s %s: HTTP %d (said once; later ones are counted)\n",
-            o->url.authority, o->url.path, what, a->status);
-  else
-    fprintf(stderr, "libttft: OTLP push to http://%s%s %s: %s: %s (said once; later ones are counted)\n",
-            o->url.authority, o->url.path, what, a->step ? a->step : "error",
-            strerror_r(a->err, eb, sizeof eb) == 0 ? eb : "unknown error");
+  answer_text(a, t, sizeof t);
+  fprintf(stderr, "libttft: OTLP push to http://%s%s %s: %s (said once; later ones are counted)\n",
+          o->url.authority, o->url.path, what, t);
+}
+
+/* count one POST's answer (a retry when it is not the push's first) */
+static void count_post(ttft_otlp *o, const ttft__otlp_answer *a, size_t len, int retry) {
+  pthread_mutex_lock(&o->mu);
+  o->st.retries += (uint64_t)(retry != 0);
+  /* a body went out unless the connection never came up */
+  if (a->status || (a->step && strcmp(a->step, "connect") != 0 && strcmp(a->step, "socket") != 0 &&
+                    strcmp(a->step, "resolve") != 0))
+    o->st.bytes_sent += len;
+  o->st.last_status = a->status;
+  if (a->status < 200 || a->status >= 300)
+    answer_text(a, o->st.last_error, sizeof o->st.last_error);
+  pthread_mutex_unlock(&o->mu);
 }
 
 /* xorshift64*: the backoff's jitter only */
@@ -230,10 +258,11 @@ static long encode(ttft_otlp *o, const ttft_snapshot *s, const ttft__otlp_opts *
  * Returns 1 accepted, 0 dropped (refused for good), -1 failed. */
 static int send_with_retries(ttft_otlp *o, size_t len, uint64_t deadline_ns, ttft__otlp_answer *a) {
   uint64_t backoff = OTLP_BACKOFF_FIRST_NS;
-  for (;;) {
+  for (int attempt = 0;; attempt++) {
     uint64_t wait, now;
     int stopped;
     ttft__otlp_post(&o->url, o->hdrs, o->body, len, deadline_ns, a);
+    count_post(o, a, len, attempt);
     if (a->status >= 200 && a->status < 300) return 1;
     if (a->status && !ttft__otlp_retryable(a->status)) return 0;
     if (a->retry_after) {
@@ -286,13 +315,14 @@ static int push(ttft_otlp *o) {
     return (int)len;
   }
   rc = send_with_retries(o, (size_t)len, deadline, &a);
-  if (rc < 0) {
-    atomic_fetch_add_explicit(&o->failed, 1, memory_order_relaxed);
-    say_once(o, &o->said_failed, "failed (the next push carries its data)", &a);
-  } else if (rc == 0) {
-    atomic_fetch_add_explicit(&o->dropped, 1, memory_order_relaxed);
-    say_once(o, &o->said_dropped, "was refused; the batch is dropped", &a);
-  }
+  pthread_mutex_lock(&o->mu);
+  o->st.pushes++;
+  if (rc > 0) o->st.accepted++;
+  else if (rc < 0) o->st.failed++;
+  else o->st.dropped++;
+  pthread_mutex_unlock(&o->mu);
+  if (rc < 0) say_once(o, &o->said_failed, "failed (the next push carries its data)", &a);
+  else if (rc == 0) say_once(o, &o->said_dropped, "was refused; the batch is dropped", &a);
   if (o->delta && rc >= 0) {
     /* accepted, or dropped for good: the next delta starts here. The new
      * one is stored before the old one is freed (the fork note above). */
@@ -522,7 +552,18 @@ void ttft_otlp_stop(ttft_otlp *o) {
   errno = saved_errno;
 }
 
-void ttft__otlp_counts(ttft_otlp *o, uint64_t *failed, uint64_t *dropped) {
-  *failed = atomic_load_explicit(&o->failed, memory_order_relaxed);
-  *dropped = atomic_load_explicit(&o->dropped, memory_order_relaxed);
+int ttft_otlp_stats(const ttft_otlp *o, ttft_otlp_info *out) {
+  ttft_otlp_info st;
+  size_t n;
+  if (!o || !out || out->struct_size < offsetof(ttft_otlp_info, last_status) + sizeof out->last_status ||
+      o->pid != getpid())
+    return TTFT_EINVAL;
+  pthread_mutex_lock((pthread_mutex_t *)&o->mu);
+  st = o->st;
+  pthread_mutex_unlock((pthread_mutex_t *)&o->mu);
+  n = out->struct_size < sizeof st ? out->struct_size : sizeof st;
+  st.struct_size = out->struct_size;
+  memcpy(out, &st, n);
+  if (n < sizeof st && n > offsetof(ttft_otlp_info, last_error)) ((char *)out)[n - 1] = '\0';
+  return TTFT_OK;
 }

@@ -64,9 +64,4 @@ TTFT_HIDDEN int ttft__otlp_retry_after(const char *v, size_t n, int64_t now_unix
 /* 1 for the statuses the OTLP/HTTP spec retries: 429, 502, 503, 504. */
 TTFT_HIDDEN int ttft__otlp_retryable(int status);
 
-/* The pusher's counts so far: pushes that failed (retries exhausted or
- * stopped) and batches the collector refused for good. For white-box
- * tests (the static library). Thread-safe. */
-TTFT_HIDDEN void ttft__otlp_counts(ttft_otlp *o, uint64_t *failed, uint64_t *dropped);
-
 #endif /* TTFT_REPORT_OTLP_H */

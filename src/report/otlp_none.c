@@ -40,6 +40,12 @@ int ttft_otlp_flush(ttft_otlp *o) {
 
 void ttft_otlp_stop(ttft_otlp *o) { (void)o; }
 
+int ttft_otlp_stats(const ttft_otlp *o, ttft_otlp_info *out) {
+  (void)o;
+  (void)out;
+  return TTFT_EINVAL; /* no pusher exists in such a build */
+}
+
 #else
 typedef int ttft__otlp_none_unused; /* ISO C: a translation unit is not empty */
 #endif

@@ -126,6 +126,28 @@ int main(void) {
   OFF(ttft_slow_request, ttft_slo_ns);
   OFF(ttft_slow_request, tpot_slo_ns);
 
+  SIZE(ttft_otlp_config);
+  OFF(ttft_otlp_config, struct_size);
+  OFF(ttft_otlp_config, endpoint);
+  OFF(ttft_otlp_config, metrics_endpoint);
+  OFF(ttft_otlp_config, headers);
+  OFF(ttft_otlp_config, service_name);
+  OFF(ttft_otlp_config, resource_attributes);
+  OFF(ttft_otlp_config, interval_ms);
+  OFF(ttft_otlp_config, timeout_ms);
+  OFF(ttft_otlp_config, temporality);
+
+  SIZE(ttft_otlp_info);
+  OFF(ttft_otlp_info, struct_size);
+  OFF(ttft_otlp_info, pushes);
+  OFF(ttft_otlp_info, accepted);
+  OFF(ttft_otlp_info, failed);
+  OFF(ttft_otlp_info, dropped);
+  OFF(ttft_otlp_info, retries);
+  OFF(ttft_otlp_info, bytes_sent);
+  OFF(ttft_otlp_info, last_status);
+  OFF(ttft_otlp_info, last_error);
+
   SCALAR(ttft_seq);
   SCALAR(ttft_metric);
   SCALAR(ttft_status);

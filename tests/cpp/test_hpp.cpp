@@ -1200,11 +1200,19 @@ void test_otlp() {
   ttft::OtlpPusher p = reg.otlp_start(&c);
   EXPECT_TRUE(static_cast<bool>(p));
   EXPECT_THROWS_CODE(p.flush(), TTFT_EIO);
+  const ttft_otlp_info st = p.stats();  // the refused push, counted
+  EXPECT_EQ(st.pushes, 1u);
+  EXPECT_EQ(st.failed, 1u);
+  EXPECT_EQ(st.accepted, 0u);
+  EXPECT_EQ(st.bytes_sent, 0u);
+  EXPECT_EQ(st.last_status, 0);
+  EXPECT_TRUE(std::string(st.last_error).find("connect: ") == 0);
   ttft::OtlpPusher q = std::move(p);
   EXPECT_TRUE(!p && static_cast<bool>(q));
   q.stop();
   EXPECT_TRUE(!q);
   EXPECT_THROWS_CODE(q.flush(), TTFT_EINVAL);
+  EXPECT_THROWS_CODE((void)q.stats(), TTFT_EINVAL);
 }
 #endif
 

@@ -15,9 +15,8 @@
 // Prints "N passed, M failed"; exits 1 on any failure.
 const fs = require('fs');
 const path = require('path');
-const root = require(path.join(__dirname, 'node_modules/@opentelemetry/otlp-transformer/build/src/generated/root.js'));
+const {Req, attrs: attrsOf, dataOf, pointKey, dense, metricsOf, HIST} = require('./otlp_points.js');
 
-const Req = root.opentelemetry.proto.collector.metrics.v1.ExportMetricsServiceRequest;
 const dir = process.argv[2];
 const exp = JSON.parse(fs.readFileSync(path.join(dir, 'expected.json'), 'utf8'));
 let passed = 0, failed = 0;
@@ -38,14 +37,7 @@ function decode(name) {
   const msg = Req.decode(buf); // throws on malformed input
   return Req.toObject(msg, {longs: String, enums: Number, bytes: Array, defaults: false, arrays: true});
 }
-const attrs = (kvs) => {
-  const o = {};
-  for (const kv of kvs || []) {
-    check(!(kv.key in o), `attribute ${kv.key} repeated`);
-    o[kv.key] = kv.value.stringValue;
-  }
-  return o;
-};
+const attrs = (kvs) => attrsOf(kvs, (k) => check(false, `attribute ${k} repeated`));
 const hex = (b) => Buffer.from(b).toString('hex');
 
 const req = {cum: decode('cum.bin'), d1: decode('d1.bin'), d2: decode('d2.bin')};
@@ -70,26 +62,9 @@ for (const [k, r] of Object.entries(req)) {
   eq(sm[0].scope.version, exp.version, `${k}: scope version`);
 }
 
-const metrics = (r) => {
-  const m = {};
-  for (const x of r.resourceMetrics[0].scopeMetrics[0].metrics) {
-    check(!(x.name in m), `metric ${x.name} once`);
-    m[x.name] = x;
-  }
-  return m;
-};
+const metrics = (r) => metricsOf(r, (n) => check(false, `metric ${n} once`));
 const M = {cum: metrics(req.cum), d1: metrics(req.d1), d2: metrics(req.d2)};
 
-const HIST = {
-  ttft: ['gen_ai.server.time_to_first_token', 's', 1e-9],
-  tpot: ['gen_ai.server.time_per_output_token', 's', 1e-9],
-  e2e: ['gen_ai.server.request.duration', 's', 1e-9],
-  itl: ['libttft.inter_token_latency', 's', 1e-9],
-  output_tokens: ['libttft.request_output_tokens', '{token}', 1],
-  seq_itl_max: ['libttft.request_inter_token_latency_max', 's', 1e-9],
-};
-const dataOf = (m) => m.exponentialHistogram || m.sum || m.gauge;
-const pointKey = (p) => JSON.stringify(Object.entries(attrs(p.attributes)).sort());
 function pointsByClass(m) {
   const o = {};
   for (const p of dataOf(m).dataPoints) {
@@ -241,11 +216,6 @@ for (const [name, mc] of Object.entries(M.cum)) {
     eq(String(BigInt(a ? a.count || 0 : 0) + BigInt(b.count || 0)), pc.count || undefined, `${what} count d1 + d2`);
     eq(Number(a ? a.zeroCount || 0 : 0) + Number(b.zeroCount || 0), Number(pc.zeroCount || 0), `${what} zero d1 + d2`);
     near((a ? a.sum || 0 : 0) + (b.sum || 0), pc.sum || 0, 1e-12, `${what} sum d1 + d2`);
-    const dense = (p) => {
-      const o = new Map();
-      if (p && p.positive) p.positive.bucketCounts.forEach((c, i) => o.set((p.positive.offset || 0) + i, BigInt(c)));
-      return o;
-    };
     const da = dense(a), db = dense(b), dc = dense(pc);
     const keys = new Set([...da.keys(), ...db.keys(), ...dc.keys()]);
     let ok = true;

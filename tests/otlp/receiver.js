@@ -15,16 +15,15 @@
 //           "close" (the connection is destroyed before any answer).
 // --out     where the JSON lines go (default stdout); each line:
 //           {"n", "t_ms", "path", "content_type", "headers", "bytes",
-//            "answer", "decoded" (ExportMetricsServiceRequest as an object,
+//            "sha256" (of the body), "answer", "decoded" (ExportMetricsServiceRequest as an object,
 //            64-bit integers as decimal strings, bytes as hex), "error"}.
 // SIGTERM or SIGINT: close and exit 0.
 'use strict';
 
 const fs = require('fs');
 const http = require('http');
-const root = require('@opentelemetry/otlp-transformer/build/src/generated/root.js');
-
-const Req = root.opentelemetry.proto.collector.metrics.v1.ExportMetricsServiceRequest;
+const crypto = require('crypto');
+const {Req} = require('./otlp_points.js');
 
 function args(argv) {
   const o = { port: 0, script: [], out: null };
@@ -48,7 +47,7 @@ let n = 0;
 
 function decode(buf) {
   const msg = Req.decode(buf);
-  return Req.toObject(msg, { longs: String, enums: Number, bytes: (b) => Buffer.from(b).toString('hex'), defaults: false });
+  return Req.toObject(msg, { longs: String, enums: Number, bytes: (b) => Buffer.from(b).toString('hex'), defaults: false, arrays: true });
 }
 
 const server = http.createServer((req, res) => {
@@ -64,6 +63,7 @@ const server = http.createServer((req, res) => {
       content_type: req.headers['content-type'] || null,
       headers: req.headers,
       bytes: body.length,
+      sha256: crypto.createHash('sha256').update(body).digest('hex'),
       answer: step,
       decoded: null,
       error: null,

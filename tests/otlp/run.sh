@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# run.sh DUMP OUTDIR — the OTLP decoder proof (tests/otlp.cmake): installs
-# the pinned decoder (package-lock.json) into tests/otlp/node_modules when
-# it is missing, runs DUMP into OUTDIR, then decode_check.js on the result.
+# run.sh PROG OUTDIR [push] — the OTLP decoder proofs (tests/otlp.cmake):
+# installs the pinned decoder (package-lock.json) into tests/otlp/node_modules
+# when it is missing, then
+#   otlp_decode:   PROG (otlp_dump) writes into OUTDIR, decode_check.js checks;
+#   otlp_push_e2e: (push) PROG (otlp_push_e2e) pushes to receiver.js and
+#                  writes into OUTDIR, push_check.js checks.
 # A missing node or npm, or an install that fails, fails the test under CI
 # (CI set) and skips it (77) elsewhere.
 set -euo pipefail
@@ -9,7 +12,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 dump="$1"
 out="$2"
 missing() {
-  echo "otlp_decode: $1" >&2
+  echo "otlp ($(basename "$dump")): $1" >&2
   if [ -n "${CI:-}" ]; then exit 1; fi
   exit 77
 }
@@ -26,5 +29,10 @@ if [ ! -f "$gen" ]; then
 fi
 rm -rf "$out"
 mkdir -p "$out"
-"$dump" "$out"
-node "$here/decode_check.js" "$out"
+if [ "${3:-}" = push ]; then
+  "$dump" "$(command -v node)" "$here/receiver.js" "$out"
+  node "$here/push_check.js" "$out"
+else
+  "$dump" "$out"
+  node "$here/decode_check.js" "$out"
+fi

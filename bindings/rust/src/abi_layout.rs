@@ -140,6 +140,24 @@ fn struct_layout_matches_the_header() {
             tpot_slo_ns,
         }
     );
+    layout!(
+        got,
+        ttft_otlp_config {
+            struct_size,
+            endpoint,
+            metrics_endpoint,
+            headers,
+            service_name,
+            resource_attributes,
+            interval_ms,
+            timeout_ms,
+            temporality,
+        }
+    );
+    layout!(
+        got,
+        ttft_otlp_info { struct_size, pushes, accepted, failed, dropped, retries, bytes_sent, last_status, last_error }
+    );
     got.push(("sizeof ttft_seq".into(), size_of::<Handle>()));
     for e in [
         "metric",
@@ -297,6 +315,10 @@ fn constants_match_the_header() {
         ("TTFT_SPLIT_PROMPT_BAND", Split::PROMPT_BAND.0.into()),
         ("TTFT_CLOCK_MONOTONIC", Clock::MONOTONIC.0.into()),
         ("TTFT_CLOCK_TSC", Clock::TSC.0.into()),
+        ("TTFT_CLOCK_FASTEST", Clock::FASTEST.0.into()),
+        ("TTFT_OTLP_CUMULATIVE", Temporality::CUMULATIVE.0.into()),
+        ("TTFT_OTLP_DELTA", Temporality::DELTA.0.into()),
+        ("TTFT_OTLP_LOWMEMORY", Temporality::LOWMEMORY.0.into()),
         ("TTFT_EINVAL", Error::InvalidArgument.code().into()),
         ("TTFT_ESTALE", Error::Stale.code().into()),
         ("TTFT_EFULL", Error::Full.code().into()),
@@ -328,6 +350,7 @@ fn constants_match_the_header() {
         "TTFT_PREFIX_",
         "TTFT_STALL_",
         "TTFT_SLOWEST_",
+        "TTFT_OTLP_",
     ];
     for k in header.keys() {
         if mirrored.iter().any(|p| k.starts_with(p)) && !k.ends_with("COUNT_") && !k.ends_with("_COUNT") {

@@ -31,6 +31,41 @@ pub struct ttft_gather {
 pub struct ttft_http {
     _opaque: [u8; 0],
 }
+/// Opaque `ttft_otlp` (1.3).
+#[repr(C)]
+pub struct ttft_otlp {
+    _opaque: [u8; 0],
+}
+
+/// `ttft_otlp_config` (1.3).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ttft_otlp_config {
+    pub struct_size: usize,
+    pub endpoint: *const c_char,
+    pub metrics_endpoint: *const c_char,
+    pub headers: *const c_char,
+    pub service_name: *const c_char,
+    pub resource_attributes: *const c_char,
+    pub interval_ms: u32,
+    pub timeout_ms: u32,
+    pub temporality: c_int,
+}
+
+/// `ttft_otlp_info` (1.3), filled by `ttft_otlp_stats`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ttft_otlp_info {
+    pub struct_size: usize,
+    pub pushes: u64,
+    pub accepted: u64,
+    pub failed: u64,
+    pub dropped: u64,
+    pub retries: u64,
+    pub bytes_sent: u64,
+    pub last_status: c_int,
+    pub last_error: [c_char; 128],
+}
 
 pub const TTFT_MAX_BANDS: usize = 8;
 pub const TTFT_PROM_CONFIG_METRICS: usize = 11;
@@ -302,6 +337,19 @@ extern "C" {
     pub fn ttft_gather_open_msg(dir: *const c_char, flags: c_uint, msg: *mut c_char, cap: usize) -> *mut ttft_gather;
     pub fn ttft_gather_take(g: *mut ttft_gather) -> *mut ttft_snapshot;
     pub fn ttft_gather_close(g: *mut ttft_gather);
+
+    // 1.3: OpenTelemetry push
+    pub fn ttft_otlp_config_init(c: *mut ttft_otlp_config);
+    pub fn ttft_otlp_start_msg(
+        r: *mut ttft_registry,
+        c: *const ttft_otlp_config,
+        out: *mut *mut ttft_otlp,
+        msg: *mut c_char,
+        cap: usize,
+    ) -> c_int;
+    pub fn ttft_otlp_flush(o: *mut ttft_otlp) -> c_int;
+    pub fn ttft_otlp_stop(o: *mut ttft_otlp);
+    pub fn ttft_otlp_stats(o: *const ttft_otlp, out: *mut ttft_otlp_info) -> c_int;
 }
 
 /// `TTFT_GATHER_BY_PROCESS`: a process label on every exposed series.

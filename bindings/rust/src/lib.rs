@@ -366,6 +366,19 @@ c_enum!(
 });
 
 c_enum!(
+    /// What an OTLP push carries (`ttft_otlp_temporality`, 1.3;
+    /// [`OtlpConfig::temporality`]).
+    Temporality, none, {
+    /// The totals since the registry was created (the default).
+    CUMULATIVE = 0,
+    /// What changed since the last push the collector accepted.
+    DELTA = 1,
+    /// The OpenTelemetry SDK's "lowmemory": delta for every libttft
+    /// counter and histogram.
+    LOWMEMORY = 2,
+});
+
+c_enum!(
     /// How a stream ended (`ttft_status`).
     Status, ttft_status_name, {
     /// The stream finished normally.
@@ -490,6 +503,9 @@ c_enum!(
     MONOTONIC = 0,
     /// Calibrated invariant TSC on CLOCK_MONOTONIC's epoch and rate.
     TSC = 1,
+    /// Whichever of the two reads faster here, measured once per process
+    /// (1.3; `ttft_registry_clock` says which).
+    FASTEST = 2,
 });
 
 c_enum!(
@@ -1650,6 +1666,58 @@ impl Registry {
         let raw = NonNull::new(srv).ok_or(Error::NoMemory)?;
         Ok(HttpServer { raw, _reg: self.clone() })
     }
+
+    /// Pushes this registry to an OpenTelemetry collector over OTLP/HTTP
+    /// protobuf every interval (`ttft_otlp_start`, 1.3;
+    /// docs/opentelemetry.md): what `c` leaves unset comes from the
+    /// `OTEL_*` environment, as `ttft_otlp_config_init` reads it. Plain
+    /// HTTP only: an `https://` endpoint is refused (push to a local
+    /// collector). The pusher keeps the registry alive; dropping it makes a
+    /// last push and stops it. Errors: [`Error::InvalidConfig`] with the
+    /// library's reason (a bad or https URL, bad headers, a string with a
+    /// NUL byte), [`Error::NotSupported`] (built without HTTP),
+    /// [`Error::NoMemory`].
+    pub fn otlp_start(&self, c: &OtlpConfig) -> Result<OtlpPusher> {
+        let s = |field: &str, v: &Option<String>| v.as_deref().map(|v| nul_free(field, v)).transpose();
+        let endpoint = s("endpoint", &c.endpoint)?;
+        let metrics_endpoint = s("metrics_endpoint", &c.metrics_endpoint)?;
+        let headers = s("headers", &c.headers)?;
+        let service_name = s("service_name", &c.service_name)?;
+        let resource_attributes = s("resource_attributes", &c.resource_attributes)?;
+        let p = |v: &Option<CString>| v.as_ref().map_or(ptr::null(), |v| v.as_ptr());
+        let ms = |d: Duration| u32::try_from(d.as_millis()).unwrap_or(u32::MAX).max(1);
+        // SAFETY: ttft_otlp_config is plain data; _init fills every field.
+        let mut cfg: ffi::ttft_otlp_config = unsafe { std::mem::zeroed() };
+        // SAFETY: valid out pointer.
+        unsafe { ffi::ttft_otlp_config_init(&mut cfg) };
+        cfg.endpoint = p(&endpoint);
+        cfg.metrics_endpoint = p(&metrics_endpoint);
+        cfg.headers = p(&headers);
+        cfg.service_name = p(&service_name);
+        cfg.resource_attributes = p(&resource_attributes);
+        if let Some(d) = c.interval {
+            cfg.interval_ms = ms(d);
+        }
+        if let Some(d) = c.timeout {
+            cfg.timeout_ms = ms(d);
+        }
+        if let Some(t) = c.temporality {
+            cfg.temporality = t.0;
+        }
+        let mut o: *mut ffi::ttft_otlp = ptr::null_mut();
+        let mut msg = [0 as c_char; 512];
+        // SAFETY: valid registry, config (its strings outlive the call: the
+        // library copies them), out pointer and message buffer.
+        let rc = unsafe { ffi::ttft_otlp_start_msg(self.raw(), &cfg, &mut o, msg.as_mut_ptr(), msg.len()) };
+        if rc == -1 {
+            // SAFETY: the library NUL-terminates msg (snprintf rules).
+            let why = unsafe { CStr::from_ptr(msg.as_ptr()) }.to_string_lossy().into_owned();
+            return Err(invalid_config(why));
+        }
+        check(rc)?;
+        let raw = NonNull::new(o).ok_or(Error::NoMemory)?;
+        Ok(OtlpPusher { raw, _reg: self.clone() })
+    }
 }
 
 /// What a live stream looks like right now ([`Registry::seq_stats`]).
@@ -2433,6 +2501,155 @@ impl Drop for HttpServer {
     fn drop(&mut self) {
         // SAFETY: once per server; the registry (held in _reg) outlives it.
         unsafe { ffi::ttft_http_stop(self.raw.as_ptr()) }
+    }
+}
+
+// ------------------------------------------------------------- otlp
+
+/// What [`Registry::otlp_start`] pushes where (`ttft_otlp_config`, 1.3).
+/// Every field left unset takes the `OTEL_*` environment's value, else the
+/// library's default (docs/opentelemetry.md).
+#[derive(Debug, Clone, Default)]
+pub struct OtlpConfig {
+    endpoint: Option<String>,
+    metrics_endpoint: Option<String>,
+    headers: Option<String>,
+    service_name: Option<String>,
+    resource_attributes: Option<String>,
+    interval: Option<Duration>,
+    timeout: Option<Duration>,
+    temporality: Option<Temporality>,
+}
+
+impl OtlpConfig {
+    /// Everything from the environment.
+    pub fn new() -> OtlpConfig {
+        OtlpConfig::default()
+    }
+    /// `"http://host:port"`; `/v1/metrics` is appended
+    /// (`OTEL_EXPORTER_OTLP_ENDPOINT`).
+    pub fn endpoint(mut self, url: &str) -> Self {
+        self.endpoint = Some(url.to_owned());
+        self
+    }
+    /// The whole URL, used as is (`OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`).
+    pub fn metrics_endpoint(mut self, url: &str) -> Self {
+        self.metrics_endpoint = Some(url.to_owned());
+        self
+    }
+    /// Extra request headers, `"k1=v1,k2=v2"`, values percent-decoded
+    /// (`OTEL_EXPORTER_OTLP_HEADERS`).
+    pub fn headers(mut self, h: &str) -> Self {
+        self.headers = Some(h.to_owned());
+        self
+    }
+    /// The resource's `service.name` (`OTEL_SERVICE_NAME`).
+    pub fn service_name(mut self, n: &str) -> Self {
+        self.service_name = Some(n.to_owned());
+        self
+    }
+    /// More resource attributes, `"k1=v1,k2=v2"` (`OTEL_RESOURCE_ATTRIBUTES`).
+    pub fn resource_attributes(mut self, a: &str) -> Self {
+        self.resource_attributes = Some(a.to_owned());
+        self
+    }
+    /// Between pushes, in whole milliseconds (`OTEL_METRIC_EXPORT_INTERVAL`).
+    pub fn interval(mut self, d: Duration) -> Self {
+        self.interval = Some(d);
+        self
+    }
+    /// One push, retries included (`OTEL_EXPORTER_OTLP_TIMEOUT`).
+    pub fn timeout(mut self, d: Duration) -> Self {
+        self.timeout = Some(d);
+        self
+    }
+    /// Cumulative (the default), delta or lowmemory
+    /// (`OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE`).
+    pub fn temporality(mut self, t: Temporality) -> Self {
+        self.temporality = Some(t);
+        self
+    }
+}
+
+/// What a pusher has done so far ([`OtlpPusher::stats`], `ttft_otlp_info`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OtlpStats {
+    /// Pushes finished: accepted + failed + dropped.
+    pub pushes: u64,
+    /// Pushes the collector answered 2xx.
+    pub accepted: u64,
+    /// Pushes whose retries ran out (the next push carries their data).
+    pub failed: u64,
+    /// Batches the collector refused for good (a non-retryable status).
+    pub dropped: u64,
+    /// POSTs repeated after 429/502/503/504 or a connection failure.
+    pub retries: u64,
+    /// Request bodies sent, retries included.
+    pub bytes_sent: u64,
+    /// The last POST's HTTP status (0: none yet, or no answer).
+    pub last_status: i32,
+    /// The last failed POST in one line ("HTTP 503", "connect: ..."), or "".
+    pub last_error: String,
+}
+
+/// A running OTLP pusher ([`Registry::otlp_start`]): one background thread.
+/// Dropping it makes a last push (bounded by the timeout), joins the
+/// thread and frees it.
+pub struct OtlpPusher {
+    raw: NonNull<ffi::ttft_otlp>,
+    _reg: Registry,
+}
+
+// SAFETY: ttft_otlp_flush and ttft_otlp_stats are thread-safe;
+// ttft_otlp_stop runs once, in Drop, when no other call can race it.
+unsafe impl Send for OtlpPusher {}
+// SAFETY: as above.
+unsafe impl Sync for OtlpPusher {}
+
+impl fmt::Debug for OtlpPusher {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OtlpPusher").field("raw", &self.raw).finish()
+    }
+}
+
+impl OtlpPusher {
+    /// Pushes now and waits for the outcome (`ttft_otlp_flush`):
+    /// [`Error::Io`] when the retries ran out or the collector refused the
+    /// batch.
+    pub fn flush(&self) -> Result<()> {
+        // SAFETY: valid pusher; flush is thread-safe.
+        check(unsafe { ffi::ttft_otlp_flush(self.raw.as_ptr()) })
+    }
+
+    /// The pusher's counts (`ttft_otlp_stats`).
+    pub fn stats(&self) -> Result<OtlpStats> {
+        // SAFETY: plain data.
+        let mut i: ffi::ttft_otlp_info = unsafe { std::mem::zeroed() };
+        i.struct_size = std::mem::size_of::<ffi::ttft_otlp_info>();
+        // SAFETY: valid pusher and out pointer.
+        check(unsafe { ffi::ttft_otlp_stats(self.raw.as_ptr(), &mut i) })?;
+        // SAFETY: the library NUL-terminates last_error.
+        let last_error = unsafe { CStr::from_ptr(i.last_error.as_ptr()) }.to_string_lossy().into_owned();
+        Ok(OtlpStats {
+            pushes: i.pushes,
+            accepted: i.accepted,
+            failed: i.failed,
+            dropped: i.dropped,
+            retries: i.retries,
+            bytes_sent: i.bytes_sent,
+            last_status: i.last_status,
+            last_error,
+        })
+    }
+
+    /// Makes a last push and stops (the same as dropping it).
+    pub fn stop(self) {}
+}
+
+impl Drop for OtlpPusher {
+    fn drop(&mut self) {
+        // SAFETY: once per pusher; the registry (held in _reg) outlives it.
+        unsafe { ffi::ttft_otlp_stop(self.raw.as_ptr()) }
     }
 }
 
