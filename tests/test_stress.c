@@ -304,8 +304,10 @@ static void *reader(void *p) {
     long n = ttft_snapshot_format(s, f, buf, 1 << 20);
     EXPECT_GE_INT(n, 0);
     EXPECT_LT_INT(n, 1 << 20);
-    /* the protobuf exposition is binary: NULs inside, no strlen */
-    if (n >= 0 && n < (1 << 20) && f != TTFT_FORMAT_PROMETHEUS_PROTOBUF) EXPECT_EQ_U64(n, strlen(buf));
+    /* the protobuf formats are binary: NULs inside, no strlen */
+    if (n >= 0 && n < (1 << 20) && f != TTFT_FORMAT_PROMETHEUS_PROTOBUF &&
+        f != TTFT_FORMAT_OTLP_PROTOBUF)
+      EXPECT_EQ_U64(n, strlen(buf));
     long inflight = ttft_inflight(R);
     EXPECT_GE_INT(inflight, 0);
     EXPECT_LE_INT(inflight, 1024);

@@ -87,11 +87,13 @@ class SourceList(unittest.TestCase):
         self.assertIn("src/record/hooks.c", files)
         self.assertIn("src/report/http.c", files)
         self.assertNotIn("src/report/http_none.c", files)
+        self.assertIn("src/report/otlp.c", files)
+        self.assertNotIn("src/report/otlp_none.c", files)
         # every C file of the library is accounted for: compiled, or the
-        # stand-in for builds without HTTP
+        # stand-ins for builds without HTTP (the endpoint and the OTLP pusher)
         on_disk = sorted(os.path.relpath(p, ROOT).replace(os.sep, "/")
                          for p in glob.glob(os.path.join(ROOT, "src", "**", "*.c"), recursive=True))
-        self.assertEqual(sorted(files + ["src/report/http_none.c"]), on_disk)
+        self.assertEqual(sorted(files + ["src/report/http_none.c", "src/report/otlp_none.c"]), on_disk)
         paths = self.b.library_sources(ROOT)
         self.assertEqual(len(paths), len(files))
         self.assertTrue(all(os.path.isfile(p) for p in paths))
