@@ -1541,7 +1541,34 @@ def gather(dir, by_process=False):
         return g.take()
 
 
-class OtlpPusher:
+class _Handle:
+    """What a running background object (the OTLP pusher, the HTTP
+    endpoint) shares: stop() once, under a lock, also from the context
+    manager and the collector; the subclass sets _raw, _lock, _stop and
+    _o (its owner, kept alive until the stop)."""
+
+    def stop(self):
+        with self._lock:
+            raw, self._raw = self._raw, None
+        if raw:
+            self._stop(raw)  # in a forked child: frees the copy only
+        self._o = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+    def __del__(self):
+        try:
+            self.stop()
+        except Exception:
+            pass
+
+
+class OtlpPusher(_Handle):
     """A running OTLP pusher (Registry.otlp_start). flush() pushes now and
     waits for the collector's answer; stop() (or leaving the context
     manager, or closing the Registry) makes a last push and stops."""
@@ -1587,31 +1614,11 @@ class OtlpPusher:
         out["last_error"] = info.last_error.decode("utf-8", "replace")
         return out
 
-    def stop(self):
-        with self._lock:
-            raw, self._raw = self._raw, None
-        if raw:
-            self._stop(raw)  # in a forked child: frees the copy only
-        self._o = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.stop()
-        return False
-
-    def __del__(self):
-        try:
-            self.stop()
-        except Exception:
-            pass
-
     def __repr__(self):
         return "<ttft.OtlpPusher %s>" % ("running" if self.running else "stopped")
 
 
-class HttpServer:
+class HttpServer(_Handle):
     """A running ttft_http endpoint. stop() (or the context manager) stops
     it; it also stops when the Registry closes or the object is collected."""
 
@@ -1637,26 +1644,6 @@ class HttpServer:
     def metrics_url(self):
         """What Prometheus scrapes: "http://127.0.0.1:9464/metrics"."""
         return self.url + "/metrics"
-
-    def stop(self):
-        with self._lock:
-            raw, self._raw = self._raw, None
-        if raw:
-            self._stop(raw)
-        self._o = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.stop()
-        return False
-
-    def __del__(self):
-        try:
-            self.stop()
-        except Exception:
-            pass
 
     def __repr__(self):
         return "<ttft.HttpServer %s %s>" % (self.url, "running" if self.running else "stopped")

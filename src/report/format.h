@@ -38,6 +38,16 @@ TTFT_HIDDEN extern const ttft__prom_hist_def ttft__prom_views[TTFT__STATUS_VIEWS
 static inline int ttft__prom_view_shown(const ttft_snapshot *s, uint32_t c, int st) {
   return s->cls[c].sv[st][ttft__status_view(TTFT_METRIC_E2E)]->count != 0;
 }
+/* Whether any class of s (or of any of its parts) sets an SLO budget:
+ * the slo_budget family is written only then, in every exposition. */
+static inline int ttft__any_slo_budget(const ttft_snapshot *s) {
+  for (uint32_t p = 0; p < (s->nparts ? s->nparts : 1); p++) {
+    const ttft_snapshot *d = s->nparts ? s->part[p] : s;
+    for (uint32_t i = 0; d && i < d->nclasses; i++)
+      if (d->cls[i].slo.ttft_ns || d->cls[i].slo.tpot_ns || d->cls[i].slo.e2e_ns) return 1;
+  }
+  return 0;
+}
 /* Counters with a class label (requests_ended, by status, is separate). */
 /* 1.2 families both exposition writers share (docs/prometheus.md) */
 #define TTFT__PROM_STALL_SECONDS_HELP                                                       \

@@ -607,13 +607,7 @@ static void put_metrics(ow *w, const ox *x) {
   f = (mdef){K_STALL_BUDGET, 0, "libttft.stall_budget", "s",
              "Stall budget of each class: an inter-token gap above it is a stall."};
   put_metric(w, x, &f);
-  int any = 0;
-  for (uint32_t p = 0; p < (s->nparts ? s->nparts : 1); p++) {
-    const ttft_snapshot *d = s->nparts ? s->part[p] : s;
-    for (uint32_t i = 0; d && i < d->nclasses; i++)
-      any |= d->cls[i].slo.ttft_ns || d->cls[i].slo.tpot_ns || d->cls[i].slo.e2e_ns;
-  }
-  if (any) {
+  if (ttft__any_slo_budget(s)) {
     f = (mdef){K_SLO_BUDGET, 0, "libttft.slo_budget", "s",
                "SLO budgets of each class that sets them (slo = ttft, tpot, e2e)."};
     put_metric(w, x, &f);

@@ -762,12 +762,7 @@ static void put_gauges(prom_ctx *c) {
       ttft__sb_puts(c->sb, "\n");
     }
   }
-  int any = 0;
-  VIEWS(c) {
-    for (uint32_t i = 0; i < c->s->nclasses; i++)
-      any |= c->s->cls[i].slo.ttft_ns || c->s->cls[i].slo.tpot_ns || c->s->cls[i].slo.e2e_ns;
-  }
-  if (!any) return;
+  if (!ttft__any_slo_budget(c->top)) return;
   put_header(c, 0, "slo_budget_seconds", "gauge", "seconds",
              "SLO budgets of each class that sets them (slo = ttft, tpot, e2e).");
   VIEWS(c) {

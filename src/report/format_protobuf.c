@@ -804,13 +804,7 @@ static void put_all(pbx *x, ttft__sb *sb) {
   f.kind = FK_STALL_BUDGET, f.name = "stall_budget_seconds", f.unit = "seconds";
   f.help = "Stall budget of each class: an inter-token gap above it is a stall.";
   put_family(sb, &f);
-  int any = 0;
-  for (uint32_t p = 0; p < (s->nparts ? s->nparts : 1); p++) {
-    const ttft_snapshot *d = s->nparts ? s->part[p] : s;
-    for (uint32_t i = 0; d && i < d->nclasses; i++)
-      any |= d->cls[i].slo.ttft_ns || d->cls[i].slo.tpot_ns || d->cls[i].slo.e2e_ns;
-  }
-  if (any) {
+  if (ttft__any_slo_budget(s)) {
     f.kind = FK_SLO_BUDGET, f.name = "slo_budget_seconds";
     f.help = "SLO budgets of each class that sets them (slo = ttft, tpot, e2e).";
     put_family(sb, &f);
