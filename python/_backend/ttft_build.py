@@ -166,6 +166,40 @@ def _log(msg):
     sys.stdout.flush()
 
 
+# What cmake/platform.cmake tests at configure time (glibc and musl
+# differ), tested here the same way with the same compiler: each probe is
+# a small program, compiled (and linked, where a symbol must exist); its
+# success is the definition's 1. Name -> (program, link?).
+PLATFORM_PROBES = (
+    ("TTFT_HAVE_LINUX_MEMBARRIER_H", "#include <linux/membarrier.h>\nint main(void) { return 0; }\n", False),
+    ("TTFT_HAVE_SYS_MEMBARRIER_H", "#include <sys/membarrier.h>\nint main(void) { return 0; }\n", False),
+    ("TTFT_HAVE_PTHREAD_SETNAME_NP",
+     "#include <pthread.h>\nint main(void) { return pthread_setname_np(pthread_self(), \"x\"); }\n", True),
+    ("TTFT_STRERROR_R_CHAR_P",
+     "#include <string.h>\nint main(void) {\n  char b[64];\n"
+     "  _Static_assert(__builtin_types_compatible_p(__typeof__(strerror_r(1, b, sizeof b)), char *), \"GNU\");\n"
+     "  return strerror_r(1, b, sizeof b) == 0;\n}\n", True),
+    ("TTFT_HAVE_GETRANDOM",
+     "#include <sys/random.h>\nint main(void) { char b[8]; return (int)getrandom(b, sizeof b, 0); }\n", True),
+)
+
+
+def platform_defines(cc, flags=()):
+    """-DNAME=1 or -DNAME=0 for each of PLATFORM_PROBES, as
+    cmake/platform.cmake defines them, from what cc compiles here."""
+    out = []
+    with tempfile.TemporaryDirectory(prefix="ttft-probe-") as d:
+        for name, prog, link in PLATFORM_PROBES:
+            src = os.path.join(d, name + ".c")
+            with open(src, "w") as f:
+                f.write(prog)
+            cmd = cc + ["-D_GNU_SOURCE"] + list(flags) + [src, "-o", os.path.join(d, name)]
+            cmd += ["-pthread"] if link else ["-c"]
+            ok = subprocess.call(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) == 0
+            out.append("-D%s=%d" % (name, 1 if ok else 0))
+    return out
+
+
 def compile_library(out_path, config_settings=None, pkg_root=PKG_ROOT):
     """Compile libttft into out_path (a shared library). Returns the
     compiler commands run. BuildError when a source does not compile or
@@ -178,6 +212,8 @@ def compile_library(out_path, config_settings=None, pkg_root=PKG_ROOT):
     env_ld = os.environ.get("LDFLAGS", "").split()
     incs = ["-I" + os.path.join(root, "include"), "-I" + os.path.join(root, "src")]
     jobs = _jobs(config_settings)
+    defines = DEFINES + platform_defines(cc, env_cpp + env_c)
+    _log("ttft: platform: " + " ".join(d[2:] for d in defines[len(DEFINES):]))
     cmds = []
     with tempfile.TemporaryDirectory(prefix="ttft-build-") as obj_dir:
         objs = []
@@ -185,7 +221,7 @@ def compile_library(out_path, config_settings=None, pkg_root=PKG_ROOT):
         for i, src in enumerate(sources):
             obj = os.path.join(obj_dir, "%02d_%s.o" % (i, os.path.basename(src)[:-2]))
             objs.append(obj)
-            pending.append(cc + DEFINES + incs + CFLAGS + env_cpp + env_c + ["-c", src, "-o", obj])
+            pending.append(cc + defines + incs + CFLAGS + env_cpp + env_c + ["-c", src, "-o", obj])
         _log("ttft: compiling libttft (%d sources, %d at a time) from %s" % (len(sources), jobs, root))
         running = []
         failed = []

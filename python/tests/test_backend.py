@@ -19,6 +19,7 @@ import glob
 import hashlib
 import importlib.util
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -81,6 +82,24 @@ def copy_tree(dest, with_c=True):
 class SourceList(unittest.TestCase):
     def setUp(self):
         self.b = load_backend()
+
+    def test_platform_probes_are_cmakes(self):
+        # the backend tests what cmake/platform.cmake tests, every name of
+        # it, and finds this machine's libc as CMake does: a wheel built
+        # without them took glibc's GNU strerror_r for the XSI one and said
+        # "errno 98" where the CMake build says "Address already in use"
+        with open(os.path.join(ROOT, "cmake", "platform.cmake")) as f:
+            text = f.read()
+        m = re.search(r"foreach\(_v ([^)]*)\)", text)
+        self.assertIsNotNone(m)
+        self.assertEqual(sorted(m.group(1).split()), sorted(n for n, _, _ in self.b.PLATFORM_PROBES))
+        got = dict(d[2:].split("=") for d in self.b.platform_defines(["cc"]))
+        self.assertEqual(set(got.values()) <= {"0", "1"}, True)
+        import platform
+        if platform.libc_ver()[0] == "glibc":
+            self.assertEqual(got["TTFT_STRERROR_R_CHAR_P"], "1")
+            self.assertEqual(got["TTFT_HAVE_GETRANDOM"], "1")
+            self.assertEqual(got["TTFT_HAVE_PTHREAD_SETNAME_NP"], "1")
 
     def test_sources_are_the_cmake_lists_plus_the_http_endpoint(self):
         files = self.b.cmake_sources(cmake_text())
