@@ -195,7 +195,10 @@ def platform_defines(cc, flags=()):
                 f.write(prog)
             cmd = cc + ["-D_GNU_SOURCE"] + list(flags) + [src, "-o", os.path.join(d, name)]
             cmd += ["-pthread"] if link else ["-c"]
-            ok = subprocess.call(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) == 0
+            try:
+                ok = subprocess.call(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) == 0
+            except OSError:
+                ok = False  # no compiler: the library's compile says so, clearly
             out.append("-D%s=%d" % (name, 1 if ok else 0))
     return out
 
