@@ -15,9 +15,10 @@ if(TTFT_HAVE_PTHREADS)
   target_link_libraries(ttft_otlp_dump PRIVATE Threads::Threads)
 endif()
 
+ttft_runner(_otlp_dump ttft_otlp_dump $<TARGET_FILE:ttft_otlp_dump>)
 add_test(NAME otlp_decode
   COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/otlp/run.sh
-          $<TARGET_FILE:ttft_otlp_dump> ${CMAKE_CURRENT_BINARY_DIR}/otlp_decode)
+          ${_otlp_dump} ${CMAKE_CURRENT_BINARY_DIR}/otlp_decode)
 set_tests_properties(otlp_decode PROPERTIES LABELS "otlp" SKIP_RETURN_CODE 77 TIMEOUT 300)
 
 # The pusher end to end (issue 31.4, the push half):
@@ -36,7 +37,8 @@ if(TTFT_HAVE_PTHREADS)
   target_link_libraries(ttft_otlp_push_e2e PRIVATE Threads::Threads)
 endif()
 
+ttft_runner(_otlp_push_e2e ttft_otlp_push_e2e $<TARGET_FILE:ttft_otlp_push_e2e>)
 add_test(NAME otlp_push_e2e
   COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/otlp/run.sh
-          $<TARGET_FILE:ttft_otlp_push_e2e> ${CMAKE_CURRENT_BINARY_DIR}/otlp_push_e2e push)
+          ${_otlp_push_e2e} ${CMAKE_CURRENT_BINARY_DIR}/otlp_push_e2e push)
 set_tests_properties(otlp_push_e2e PROPERTIES LABELS "otlp" SKIP_RETURN_CODE 77 TIMEOUT 300)

@@ -121,9 +121,10 @@ if(TTFT_WITH_HTTP AND TTFT_HAVE_PTHREADS)
   add_executable(ttft_prom_fluidity_workload ${CMAKE_CURRENT_SOURCE_DIR}/prom/fluidity_workload.c)
   target_link_libraries(ttft_prom_fluidity_workload PRIVATE ttft_static m)
   target_compile_options(ttft_prom_fluidity_workload PRIVATE ${TTFT_WARNINGS})
+  ttft_runner(_fluidity_workload ttft_prom_fluidity_workload $<TARGET_FILE:ttft_prom_fluidity_workload>)
   add_test(NAME prom_fluidity
     COMMAND ${TTFT_PROM_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/prom/fluidity_test.py
-            $<TARGET_FILE:ttft_prom_fluidity_workload> "${TTFT_PROMETHEUS_BIN}"
+            ${_fluidity_workload} "${TTFT_PROMETHEUS_BIN}"
             --rules ${PROJECT_SOURCE_DIR}/deploy/prometheus/ttft.rules.yml)
   set_tests_properties(prom_fluidity PROPERTIES
     LABELS "prometheus;integration" SKIP_RETURN_CODE 77 TIMEOUT 90

@@ -18,9 +18,10 @@ if(TTFT_BUILD_TOOLS)
   target_link_libraries(ttft-mkcap PRIVATE ttft_static m)
   target_compile_options(ttft-mkcap PRIVATE ${TTFT_WARNINGS})
   target_compile_definitions(ttft-mkcap PRIVATE _GNU_SOURCE)
+  ttft_runner(_mkcap ttft-mkcap $<TARGET_FILE:ttft-mkcap>)
   add_test(NAME tools_capacity
            COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/tools/test_capacity.sh
-                   $<TARGET_FILE:ttft-report> $<TARGET_FILE:ttft-mkcap>
+                   ${_report} ${_mkcap}
                    ${CMAKE_CURRENT_BINARY_DIR}/tools_capacity.d)
   set_tests_properties(tools_capacity PROPERTIES LABELS "tools" TIMEOUT 120)
 endif()
